@@ -1,0 +1,33 @@
+"""``commdoctor checks``: every check and every code it can report, one line each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="list as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    from commdoctor.checks import BUILTIN_CHECKS
+
+    if args.json:
+        doc = [
+            {"check": c.name, "stage": c.stage.value, "title": c.title, "modes": sorted(c.modes),
+             "rules": [{"code": r.code, "symbol": r.symbol, "severity": r.severity.value, "cause": r.cause,
+                        "title": r.title} for r in c.rules]}
+            for c in BUILTIN_CHECKS
+        ]
+        print(json.dumps(doc, indent=2))
+        return 0
+    seen: set[str] = set()
+    for c in BUILTIN_CHECKS:
+        print(f"{c.name:<18} {c.stage.value:<12} {c.title}")
+        for r in c.rules:
+            if r.code in seen:
+                continue
+            seen.add(r.code)
+            print(f"  {r.code}  {r.severity.value:<7} {r.symbol:<34} {r.cause or '-'}")
+    return 0

@@ -1,0 +1,23 @@
+"""Probes touch the live world (sockets, processes, torch in child processes).
+
+Promise: side effects live here only, and each probe holds its own deadline.
+``live_providers`` maps fact names to the probes that compute them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def live_providers() -> dict[str, Callable[[Any], Any]]:
+    from commdoctor.probes import env
+
+    return {
+        "torch": lambda ctx: env.torch_facts(timeout=max(30.0, ctx.options.pg_timeout)),
+        "nvidia_smi": lambda ctx: env.nvidia_smi(),
+        "launcher_env": lambda ctx: env.launcher_env(),
+        "comm_env": lambda ctx: env.comm_env(),
+        "shm": lambda ctx: env.shm_facts(),
+        "memlock": lambda ctx: env.memlock_facts(),
+        "ptrace": lambda ctx: env.ptrace_facts(),
+    }

@@ -1,0 +1,1 @@
+"""Sinks: turn pipeline events and reports into text, JSON and HTML. They diagnose nothing."""

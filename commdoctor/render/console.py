@@ -1,0 +1,78 @@
+"""The console sink: flutter-doctor-style lines streamed as checks finish.
+
+Promise: consumes pipeline events only. Writes plain ASCII without colour when
+NO_COLOR is set or the stream is not a terminal; progress goes to stderr so
+stdout can be piped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import IO, Iterable
+
+from rich.console import Console
+from rich.text import Text
+
+from commdoctor.model import Report, Stage
+from commdoctor.pipeline import CheckFinished, CheckStarted, Event, RunFinished, RunStarted
+from commdoctor.render.theme import STYLE, glyphs
+from commdoctor.render.views import result_view, summary_view
+
+
+def plain_wanted(stream: IO[str]) -> bool:
+    return bool(os.environ.get("NO_COLOR")) or not (hasattr(stream, "isatty") and stream.isatty())
+
+
+def make_console(stream: IO[str] | None = None) -> tuple[Console, bool]:
+    stream = stream or sys.stdout
+    plain = plain_wanted(stream)
+    con = Console(file=stream, no_color=plain, highlight=False, emoji=False,
+                  force_terminal=None if not plain else False, soft_wrap=plain,
+                  width=None if not plain else 200)
+    return con, plain
+
+
+def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | None = None,
+                  heading: str | None = None) -> Report:
+    """Print events as they come; return the final report."""
+    con, plain = make_console(stream)
+    g = glyphs(plain)
+    err = Console(file=sys.stderr, no_color=plain, highlight=False) if not plain else None
+    stage: Stage | None = None
+    start = time.monotonic()
+    status = None
+    report: Report | None = None
+    if heading:
+        con.print(Text(heading, style="bold"))
+    try:
+        for ev in events:
+            if isinstance(ev, RunStarted):
+                continue
+            if isinstance(ev, CheckStarted):
+                if err is not None:
+                    if status is None:
+                        status = err.status(f"{ev.title} {g.running}")
+                        status.start()
+                    else:
+                        status.update(f"{ev.title} {g.running}")
+                continue
+            if isinstance(ev, CheckFinished):
+                r = ev.result
+                if status is not None:
+                    status.stop()
+                    status = None
+                if r.stage is not stage:
+                    stage = r.stage
+                    con.print(Text(f"\n{stage.value}", style=STYLE["stage"]))
+                con.print(result_view(r, g, verbose))
+            elif isinstance(ev, RunFinished):
+                report = ev.report
+    finally:
+        if status is not None:
+            status.stop()
+    assert report is not None, "the pipeline always ends with RunFinished"
+    con.print()
+    con.print(summary_view(report, g, time.monotonic() - start))
+    return report

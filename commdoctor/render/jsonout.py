@@ -1,0 +1,33 @@
+"""The JSON sink: stdout is data, one document per run (docs/json-schema.md).
+
+Promise: standard library only; nothing but the JSON document goes to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO, Iterable
+
+from commdoctor.model import Report
+from commdoctor.pipeline import CheckFinished, Event, RunFinished
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)
+
+
+def render_events(events: Iterable[Event], stream: IO[str] | None = None, progress: IO[str] | None = None) -> Report:
+    out = stream or sys.stdout
+    prog = progress if progress is not None else sys.stderr
+    report: Report | None = None
+    for ev in events:
+        if isinstance(ev, CheckFinished) and prog is not None:
+            prog.write(f"commdoctor: {ev.result.check}: {ev.result.status.value}\n")
+            prog.flush()
+        elif isinstance(ev, RunFinished):
+            report = ev.report
+    assert report is not None, "the pipeline always ends with RunFinished"
+    out.write(dumps(report) + "\n")
+    out.flush()
+    return report
