@@ -1,0 +1,143 @@
+"""Per-rank progress records written by commdoctor.hooks and read by the hang and log stages.
+
+Promise: standard library only. The format is JSON lines, one file per rank
+(``hooks-rank{RANK}.jsonl`` in ``$COMMDOCTOR_HOOKS_DIR``), every line carrying
+``"schema": "commdoctor.hooks/1"``. Readers tolerate a truncated last line,
+binary junk and unknown fields (they are skipped and counted), because a rank
+that is killed mid-write leaves exactly that behind.
+
+Line kinds:
+- ``header``: rank, world_size, host, pid, started (unix time), torch version.
+- ``enter`` / ``exit``: one collective or point-to-point call entering the
+  backend and completing (``exit`` of an async call is written when its work
+  completes). Fields: group, seq (per group), op, reduce_op, dtype, shapes,
+  numel, peer (send/recv), root (broadcast/reduce/gather/scatter), device,
+  async_op, site ("file.py:LINE"), time.
+- ``mismatch``: the hooks saw ranks disagree; ``detail`` holds every rank's call.
+- ``warning``: anything the hooks want a reader to know (side channel lost, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
+
+SCHEMA = "commdoctor.hooks/1"
+ENV_DIR = "COMMDOCTOR_HOOKS_DIR"
+FILE_PREFIX = "hooks-rank"
+
+
+def record_path(directory: str, rank: int) -> str:
+    return os.path.join(directory, f"{FILE_PREFIX}{rank}.jsonl")
+
+
+@dataclass
+class CallRecord:
+    kind: str  # "enter" | "exit"
+    rank: int
+    group: str
+    seq: int
+    op: str
+    time: float
+    reduce_op: str | None = None
+    dtype: str | None = None
+    shapes: list[list[int]] = field(default_factory=list)
+    numel: int | None = None
+    peer: int | None = None
+    root: int | None = None
+    device: str | None = None
+    async_op: bool = False
+    site: str | None = None
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["schema"] = SCHEMA
+        return json.dumps(d, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CallRecord:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+@dataclass
+class RankProgress:
+    rank: int
+    host: str | None = None
+    pid: int | None = None
+    world_size: int | None = None
+    last_entered: CallRecord | None = None
+    last_completed: CallRecord | None = None
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    bad_lines: int = 0
+    path: str | None = None
+
+    @property
+    def in_flight(self) -> CallRecord | None:
+        """The call entered but not completed, if any (what a hung rank waits in)."""
+        e, x = self.last_entered, self.last_completed
+        if e is None or (x is not None and (x.group, x.seq) == (e.group, e.seq)):
+            return None
+        return e
+
+
+def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | None]:
+    """Yield each parsed line of a records file, or None for a line that is not a record."""
+    with open(path, "rb") as f:
+        for raw in f:
+            if len(raw) > max_line:
+                yield None
+                continue
+            try:
+                d = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                yield None
+                continue
+            if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+                yield None
+                continue
+            yield d
+
+
+def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
+    """Fold records files (or directories holding them) into each rank's progress."""
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            files += sorted(os.path.join(p, n) for n in os.listdir(p) if n.startswith(FILE_PREFIX) and n.endswith(".jsonl"))
+        elif os.path.exists(p):
+            files.append(p)
+    out: dict[int, RankProgress] = {}
+    for path in files:
+        prog: RankProgress | None = None
+        bad = 0
+        for d in iter_lines(path):
+            if d is None:
+                bad += 1
+                continue
+            try:
+                rank = int(d["rank"])
+            except (KeyError, TypeError, ValueError):
+                bad += 1
+                continue
+            prog = out.setdefault(rank, RankProgress(rank=rank, path=path))
+            kind = d.get("kind")
+            try:
+                if kind == "header":
+                    prog.host, prog.pid, prog.world_size = d.get("host"), d.get("pid"), d.get("world_size")
+                elif kind == "enter":
+                    prog.last_entered = CallRecord.from_dict(d)
+                elif kind == "exit":
+                    prog.last_completed = CallRecord.from_dict(d)
+                elif kind == "mismatch":
+                    prog.mismatches.append(d)
+                elif kind == "warning":
+                    prog.warnings.append(str(d.get("message", "")))
+            except TypeError:
+                bad += 1
+        if prog is not None:
+            prog.bad_lines += bad
+    return out
