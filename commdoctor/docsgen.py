@@ -12,7 +12,7 @@ import os
 import sys
 
 from commdoctor.checks import BUILTIN_CHECKS
-from commdoctor.checks.base import DOC_HEADINGS, Check, Rule
+from commdoctor.checks.base import DOC_HEADINGS, Check, Rule, fill
 
 
 def rule_page(check: type[Check], r: Rule) -> str:
@@ -22,14 +22,14 @@ def rule_page(check: type[Check], r: Rule) -> str:
     out.append(f"- **Cause:** `{r.cause}`" if r.cause else "- **Cause:** none (informational)")
     out.append(f"- **Check:** `{check.name}` (stage `{check.stage.value}`): {check.title}")
     out.append("")
-    out.append(f"**Title:** {r.title}")
+    out.append(f"**Title:** {fill(r.title, {})}")
     out.append("")
     out.append("## Remedy")
     out.append("")
-    out.append(r.remedy)
+    out.append(fill(r.remedy, {}))
     if r.steps:
         out.append("")
-        out.extend(f"- {s}" for s in r.steps)
+        out.extend(f"- {fill(s, {})}" for s in r.steps)
     if r.env:
         out.append("")
         out.append("Settings to try:")
@@ -58,7 +58,7 @@ def pages() -> dict[str, str]:
             if name in out:
                 continue
             out[name] = rule_page(c, r)
-            title = r.title.replace("|", "\\|")
+            title = fill(r.title, {}).replace("|", "\\|")
             index.append(f"| [{r.code}]({name}) | {r.symbol} | {r.severity.value} | {r.cause or ''} | `{c.name}` | {title} |")
     out["README.md"] = "\n".join(index) + "\n"
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import string
 import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, Sequence
@@ -49,13 +50,33 @@ class Rule:
             raise ValueError(f"{self.code}: unknown cause {self.cause!r}")
 
 
-class _Blank(dict):  # format_map helper: a missing placeholder stays visible, never raises
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+class _Missing:
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+class _Formatter(string.Formatter):
+    """str.format that leaves a missing placeholder visible (with its spec) instead of raising."""
+
+    def get_value(self, key: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if isinstance(key, str) and key not in kwargs:
+            return _Missing(key)
+        return super().get_value(key, args, kwargs)
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        return value if isinstance(value, _Missing) else super().convert_field(value, conversion)
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if isinstance(value, _Missing):
+            return "{" + value.key + (":" + format_spec if format_spec else "") + "}"
+        return super().format_field(value, format_spec)
+
+
+_FORMATTER = _Formatter()
 
 
 def fill(template: str, params: Mapping[str, Any]) -> str:
-    return template.format_map(_Blank(params))
+    return _FORMATTER.vformat(template, (), params)
 
 
 class Check:
@@ -169,10 +190,10 @@ def explain_text(check: type[Check], code: str | None = None) -> str:
     rules: Iterator[Rule] = iter(check.rules if code is None else [check.rule(code)])
     for r in rules:
         out.append(f"{r.code} {r.symbol} ({r.severity.value}{', cause ' + r.cause if r.cause else ''})")
-        out.append(f"  {r.title}")
-        out.append(f"  Remedy: {r.remedy}")
+        out.append(f"  {fill(r.title, {})}")
+        out.append(f"  Remedy: {fill(r.remedy, {})}")
         for s in r.steps:
-            out.append(f"    - {s}")
+            out.append(f"    - {fill(s, {})}")
         for k, v in r.env.items():
             out.append(f"    {k}={v}")
     out.append("")

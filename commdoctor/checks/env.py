@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+
+if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
+    from commdoctor.pipeline import CheckRun, Options
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 INSTALL_TORCH = "pip install 'commdoctor[torch]' (or install the torch build your training uses)"
@@ -318,7 +320,7 @@ class ShmCheck(Check):
              "emptyDir with medium: Memory at /dev/shm",
              cause="shm_too_small",
              steps=("df -h /dev/shm shows the size",
-                    "Kubernetes: volumes: [{name: dshm, emptyDir: {medium: Memory}}] mounted at /dev/shm")),
+                    "Kubernetes: volumes: [{{name: dshm, emptyDir: {{medium: Memory}}}}] mounted at /dev/shm")),
         Rule("ENV031", "shm-nearly-full", W, "/dev/shm has only {free} free of {size}",
              "Remove stale segments left by crashed jobs (ls -la /dev/shm) or enlarge /dev/shm",
              cause="shm_too_small"),

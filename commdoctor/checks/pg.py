@@ -7,13 +7,15 @@ reported), so it can be tested on results of real runs with faults injected.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.env import require_torch
 from commdoctor.errors import SkipCheck
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun, Options
+
+if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
+    from commdoctor.pipeline import CheckRun, Options
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

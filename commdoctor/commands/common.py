@@ -11,7 +11,7 @@ import sys
 from typing import Sequence
 
 from commdoctor.errors import CommDoctorError, ExitCode
-from commdoctor.model import Report, Severity
+from commdoctor.model import Report, Severity, Status
 
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,7 +37,12 @@ def exit_code(report: Report, fail_on: Severity) -> int:
     if report.interrupted:
         return ExitCode.INTERRUPTED
     worst = max((f.severity.rank for f in report.findings()), default=-1)
-    return ExitCode.FINDINGS if worst >= fail_on.rank else ExitCode.OK
+    if worst >= fail_on.rank:
+        return ExitCode.FINDINGS
+    # A crashed check is a bug in commdoctor and leaves the diagnosis incomplete.
+    if any(r.status is Status.CRASHED for r in report.results):
+        return ExitCode.INTERNAL
+    return ExitCode.OK
 
 
 def emit(events, args: argparse.Namespace, heading: str | None = None) -> Report:  # type: ignore[no-untyped-def]

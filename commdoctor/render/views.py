@@ -89,6 +89,9 @@ def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None) -> R
         line.append("\n")
     elif report.interrupted:
         line.append("Interrupted before all checks ran.\n", style="yellow")
+    elif c["crashed"] or c["timed_out"]:
+        line.append("Verdict: incomplete", style="bold magenta")
+        line.append(f" (no errors or warnings, but {c['crashed'] + c['timed_out']} check(s) crashed or timed out)\n")
     else:
         line.append("Verdict: healthy", style="bold green")
         line.append(" (no errors or warnings)\n")
