@@ -441,28 +441,32 @@ class EnvVarsCheck(Check):
         checked = {k: v for k, v in env.items() if k.startswith(("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_FR_", "TORCH_GLOO_"))}
         run.data["variables"] = dict(sorted(env.items()))
         run.summary(f"{len(checked)} set" + (": " + ", ".join(sorted(checked)) if checked else ""))
+        # Typos and wrong syntax change behaviour silently, so they come before costs.
+        order = {"ENV054": 0, "ENV050": 1, "ENV053": 2, "ENV051": 3, "ENV052": 4}
+        out: list[Finding] = []
         for name in sorted(checked):
             value = checked[name]
             ev = [Evidence("env", f"{name}={value}")]
             if name in V.DEPRECATED:
                 rep = V.DEPRECATED[name]
-                yield self.finding("ENV051", name=name, replacement=rep or "nothing (it has no effect)",
-                                   replacement_text=f"; use {rep}" if rep else " and has no effect",
-                                   evidence=ev, steps=() if rep else ("Remove it",))
+                out.append(self.finding("ENV051", name=name, replacement=rep or "nothing (it has no effect)",
+                                        replacement_text=f"; use {rep}" if rep else " and has no effect",
+                                        evidence=ev, steps=() if rep else ("Remove it",)))
             elif name not in V.ALL_KNOWN:
                 s = _suggest(name)
                 lib = "NCCL" if name.startswith("NCCL_") else "Gloo" if name.startswith("GLOO_") else "torch"
-                yield self.finding("ENV050", name=name, lib=lib, suggestion=s or "a documented name (or remove it)",
-                                   hint=f"; did you mean {s}?" if s else "", evidence=ev)
+                out.append(self.finding("ENV050", name=name, lib=lib, suggestion=s or "a documented name (or remove it)",
+                                        hint=f"; did you mean {s}?" if s else "", evidence=ev))
             allowed = V.VALID_VALUES.get(name)
             if allowed and value.strip().upper() not in allowed:
-                yield self.finding("ENV053", name=name, value=value, allowed=", ".join(sorted(allowed)), evidence=ev)
+                out.append(self.finding("ENV053", name=name, value=value, allowed=", ".join(sorted(allowed)), evidence=ev))
             for slow_name, slow_value, what in V.SLOW_SETTINGS:
                 if name == slow_name and value.strip().upper() == slow_value:
-                    yield self.finding("ENV052", name=name, value=value, what=what, evidence=ev)
+                    out.append(self.finding("ENV052", name=name, value=value, what=what, evidence=ev))
         g = checked.get("GLOO_SOCKET_IFNAME")
         if g and (g.lstrip().startswith(("^", "=")) or ",^" in g):
-            yield self.finding("ENV054", value=g, evidence=[Evidence("env", f"GLOO_SOCKET_IFNAME={g}")])
+            out.append(self.finding("ENV054", value=g, evidence=[Evidence("env", f"GLOO_SOCKET_IFNAME={g}")]))
+        yield from sorted(out, key=lambda f: order[f.code])
 
 
 class PtraceCheck(Check):

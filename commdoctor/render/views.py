@@ -25,6 +25,8 @@ def finding_view(f: Finding, g: Glyphs, verbose: int = 0, indent: str = "    ") 
     if f.hosts:
         head.append(f"  [{', '.join(f.hosts)}]", style="dim")
     lines.append(head)
+    if f.severity is Severity.INFO and not verbose:
+        return Group(*lines)  # an informational note stays one line unless asked for more
     sub = indent + "  "
     if f.detail:
         lines.append(Text(sub + f.detail))
