@@ -7,11 +7,12 @@ imports torch, rich or textual at module level, so ``commdoctor checks`` and
 
 from __future__ import annotations
 
+from commdoctor.checks.backends import BACKEND_CHECKS
 from commdoctor.checks.base import Check
 from commdoctor.checks.env import ENV_CHECKS
 from commdoctor.checks.pg import PG_CHECKS
 
-BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS)
+BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS)
 
 
 def all_checks() -> tuple[type[Check], ...]:

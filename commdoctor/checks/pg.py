@@ -57,6 +57,7 @@ class _LocalGroupCheck(Check):
     """Base for one backend's local process-group test; subclasses set ``backend``."""
 
     backend = "gloo"
+    device = "cpu"
     stage = Stage.PG_INIT
     requires = ("env.torch",)
     rules = (
@@ -87,26 +88,29 @@ class _LocalGroupCheck(Check):
             raise SkipCheck(f"--backend {','.join(opts.backends)} leaves {self.backend} out")
         world = opts.world_size
         avail = (t.get("backends") or {}).get(self.backend, False)
-        if self.backend == "nccl":
-            gpus = int(t.get("device_count") or 0)
-            if not avail or gpus == 0:
-                why = "this torch build has no NCCL" if not avail else "no GPU is visible to torch"
-                if requested:
-                    yield self.finding("PG007", backend="nccl", why=why,
-                                       remedy="Use gloo for CPU tensors, or run on a host with GPUs and a CUDA build of torch",
-                                       evidence=[Evidence("probe:torch", f"is_nccl_available={avail}, device_count={gpus}")])
-                    return
-                raise SkipCheck(f"{why}; NCCL needs one GPU per rank")
+        gpus = int(t.get("device_count") or 0)
+        if self.device == "cuda" and gpus == 0:
+            why = "no GPU is visible to torch"
+            if self.backend == "nccl" and not avail:
+                why = "this torch build has no NCCL"
+            if requested and self.backend == "nccl":
+                yield self.finding("PG007", backend="nccl", why=why,
+                                   remedy="Use gloo for CPU tensors, or run on a host with GPUs and a CUDA build of torch",
+                                   evidence=[Evidence("probe:torch", f"is_nccl_available={avail}, device_count={gpus}")])
+                return
+            raise SkipCheck(f"{why}; this test needs one GPU per rank")
+        if self.device == "cuda":
             world = gpus  # one rank per GPU
-        elif not avail:
+        if not avail:
             if requested or self.backend == "gloo":
                 yield self.finding("PG007", backend=self.backend, why="this torch build does not include it",
-                                   remedy="Install an official torch wheel (gloo is built into every Linux and macOS wheel)")
+                                   remedy="Install an official torch wheel (gloo is built into every Linux and macOS wheel)"
+                                   if self.backend == "gloo" else "Use a backend this build has (see env.torch)")
                 return
             raise SkipCheck(f"this torch build has no {self.backend}")
         from commdoctor.probes.pg_init import run_local_group
 
-        res = run_local_group(self.backend, world, timeout=opts.pg_timeout)
+        res = run_local_group(self.backend, world, timeout=opts.pg_timeout, device=self.device)
         yield from self.evaluate(res, run)
 
     def evaluate(self, res: dict[str, Any], run: CheckRun | None = None) -> Iterator[Finding]:
@@ -251,6 +255,31 @@ class NcclGroupCheck(_LocalGroupCheck):
     name = "pg.nccl"
     title = "Local NCCL process group and collectives"
     backend = "nccl"
+    device = "cuda"
 
 
-PG_CHECKS: tuple[type[Check], ...] = (GlooGroupCheck, NcclGroupCheck)
+class GlooCudaGroupCheck(_LocalGroupCheck):
+    """gloo carrying CUDA tensors, one rank per GPU: the figure NCCL is compared with.
+
+    What it checks:
+        The same test as pg.nccl, with the gloo backend on CUDA tensors, so the
+        backend advisor can say how much faster NCCL is on this host.
+    Why it matters:
+        Jobs ported from CPU prototypes often keep gloo for CUDA tensors; the
+        measured ratio shows what that costs here.
+    Known limits:
+        Skipped without GPUs. gloo stages CUDA tensors through host memory.
+    """
+
+    name = "pg.gloo_cuda"
+    title = "Local gloo process group on CUDA tensors"
+    backend = "gloo"
+    device = "cuda"
+
+    def run(self, run: CheckRun) -> Iterator[Finding]:
+        if run.options.backends and "gloo" not in run.options.backends:
+            raise SkipCheck(f"--backend {','.join(run.options.backends)} leaves gloo out")
+        yield from super().run(run)
+
+
+PG_CHECKS: tuple[type[Check], ...] = (GlooGroupCheck, NcclGroupCheck, GlooCudaGroupCheck)

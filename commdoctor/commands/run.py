@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="budget for network probes, in seconds (default 15)")
     p.add_argument("--pg-timeout", type=float, default=60.0, metavar="S",
                    help="deadline for the local process-group test, in seconds (default 60)")
+    p.add_argument("--job-backend", default="", metavar="SPEC",
+                   help="the backend your job passes to init_process_group (nccl, gloo, or a map such as "
+                        "cpu:gloo,cuda:nccl), checked against this host")
     add_output_arguments(p)
 
 
@@ -45,6 +48,7 @@ def options_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         pg_timeout=args.pg_timeout,
         fail_on=Severity(args.fail_on),
         verbose=args.verbose,
+        extra={"job_backend": args.job_backend.strip()} if args.job_backend.strip() else {},
     )
 
 

@@ -20,4 +20,6 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "shm": lambda ctx: env.shm_facts(),
         "memlock": lambda ctx: env.memlock_facts(),
         "ptrace": lambda ctx: env.ptrace_facts(),
+        "ipoib": lambda ctx: env.ipoib_interfaces(),
+        "backend_env": lambda ctx: env.backend_env(),
     }

@@ -43,6 +43,7 @@ def run_local_group(
     sizes: Sequence[int] = DEFAULT_SIZES,
     start_ranks: Sequence[int] | None = None,
     env: dict[str, str] | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
     """Run commdoctor's process-group test; ``start_ranks`` leaves the others out (fault injection)."""
     port = free_port()
@@ -56,13 +57,13 @@ def run_local_group(
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()
     procs: dict[int, subprocess.Popen[str]] = {}
     out: dict[str, Any] = {
-        "backend": backend, "world_size": world_size, "init_method": init_method, "started_ranks": ranks,
+        "backend": backend, "device": device or ("cuda" if backend == "nccl" else "cpu"), "world_size": world_size, "init_method": init_method, "started_ranks": ranks,
         "timeout_s": timeout, "ranks": {}, "timed_out": False,
     }
     start = time.monotonic()
     for r in ranks:
         argv = [sys.executable, "-m", "commdoctor.probes.pg_worker", str(r), str(world_size), backend, init_method,
-                str(rank_timeout), ",".join(str(s) for s in sizes)]
+                str(rank_timeout), ",".join(str(s) for s in sizes), device or ("cuda" if backend == "nccl" else "cpu")]
         try:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                  text=True, errors="replace", env=child_env, start_new_session=True)

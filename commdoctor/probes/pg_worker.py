@@ -5,7 +5,7 @@ Promise: prints one JSON object per line on stdout describing how far it got
 ``done``), or an ``error`` line with the backend's own error text. The parent
 (commdoctor.probes.pg_init) enforces the deadline and kills it.
 
-usage: python -m commdoctor.probes.pg_worker RANK WORLD BACKEND INIT_METHOD TIMEOUT_S SIZES
+usage: python -m commdoctor.probes.pg_worker RANK WORLD BACKEND INIT_METHOD TIMEOUT_S SIZES [DEVICE]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def bus_factor(op: str, n: int) -> float:
 def main(argv: list[str]) -> int:
     rank, world, backend, init_method = int(argv[0]), int(argv[1]), argv[2], argv[3]
     timeout_s, sizes = float(argv[4]), [int(s) for s in argv[5].split(",") if s]
+    device_type = argv[6] if len(argv) > 6 else ("cuda" if backend == "nccl" else "cpu")
     emit(event="started", rank=rank, pid=__import__("os").getpid())
     try:
         from datetime import timedelta
@@ -46,9 +47,10 @@ def main(argv: list[str]) -> int:
     stage = "init"
     try:
         device = torch.device("cpu")
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-            device = torch.device("cuda", rank)
+        if device_type == "cuda":
+            n = torch.cuda.device_count()
+            torch.cuda.set_device(rank % max(n, 1))
+            device = torch.device("cuda", rank % max(n, 1))
         t0 = time.perf_counter()
         dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world,
                                 timeout=timedelta(seconds=timeout_s))
