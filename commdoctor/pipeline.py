@@ -75,12 +75,13 @@ class Facts:
                 return self._values[name]
             if name in self._errors:
                 raise self._errors[name]
-            ev = self._events.get(name)
-            owner = ev is None
-            if owner:
+            existing = self._events.get(name)
+            owner = existing is None
+            if existing is None:
                 if name not in self._providers:
                     raise KeyError(f"no provider for fact {name!r}")
-                ev = self._events[name] = threading.Event()
+                existing = self._events[name] = threading.Event()
+            ev = existing
         if not owner:
             ev.wait()  # bounded by the asking check's own deadline
             return self.get(name, ctx)

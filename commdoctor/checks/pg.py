@@ -66,7 +66,7 @@ class _LocalGroupCheck(Check):
         Rule("PG002", "pg-rank-never-joined", E, "rank(s) {missing} never joined the {backend} process group within {timeout:g} s",
              "Find what keeps rank(s) {missing} from reaching init_process_group (see their stderr below); "
              "the other ranks wait for the full timeout and name nobody", cause="rendezvous_unreachable"),
-        Rule("PG003", "pg-rank-died", E, "rank {rank} of the {backend} process group exited with status {code} before finishing",
+        Rule("PG003", "pg-rank-died", E, "rank {rank} of the {backend} process group exited with status {status} before finishing",
              "Read rank {rank}'s own error below; the other ranks' errors follow from it", cause="peer_process_died"),
         Rule("PG004", "collective-wrong-result", E, "{op} over {backend} returned wrong numbers on rank {rank}",
              "Do not train on this host until this is explained: {hint}", cause="other"),
@@ -134,7 +134,7 @@ class _LocalGroupCheck(Check):
                       and ranks[str(r)].get("returncode") not in (None, 0) and not ranks[str(r)].get("killed")]
         for r in died_early:
             emitted = True
-            yield self.finding("PG003", backend=backend, rank=r, code=ranks[str(r)]["returncode"], ranks=[r],
+            yield self.finding("PG003", backend=backend, rank=r, status=ranks[str(r)]["returncode"], ranks=[r],
                                evidence=stderr_ev(r) or [Evidence(f"rank{r}", f"exit status {ranks[str(r)]['returncode']}", rank=r)])
         silent = [r for r in missing if r not in errors and r not in died_early]
         first_failure: str | None = None
@@ -172,16 +172,16 @@ class _LocalGroupCheck(Check):
                                    evidence=ev, cause=cause, consequence_of=first_failure, detail=meaning)
 
         # 3. Wrong numbers.
-        for r, rec in sorted(ranks.items(), key=lambda kv: int(kv[0])):
+        for rs, rec in sorted(ranks.items(), key=lambda kv: int(kv[0])):
             for e in rec["events"]:
                 if e.get("event") == "collective" and e.get("ok") is False:
                     emitted = True
                     hint = ("wrong results from NCCL between GPUs usually mean PCIe ACS/IOMMU redirects P2P traffic; "
                             "retry with NCCL_P2P_DISABLE=1 and check ACS") if backend == "nccl" else \
                         "rerun; repeatable wrong results point at memory or CPU faults"
-                    yield self.finding("PG004", backend=backend, op=e["op"], rank=int(r), hint=hint, ranks=[int(r)],
+                    yield self.finding("PG004", backend=backend, op=e["op"], rank=int(rs), hint=hint, ranks=[int(rs)],
                                        cause="p2p_acs_iommu" if backend == "nccl" else "other",
-                                       evidence=[Evidence(f"rank{r}", f"{e['op']}: expected {e.get('expected')}, got {e.get('got')}", rank=int(r))])
+                                       evidence=[Evidence(f"rank{rs}", f"{e['op']}: expected {e.get('expected')}, got {e.get('got')}", rank=int(rs))])
 
         # 4. Joined, no error, not done: hung in a collective until our deadline.
         hung = sorted(joined - done - set(errors))

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from commdoctor.errors import CommDoctorError, ExitCode
 from commdoctor.model import Report, Severity, Status
+
+if TYPE_CHECKING:
+    from commdoctor.pipeline import Event, Options
 
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,7 +48,7 @@ def exit_code(report: Report, fail_on: Severity) -> int:
     return ExitCode.OK
 
 
-def emit(events, args: argparse.Namespace, heading: str | None = None) -> Report:  # type: ignore[no-untyped-def]
+def emit(events: Iterable[Event], args: argparse.Namespace, heading: str | None = None) -> Report:
     """Send events to the JSON or the console sink, as asked."""
     if args.json:
         from commdoctor.render import jsonout

@@ -156,7 +156,7 @@ def shm_facts(path: str = "/dev/shm") -> dict[str, Any]:
 
 def _fstype(path: str) -> str | None:
     try:
-        best = ("", None)
+        best: tuple[str, str | None] = ("", None)
         with open("/proc/self/mounts") as f:
             for line in f:
                 parts = line.split()
@@ -268,7 +268,7 @@ _IB_TYPE = 32  # ARPHRD_INFINIBAND in /sys/class/net/*/type
 
 def ipoib_interfaces(root: str = "/sys/class/net") -> list[str]:
     """Interfaces that carry IP over InfiniBand."""
-    out = []
+    out: list[str] = []
     try:
         names = sorted(os.listdir(root))
     except OSError:
