@@ -22,4 +22,16 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "ptrace": lambda ctx: env.ptrace_facts(),
         "ipoib": lambda ctx: env.ipoib_interfaces(),
         "backend_env": lambda ctx: env.backend_env(),
+        # hang mode (commdoctor hang, run --attach, the wrapper): read only when a hang check asks
+        "hang_snapshot": lambda ctx: _hang().snapshot(ctx),
+        "hook_progress": lambda ctx: _hang().hook_progress(ctx),
+        "flight_recorder": lambda ctx: _hang().flight_recorder(ctx),
+        "hang_logs": lambda ctx: _hang().hang_logs(ctx),
+        "nccl_ras": lambda ctx: _hang().nccl_ras(ctx),
     }
+
+
+def _hang():  # type: ignore[no-untyped-def]
+    from commdoctor.probes import hang_facts
+
+    return hang_facts

@@ -1,0 +1,369 @@
+"""Read torch flight-recorder dumps (gloo and NCCL; pickle and JSON) and find who is missing.
+
+Promise: standard library only, and safe on hostile input: pickles are read
+with an unpickler that refuses every global (a flight-recorder dump holds only
+dicts, lists, tuples, strings and numbers), so a crafted file cannot run
+code; a file that is not a dump becomes an error string, never an exception.
+
+Where torch's own analyzer (torchfrtrace) goes wrong, and what this does:
+
+- gloo dumps key ``pg_config`` by the group's *name* as gloo registered it
+  (``''``), while entries name the group as ``('0', 'default_pg')``;
+  torchfrtrace looks up ``('0', 0)`` and dies with ``KeyError``. Here a
+  group's members come from the config entry with the same name, else the same
+  description, else (for the default group) the largest config, else from the
+  ranks whose dumps mention the group.
+- torchfrtrace shows the stack of a rank that *waits*. Here the verdict names
+  the *missing* rank (the one that never entered the collective the others
+  wait in) with its own last entry and call site, and the waiting ranks
+  separately.
+- gloo entries always say state ``scheduled``; completion is ``retired``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from commdoctor.parsing.stacks import Frame, is_library
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle API
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: not a flight-recorder dump")
+
+
+def safe_loads(data: bytes) -> Any:
+    return _SafeUnpickler(io.BytesIO(data)).load()
+
+
+@dataclass(frozen=True)
+class FREntry:
+    record_id: int
+    pg_id: int | None
+    pg_name: str
+    pg_desc: str
+    seq: int  # collective_seq_id (p2p_seq_id for point-to-point)
+    op: str  # "all_reduce", "barrier", ... (profiling name without the backend prefix)
+    backend: str  # "gloo", "nccl", ...
+    state: str
+    retired: bool
+    is_p2p: bool = False
+    input_sizes: tuple[tuple[int, ...], ...] = ()
+    input_dtypes: tuple[str, ...] = ()
+    output_sizes: tuple[tuple[int, ...], ...] = ()
+    frames: tuple[Frame, ...] = ()  # innermost first
+    time_created_ns: int | None = None
+    timeout_ms: int | None = None
+
+    @property
+    def completed(self) -> bool:
+        return self.state == "completed" or self.retired
+
+    @property
+    def user_frame(self) -> Frame | None:
+        for f in self.frames:
+            if not is_library(f):
+                return f
+        return None
+
+    def describe(self) -> str:
+        site = self.user_frame
+        shape = ""
+        if self.input_sizes:
+            shape = " " + ",".join("x".join(map(str, s)) or "scalar" for s in self.input_sizes)
+            if self.input_dtypes:
+                shape += " " + ",".join(self.input_dtypes)
+        return (f"{self.op} #{self.seq}{shape}"
+                + (f" called at {site.where} ({site.function})" if site else "")
+                + (" [completed]" if self.completed else f" [{self.state}, not completed]"))
+
+    def fingerprint(self) -> tuple[Any, ...]:
+        return (self.op, self.input_sizes, self.input_dtypes)
+
+
+@dataclass
+class FRDump:
+    rank: int | None
+    path: str
+    fmt: str  # "pickle" | "json"
+    version: str = ""
+    backend: str = ""
+    pg_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pg_status: dict[str, dict[str, int]] = field(default_factory=dict)
+    entries: list[FREntry] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+_RANK_IN_NAME = re.compile(r"(\d+)(?:\.(?:pkl|pickle|json|bin|dump))?$")
+
+
+def rank_from_name(path: str) -> int | None:
+    """torch names dumps PREFIX + rank (``nccl_trace_rank_3``); commdoctor ``fr-rank3.pkl``."""
+    m = _RANK_IN_NAME.search(os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def _int(v: Any, default: int | None = None) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
+    out = []
+    for s in v or ():
+        if isinstance(s, (list, tuple)):
+            out.append(tuple(_int(x, 0) or 0 for x in s))
+    return tuple(out)
+
+
+def _frames(v: Any) -> tuple[Frame, ...]:
+    out = []
+    for f in v or ():
+        if isinstance(f, Mapping):
+            fn = str(f.get("filename") or "?")
+            out.append(Frame(function=str(f.get("name") or "?"), file=fn, line=_int(f.get("line")),
+                             short_file=_short(fn)))
+    return tuple(out)
+
+
+def _short(path: str) -> str:
+    p = path.replace("\\", "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in p:
+            return p.split(marker, 1)[1]
+    return os.path.basename(p)
+
+
+def parse_dump(doc: Any, path: str, fmt: str, rank: int | None) -> FRDump:
+    if not isinstance(doc, Mapping) or "entries" not in doc and "pg_config" not in doc:
+        raise ValueError("not a flight-recorder dump (no 'entries' or 'pg_config')")
+    d = FRDump(rank=rank, path=path, fmt=fmt, version=str(doc.get("version", "")))
+    cfg = doc.get("pg_config") or {}
+    if isinstance(cfg, Mapping):
+        for k, v in cfg.items():
+            if isinstance(v, Mapping):
+                d.pg_config[str(k)] = dict(v)
+    st = doc.get("pg_status") or {}
+    if isinstance(st, Mapping):
+        for k, v in st.items():
+            if isinstance(v, Mapping):
+                d.pg_status[str(k)] = {kk: _int(vv, -1) for kk, vv in v.items()}  # type: ignore[misc]
+    backends: set[str] = set()
+    for e in doc.get("entries") or ():
+        if not isinstance(e, Mapping):
+            d.notes.append("an entry is not a mapping; skipped")
+            continue
+        pg = e.get("process_group") or ("", "")
+        pg_name, pg_desc = (str(pg[0]), str(pg[1])) if isinstance(pg, (list, tuple)) and len(pg) >= 2 else (str(pg), "")
+        prof = str(e.get("profiling_name") or "?")
+        backend, _, op = prof.partition(":") if ":" in prof else ("", "", prof)
+        if op.startswith("_"):  # nccl:_allgather_base and friends
+            op = op.lstrip("_")
+        backends.add(backend)
+        is_p2p = bool(e.get("is_p2p"))
+        seq = _int(e.get("p2p_seq_id") if is_p2p else e.get("collective_seq_id"), -1)
+        d.entries.append(FREntry(
+            record_id=_int(e.get("record_id"), -1) or 0, pg_id=_int(e.get("pg_id")), pg_name=pg_name, pg_desc=pg_desc,
+            seq=seq if seq is not None else -1, op=op, backend=backend, state=str(e.get("state") or ""),
+            retired=bool(e.get("retired")), is_p2p=is_p2p, input_sizes=_sizes(e.get("input_sizes")),
+            input_dtypes=tuple(str(x) for x in e.get("input_dtypes") or ()),
+            output_sizes=_sizes(e.get("output_sizes")), frames=_frames(e.get("frames")),
+            time_created_ns=_int(e.get("time_created_ns")), timeout_ms=_int(e.get("timeout_ms"))))
+    d.backend = ",".join(sorted(b for b in backends if b)) or ""
+    return d
+
+
+def read_dump(path: str, rank: int | None = None, max_bytes: int = 512 << 20) -> FRDump:
+    """One dump file; raises ValueError (with a message a user can act on) when it is not one."""
+    size = os.path.getsize(path)
+    if size > max_bytes:
+        raise ValueError(f"{size} bytes is larger than a flight-recorder dump can be ({max_bytes} allowed)")
+    with open(path, "rb") as f:
+        data = f.read()
+    if rank is None:
+        rank = rank_from_name(path)
+    head = data.lstrip()[:1]
+    if head == b"{":
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+        return parse_dump(doc, path, "json", rank)
+    if data[:1] == b"\x80":
+        try:
+            doc = safe_loads(data)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
+                AttributeError, MemoryError, RecursionError) as e:
+            raise ValueError(f"unreadable pickle: {e}") from None
+        return parse_dump(doc, path, "pickle", rank)
+    raise ValueError("neither a pickle nor a JSON flight-recorder dump")
+
+
+def dump_files(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for n in sorted(os.listdir(p)):
+                full = os.path.join(p, n)
+                if os.path.isfile(full) and not n.startswith(".") and not n.endswith(".tmp"):
+                    out.append(full)
+        elif os.path.isfile(p):
+            out.append(p)
+    return out
+
+
+def load_dumps(paths: Iterable[str]) -> tuple[list[FRDump], list[str]]:
+    """Every readable dump under ``paths`` (files or folders), and one error line per unreadable file."""
+    dumps: list[FRDump] = []
+    errors: list[str] = []
+    for f in dump_files(paths):
+        try:
+            d = read_dump(f)
+        except (OSError, ValueError) as e:
+            errors.append(f"{f}: {e}")
+            continue
+        if d.rank is None:
+            errors.append(f"{f}: cannot tell which rank wrote it (name dumps PREFIX<rank>, as torch does)")
+            continue
+        dumps.append(d)
+    return dumps, errors
+
+
+# -- analysis ---------------------------------------------------------------------------
+
+
+@dataclass
+class GroupState:
+    """One process group across the dumps: who waits in what, who never arrived."""
+
+    name: str
+    desc: str
+    ranks: list[int]  # global ranks in the group
+    membership_from: str  # how the member list was found
+    front_seq: int = -1  # the newest collective any member entered
+    front_op: str | None = None
+    waiting: dict[int, FREntry] = field(default_factory=dict)  # entered front, not completed
+    missing: dict[int, FREntry | None] = field(default_factory=dict)  # never entered front: their last entry
+    no_dump: list[int] = field(default_factory=list)
+    last: dict[int, FREntry | None] = field(default_factory=dict)
+    mismatch_seq: int | None = None
+    mismatch: dict[int, FREntry] = field(default_factory=dict)  # rank -> its entry at mismatch_seq
+
+    @property
+    def stuck(self) -> bool:
+        return bool(self.waiting)
+
+    def to_dict(self) -> dict[str, Any]:
+        def e(x: FREntry | None) -> Any:
+            return x.describe() if x else None
+
+        return {"name": self.name, "desc": self.desc, "ranks": self.ranks, "membership_from": self.membership_from,
+                "front_seq": self.front_seq, "front_op": self.front_op,
+                "waiting": {str(r): e(x) for r, x in self.waiting.items()},
+                "missing": {str(r): e(x) for r, x in self.missing.items()}, "no_dump": self.no_dump,
+                "mismatch_seq": self.mismatch_seq, "mismatch": {str(r): e(x) for r, x in self.mismatch.items()}}
+
+
+def _members(name: str, desc: str, dumps: Sequence[FRDump], seen_ranks: set[int]) -> tuple[list[int], str]:
+    configs: list[dict[str, Any]] = []
+    for d in dumps:
+        configs.extend({"key": k, **v} for k, v in d.pg_config.items())
+
+    def ranks_of(c: Mapping[str, Any]) -> list[int] | None:
+        r = c.get("ranks")
+        try:
+            val = ast.literal_eval(r) if isinstance(r, str) else r
+        except (ValueError, SyntaxError):
+            return None
+        if isinstance(val, (list, tuple)) and all(isinstance(x, int) for x in val):
+            return sorted(val)
+        return None
+
+    for how, pred in (
+        ("pg_config key", lambda c: c["key"] == name),
+        ("pg_config name", lambda c: str(c.get("name", "")) == name and name != ""),
+        ("pg_config desc", lambda c: desc and str(c.get("desc", "")) == desc),
+    ):
+        for c in configs:
+            if pred(c):
+                r = ranks_of(c)
+                if r:
+                    return r, how
+    if desc == "default_pg" or name == "0":
+        best: list[int] | None = None
+        for c in configs:
+            r = ranks_of(c)
+            if r and (best is None or len(r) > len(best)):
+                best = r
+        if best:
+            return best, "largest pg_config (the default group; gloo keys its config by another name)"
+    return sorted(seen_ranks), "ranks whose dumps mention the group"
+
+
+def analyze(dumps: Sequence[FRDump]) -> list[GroupState]:
+    """Per process group: the newest collective, who waits in it, who never entered it,
+    and the first sequence number at which ranks recorded different calls."""
+    per_group: dict[str, dict[int, list[FREntry]]] = {}
+    descs: dict[str, str] = {}
+    pg_ids: dict[str, int | None] = {}
+    for d in dumps:
+        if d.rank is None:
+            continue
+        for e in d.entries:
+            if e.is_p2p:
+                continue  # point-to-point sequence numbers are per pair; compared separately by nobody yet
+            per_group.setdefault(e.pg_name, {}).setdefault(d.rank, []).append(e)
+            descs.setdefault(e.pg_name, e.pg_desc)
+            pg_ids.setdefault(e.pg_name, e.pg_id)
+    by_rank = {d.rank: d for d in dumps if d.rank is not None}
+    out: list[GroupState] = []
+    for name, ranks_entries in sorted(per_group.items()):
+        members, how = _members(name, descs.get(name, ""), dumps, set(ranks_entries))
+        gs = GroupState(name=name, desc=descs.get(name, ""), ranks=members, membership_from=how)
+        for r in members:
+            if r not in by_rank:
+                gs.no_dump.append(r)
+                continue
+            ents = sorted(ranks_entries.get(r, []), key=lambda e: e.seq)
+            last = ents[-1] if ents else None
+            gs.last[r] = last
+            enq = last.seq if last else -1
+            status = by_rank[r].pg_status.get(str(pg_ids.get(name)))
+            if status:
+                enq = max(enq, status.get("last_enqueued_collective", -1) or -1)
+            gs.front_seq = max(gs.front_seq, enq)
+        for r in members:
+            if r in gs.no_dump:
+                continue
+            ents = {e.seq: e for e in ranks_entries.get(r, [])}
+            at_front = ents.get(gs.front_seq)
+            if at_front is not None:
+                gs.front_op = gs.front_op or at_front.op
+                if not at_front.completed:
+                    gs.waiting[r] = at_front
+            else:
+                gs.missing[r] = gs.last.get(r)
+        # If nobody waits, a rank behind the front is just ahead/behind in a healthy job.
+        if not gs.waiting:
+            gs.missing.clear()
+        # Divergence: the first sequence number at which two ranks recorded different calls.
+        common: dict[int, dict[int, FREntry]] = {}
+        for r, ents_list in ranks_entries.items():
+            for e in ents_list:
+                common.setdefault(e.seq, {})[r] = e
+        for seq in sorted(common):
+            at = common[seq]
+            if len(at) >= 2 and len({e.fingerprint() for e in at.values()}) > 1:
+                gs.mismatch_seq, gs.mismatch = seq, dict(sorted(at.items()))
+                break
+        out.append(gs)
+    return out
