@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from commdoctor.loaders.flight_recorder import analyze, load_dumps, rank_from_name, read_dump
-from tests.integration.hang_jobs import mark_line
+from tests.hang_fixtures import mark_line
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "hang"
 

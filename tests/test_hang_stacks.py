@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from commdoctor.loaders.stacks import load_snapshot
 from commdoctor.parsing.stacks import (Frame, RankState, classify, classify_thread, group_by_signature, is_library,
                                        parse_pyspy_json, parse_pyspy_text, parse_stack_text)
-from tests.integration.hang_jobs import mark_line
+from tests.hang_fixtures import mark_line
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "hang"
 

@@ -14,7 +14,7 @@ from commdoctor.model import Report
 from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
 from commdoctor.records import CallRecord, read_progress, record_path
 from commdoctor.snapshot import HangSnapshot
-from tests.integration.hang_jobs import mark_line
+from tests.hang_fixtures import mark_line
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "hang"
 

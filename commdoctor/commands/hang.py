@@ -61,7 +61,8 @@ def parse_pids(values: list[str]) -> list[int]:
     return out
 
 
-def hang_options(args: argparse.Namespace, pids: list[int], attach: bool, extra: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
+                 extra: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
     from commdoctor.pipeline import Options
 
     if args.stack_timeout <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from commdoctor.commands import watch
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
@@ -28,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the backend your job passes to init_process_group (nccl, gloo, or a map such as "
                         "cpu:gloo,cuda:nccl), checked against this host")
     add_output_arguments(p)
+    watch.add_run_arguments(p)  # --attach, and "run -- torchrun ...": the hang mode (commands/watch.py)
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -57,6 +59,8 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def main(args: argparse.Namespace) -> int:
+    if watch.wanted(args):
+        return watch.main(args)
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.pipeline import Context, Facts, plan, run_checks
     from commdoctor.probes import live_providers

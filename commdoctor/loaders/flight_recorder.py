@@ -235,7 +235,21 @@ def load_dumps(paths: Iterable[str]) -> tuple[list[FRDump], list[str]]:
             errors.append(f"{f}: cannot tell which rank wrote it (name dumps PREFIX<rank>, as torch does)")
             continue
         dumps.append(d)
-    return dumps, errors
+    # One dump per rank: torch's own (TORCH_FR_DUMP_TEMP_FILE) and commdoctor's agent may both have
+    # written one; the newer file wins.
+    newest: dict[int, FRDump] = {}
+    for d in dumps:
+        old = newest.get(d.rank)  # type: ignore[arg-type]
+        if old is None or _mtime(d.path) >= _mtime(old.path):
+            newest[d.rank] = d  # type: ignore[index]
+    return [newest[r] for r in sorted(newest)], errors
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
 
 
 # -- analysis ---------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def snapshot(ctx: Any) -> HangSnapshot | None:
     if x.get("attach"):
         from commdoctor.probes.snapshot import snapshot_local
 
-        return snapshot_local(timeout=timeout, native=native)
+        match = x["attach"] if isinstance(x["attach"], str) else None
+        return snapshot_local(timeout=timeout, native=native, match=match)
     return None
 
 

@@ -70,9 +70,15 @@ def snapshot_pids(pids: Sequence[int], timeout: float = 10.0, native: bool = Fal
     return snapshot_job(job, timeout=timeout, native=native, notes=notes)
 
 
-def snapshot_local(timeout: float = 10.0, native: bool = False) -> HangSnapshot:
-    """The largest distributed job on this host (others are named in the notes)."""
+def snapshot_local(timeout: float = 10.0, native: bool = False, match: str | None = None) -> HangSnapshot:
+    """The largest distributed job on this host whose command line contains ``match``
+    (any job when None); the others are named in the notes."""
     jobs, notes = discover()
+    if match:
+        left = [j for j in jobs if not any(match in p.command for p in [*j.ranks, *([j.agent] if j.agent else [])])]
+        jobs = [j for j in jobs if j not in left]
+        if left:
+            notes.append(f"{len(left)} other job(s) on this host do not match {match!r}")
     if not jobs:
         return HangSnapshot(source="live", host=socket.gethostname(), taken_at=time.time(),
                             notes=notes + ["no distributed job found on this host (no torchrun agent, no process "

@@ -106,7 +106,7 @@ def loop() -> None:
     dist.all_reduce(x)
     mark("steady")
     for _ in range(1 << 30):
-        dist.all_reduce(x)  # MARK:loop-allreduce
+        dist.all_reduce(x)  # MARK:net-allreduce
 
 
 def main() -> int:

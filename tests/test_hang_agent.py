@@ -1,0 +1,75 @@
+"""The in-process agent the wrapper mode loads (commdoctor/probes/agent/sitecustomize.py), in real interpreters."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from commdoctor.loaders.flight_recorder import analyze, load_dumps
+from commdoctor.probes.pg_init import free_port
+from commdoctor.probes.watch import AGENT_DIR, prepare_env
+from tests.conftest import needs_torch, run_cli
+
+
+def py(code: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_an_existing_sitecustomize_still_runs_and_nothing_else_happens(tmp_path: Path) -> None:
+    theirs = tmp_path / "site"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text(f"open({str(tmp_path / 'theirs-ran')!r}, 'w').close()\n")
+    env = {**os.environ, "PYTHONPATH": f"{AGENT_DIR}{os.pathsep}{theirs}"}
+    env.pop("COMMDOCTOR_WATCH_DIR", None)
+    p = py("import sys, threading; print(sorted(t.name for t in threading.enumerate()))", env)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert (tmp_path / "theirs-ran").exists()
+    assert "commdoctor-agent" not in p.stdout
+
+
+@needs_torch
+def test_agent_writes_progress_and_dumps_on_request(tmp_path: Path) -> None:
+    env, set_ = prepare_env(os.environ, str(tmp_path))
+    assert {"NCCL_DEBUG_FILE", "TORCH_FR_DUMP_TEMP_FILE", "COMMDOCTOR_WATCH_DIR", "PYTHONPATH"} <= set(set_)
+    env.update(RANK="0", WORLD_SIZE="1", COMMDOCTOR_AGENT_PERIOD="0.2")
+    code = (
+        "import os, time, torch, torch.distributed as dist\n"
+        f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=1)\n"
+        "x = torch.ones(4)\nfor _ in range(3): dist.all_reduce(x)\n"
+        f"p = {str(tmp_path / 'progress' / 'rank0.json')!r}\n"
+        "for _ in range(100):\n    time.sleep(0.1)\n    if os.path.exists(p): break\n"
+        f"open({str(tmp_path / 'fr-request')!r}, 'w').close()\n"
+        f"d = {str(tmp_path / 'fr' / 'rank0.pkl')!r}\n"
+        "for _ in range(200):\n    time.sleep(0.1)\n    if os.path.exists(d): break\n"
+        "print('ok')\n"
+    )
+    t0 = time.monotonic()
+    p = py(code, env)
+    assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-2000:]
+    assert time.monotonic() - t0 < 100
+    import json
+
+    hb = json.loads((tmp_path / "progress" / "rank0.json").read_text())
+    assert hb["rank"] == 0 and hb["pg_status"]["0"]["last_completed_collective"] in (3, "3")
+    dumps, errors = load_dumps([str(tmp_path / "fr")])
+    assert not errors and [d.rank for d in dumps] == [0]
+    (g,) = analyze(dumps)
+    assert g.front_seq == 3 and not g.waiting
+
+
+def test_cli_rejects_bad_input_with_a_message() -> None:
+    p = run_cli("hang", "--pid", "abc")
+    assert p.returncode == 2 and "give process ids as numbers" in p.stderr
+    p = run_cli("hang", "--stacks", "/nonexistent/x")
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = run_cli("run", "--attach", "--", "true")
+    assert p.returncode == 2 and "not both" in p.stderr
+
+
+def test_wrapper_passes_a_finished_jobs_status_through(tmp_path: Path) -> None:
+    p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c",
+                "import sys; sys.exit(3)")
+    assert p.returncode == 3 and "exit status 3" in p.stderr
