@@ -211,9 +211,9 @@ class HangRanksCheck(Check):
             groups.setdefault(key, []).append(r)
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
         parts = []
-        for (state, op, where), ranks in ordered:
-            label = RankState(state).label if not (op and RankState(state).waiting) else f"in {op}"
-            parts.append(f"{ranks_text(ranks)}: {label}" + (f" at {where}" if where else ""))
+        for (state, g_op, g_where), ranks in ordered:
+            label = RankState(state).label if not (g_op and RankState(state).waiting) else f"in {g_op}"
+            parts.append(f"{ranks_text(ranks)}: {label}" + (f" at {g_where}" if g_where else ""))
         run.summary(f"{len(views)} rank{'s' if len(views) != 1 else ''} — " + "; ".join(parts)
                     + (f" (stacks in {snap.elapsed_s:.1f} s)" if snap.elapsed_s else ""))
         for r, v in sorted(views.items()):
@@ -234,25 +234,28 @@ def _dead_words(v: Any) -> str:
 
 
 def _ev_stack(r: int, v: Any, limit: int = 4) -> list[Evidence]:
-    """Evidence lines for one rank's stack: the decisive frames and the user's line with its source."""
+    """Evidence for one rank: its lines of code (with their source when readable here), then
+    the decisive frames of its stack, innermost first."""
     c = v.classification
-    out: list[Evidence] = []
     if v.dead:
-        out.append(Evidence(f"proc:rank{r}", v.describe(), rank=r, host=v.host or None))
-        return out
-    head = f"{v.describe()}"
-    out.append(Evidence(f"stack:rank{r}", head, rank=r, host=v.host or None))
+        return [Evidence(f"proc:rank{r}", v.describe(), rank=r, host=v.host or None)]
+    src = f"stack:rank{r}"
+    out: list[Evidence] = []
+    if c.user_source and c.user_frame is not None:
+        out.append(Evidence(src, f"{c.user_frame.where} in {c.user_frame.function}: {c.user_source}", rank=r,
+                            host=v.host or None))
+    if c.source and c.call_site is not None:
+        out.append(Evidence(src, f"{c.call_site.where} in {c.call_site.function}: {c.source}", rank=r,
+                            host=v.host or None))
+    if not out or v.proc_state == "stopped":
+        out.insert(0, Evidence(src, v.describe(), rank=r, host=v.host or None))
     shown = 0
     for f in c.frames:
         if shown >= limit:
             break
         if f == c.frame or f == c.call_site or f == c.user_frame or shown < 2:
-            out.append(Evidence(f"stack:rank{r}", f"  {f.function} ({f.where})", rank=r))
+            out.append(Evidence(src, f"  {f.function} ({f.where})", rank=r))
             shown += 1
-    if c.user_source and c.user_frame is not None:
-        out.append(Evidence(f"stack:rank{r}", f"  {c.user_frame.where}: {c.user_source}", rank=r))
-    if c.source:
-        out.append(Evidence(f"stack:rank{r}", f"  {c.call_site.where if c.call_site else ''}: {c.source}", rank=r))
     return out
 
 
@@ -336,6 +339,9 @@ class HangVerdictCheck(Check):
              "no rank waits in a collective: {states_text}",
              "This is not a communication hang: look at what the ranks are doing (the stacks above); if they make no "
              "progress, the line each one is at is where to start"),
+        Rule("HANG016", "no-rank-running", W, "no rank of the job is running: {states_text}",
+             "The job has ended, or these are not its pids: read its logs (commdoctor logs) for why it ended; "
+             "a hang diagnosis needs live ranks, saved stacks (--stacks) or dumps (--fr)"),
         Rule("HANG020", "flight-recorder-unreadable", W, "a flight-recorder dump could not be read: {path}",
              "Give commdoctor the files torch wrote (TORCH_FR_DUMP_TEMP_FILE prefix + rank, or "
              "_dump_fr_trace/_dump_fr_trace_json output) with the rank number at the end of each name"),
@@ -423,6 +429,11 @@ class HangVerdictCheck(Check):
                         ev += _ev_stack(r, views[r], limit=3)
             return ev + seq_evidence(ranks, ("waiting",))
 
+        if views and all(v.dead for v in views.values()) and not seq_views:
+            yield self.finding("HANG016", states_text="; ".join(
+                f"rank {r} {v.describe()}" for r, v in sorted(views.items())), ranks=sorted(views),
+                evidence=[e for r in sorted(views) for e in _ev_stack(r, views[r])][:8])
+            return
         if not waiting:
             if not any(sv.waiting for sv in seq_views):
                 states_text = "; ".join(
@@ -499,11 +510,10 @@ class HangVerdictCheck(Check):
         elsewhere = [r for r in all_ranks if r not in waiting and r not in dead and r not in stopped
                      and (states[r][0] is not RankState.UNKNOWN or r in behind)]
         if elsewhere and waiting:
-            groups: dict[tuple[str, str | None, str | None], list[int]] = {}
+            groups: dict[tuple[RankState, str | None, str | None], list[int]] = {}
             for r in elsewhere:
-                groups.setdefault(states[r], []).append(r)  # type: ignore[arg-type]
-            for (st, s_op, s_where), rs in sorted(groups.items(), key=lambda kv: kv[1][0]):
-                state = RankState(st) if not isinstance(st, RankState) else st
+                groups.setdefault(states[r], []).append(r)
+            for (state, s_op, s_where), rs in sorted(groups.items(), key=lambda kv: kv[1][0]):
                 v0 = views.get(rs[0])
                 if state is RankState.UNKNOWN:
                     odd_state = f"never entered {op} (without its stack, where it is now is unknown)"

@@ -13,11 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
+
+if TYPE_CHECKING:
+    from commdoctor.pipeline import Options
 
 
 def add_hang_inputs(p: argparse.ArgumentParser) -> None:
@@ -62,7 +65,7 @@ def parse_pids(values: list[str]) -> list[int]:
 
 
 def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
-                 extra: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+                 extra: dict[str, Any] | None = None) -> Options:
     from commdoctor.pipeline import Options
 
     if args.stack_timeout <= 0:
@@ -81,7 +84,7 @@ def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
                    fail_on=Severity(args.fail_on), verbose=args.verbose, extra=x)
 
 
-def run_hang(args: argparse.Namespace, opts, heading: str) -> int:  # type: ignore[no-untyped-def]
+def run_hang(args: argparse.Namespace, opts: Options, heading: str) -> int:
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.pipeline import Context, Facts, plan, run_checks
     from commdoctor.probes import live_providers

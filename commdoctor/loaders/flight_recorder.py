@@ -358,8 +358,8 @@ def analyze(dumps: Sequence[FRDump]) -> list[GroupState]:
         for r in members:
             if r in gs.no_dump:
                 continue
-            ents = {e.seq: e for e in ranks_entries.get(r, [])}
-            at_front = ents.get(gs.front_seq)
+            by_seq = {e.seq: e for e in ranks_entries.get(r, [])}
+            at_front = by_seq.get(gs.front_seq)
             if at_front is not None:
                 gs.front_op = gs.front_op or at_front.op
                 if not at_front.completed:

@@ -482,18 +482,18 @@ def classify_thread(frames: Sequence[Frame], thread: str | None = None, read_sou
     internal: tuple[int, str, str] | None = None
     for i, f in enumerate(frames):
         p, fn = _path(f), _func(f)
-        for part, name, op, via in INTERNAL_OPS:
+        for part, name, i_op, i_via in INTERNAL_OPS:
             if fn == name and _in(p, part):
-                internal = (i, op, via)
+                internal = (i, i_op, i_via)
                 break
         if internal:
             break
     if op_idx is not None and kind is not None:
         fn = _func(frames[op_idx])
         if kind is RankState.COLLECTIVE:
-            op = C10D_OPS[fn]
+            c_op = C10D_OPS[fn]
             via = internal[2] if internal and internal[0] > op_idx else _via(frames, op_idx + 1)
-            return done(kind, op_idx, op=op, via=via, reason=f"torch.distributed.{fn} is on the stack")
+            return done(kind, op_idx, op=c_op, via=via, reason=f"torch.distributed.{fn} is on the stack")
         if kind is RankState.BARRIER:
             return done(kind, op_idx, op=BARRIER_FUNCS[fn], via=_via(frames, op_idx + 1),
                         reason=f"torch.distributed.{fn} is on the stack")

@@ -31,7 +31,7 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
     }
 
 
-def _hang():  # type: ignore[no-untyped-def]
+def _hang() -> Any:
     from commdoctor.probes import hang_facts
 
     return hang_facts

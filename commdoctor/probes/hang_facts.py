@@ -27,7 +27,8 @@ def snapshot(ctx: Any) -> HangSnapshot | None:
     timeout = float(x.get("stack_timeout", 10.0))
     native = bool(x.get("native", False))
     if x.get("snapshot") is not None:  # taken already (wrapper mode)
-        return x["snapshot"]  # type: ignore[no-any-return]
+        snap: HangSnapshot = x["snapshot"]
+        return snap
     if x.get("stacks"):
         from commdoctor.loaders.stacks import load_snapshot
 

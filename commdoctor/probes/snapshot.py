@@ -50,7 +50,7 @@ def snapshot_job(job: Job, timeout: float = 10.0, native: bool = False, notes: S
             snap.ranks[r] = RankView(rank=r, host=host, proc_state="missing")
     alive = [v.pid for v in snap.ranks.values() if v.pid is not None and not v.dead]
     stopped = [v.pid for v in snap.ranks.values() if v.pid is not None and v.proc_state == "stopped"]
-    stacks = take_stacks(alive, timeout=timeout, native=native, stopped=stopped)  # type: ignore[arg-type]
+    stacks = take_stacks(alive, timeout=timeout, native=native, stopped=stopped)
     for v in snap.ranks.values():
         res = stacks.get(v.pid) if v.pid is not None else None
         if res is None:
