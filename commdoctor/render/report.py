@@ -516,7 +516,7 @@ def build(m: Material) -> tuple[str, list[Any]]:
         b.append(Table(["rank", "hosts", "codes"], by_rank))
     for where, cols, rows in rank_tables(rep):
         any_rank = True
-        b.append(P([("b", "From "), ("code", where)]))
+        b.append(P([("b", "From"), ("", " "), ("code", where)]))
         b.append(Table(cols, rows))
     if m.progress:
         any_rank = True
