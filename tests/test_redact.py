@@ -100,3 +100,16 @@ def test_redaction_never_raises(text: str) -> None:
     r.discover(text)
     assert isinstance(r.text(text), str)
     assert len(redact_lines(text.split("\n"), r)) == len(text.split("\n"))
+
+
+def test_report_modules_stay_standard_library_only() -> None:
+    """Redaction, excerpts, the document and the bundle import neither rich, textual nor torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import commdoctor.render.redact, commdoctor.render.excerpts, commdoctor.render.report, "
+            "commdoctor.render.bundle, commdoctor.probes.sysinfo; "
+            "print(sorted(m for m in ('rich', 'textual', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -382,7 +382,7 @@ def _proc_routes() -> Any:
 
 def _resolve(host: str) -> list[str]:
     infos = socket.getaddrinfo(host, None)
-    return sorted({i[4][0] for i in infos})
+    return sorted({str(i[4][0]) for i in infos})
 
 
 # -- InfiniBand / RoCE --------------------------------------------------------

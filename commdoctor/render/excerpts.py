@@ -222,8 +222,8 @@ def excerpt_file(
                     s = chunk.rfind(b"\n", 0, m.start()) + 1
                     if s < pos:
                         continue  # a second match on a line already seen
-                    e = chunk.find(b"\n", s)
-                    line = chunk[s:e if e >= 0 else len(chunk)]
+                    end = chunk.find(b"\n", s)
+                    line = chunk[s:end if end >= 0 else len(chunk)]
                     if prefilter is not None and not interest.search(line):
                         continue
                     cur += chunk.count(b"\n", pos, s)

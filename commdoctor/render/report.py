@@ -418,8 +418,8 @@ def rank_tables(report: Report) -> list[tuple[str, list[str], list[list[Inline]]
             if "host" in cols:
                 cols.insert(1, cols.pop(cols.index("host")))
             cols = cols[:10]
-            rows = [[_scalar(x.get(c)) for c in cols] for x in sorted(obj, key=lambda x: x["rank"])[:MAX_ROWS]]
-            found.append((where, cols, rows))
+            table: list[list[Inline]] = [[_scalar(x.get(c)) for c in cols] for x in sorted(obj, key=lambda x: x["rank"])[:MAX_ROWS]]
+            found.append((where, cols, table))
             return
         if isinstance(obj, Mapping):
             for k, v in obj.items():
@@ -439,7 +439,9 @@ def findings_by_rank(report: Report) -> list[list[Inline]]:
             if f.code not in by[rk]:
                 by[rk].append(f.code)
             hosts.setdefault(rk, set()).update(f.hosts)
-    return [[str(rk), ", ".join(sorted(hosts.get(rk, ()))) or "-", ", ".join(codes)] for rk, codes in sorted(by.items())][:MAX_ROWS]
+    out: list[list[Inline]] = [[str(rk), ", ".join(sorted(hosts.get(rk, ()))) or "-", ", ".join(codes)]
+                               for rk, codes in sorted(by.items())]
+    return out[:MAX_ROWS]
 
 
 def redaction_line(red: Mapping[str, Any]) -> list[Span]:
@@ -562,15 +564,15 @@ def build(m: Material) -> tuple[str, list[Any]]:
             b.append(Details(f"stacks: {name}", [Code(_head(text, 120))]))
     if m.fr:
         b.append(H(2, "Flight recorder"))
-        rows: list[list[Inline]] = []
+        frows: list[list[Inline]] = []
         for name, dump in m.fr:
             if isinstance(dump, Mapping) and "unreadable" in dump:
-                rows.append([[("code", name)], "-", f"unreadable: {dump['unreadable']}"])
+                frows.append([[("code", name)], "-", f"unreadable: {dump['unreadable']}"])
             else:
                 entries = dump.get("entries") if isinstance(dump, Mapping) else None
-                rows.append([[("code", name)], str(len(entries)) if isinstance(entries, list) else "-",
+                frows.append([[("code", name)], str(len(entries)) if isinstance(entries, list) else "-",
                              _scalar(dump.get("commdoctor_note")) if isinstance(dump, Mapping) and dump.get("commdoctor_note") else "-"])
-        b.append(Table(["dump", "entries", "note"], rows))
+        b.append(Table(["dump", "entries", "note"], frows))
     if m.cmdlines:
         b.append(H(2, "Command lines"))
         b.append(Code("\n".join(f"# {src}\n{cmd}" for src, cmd in m.cmdlines)))
