@@ -453,7 +453,7 @@ def redaction_line(red: Mapping[str, Any]) -> list[Span]:
     if red.get("anonymized"):
         a = red.get("aliases") or {}
         out.append(("", "; hostnames, addresses and user names replaced by aliases ("
-                    + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in a.items() if v) + ")"))
+                    + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in a.items() if v) + ")"))
     else:
         out.append(("", "; hostnames and addresses are shown as they are (use --anonymize to replace them)"))
     return out + [("", ".")]
