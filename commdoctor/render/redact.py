@@ -103,7 +103,9 @@ _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?
 _MAC = re.compile(r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}(?:(?::[0-9A-Fa-f]{2}){14})?(?![\w:])")
 # host:pid:tid [dev] NCCL ..., the prefix NCCL puts on every line.
 _NCCL_PREFIX = re.compile(r"(?m)^(?:\[[^\]]*\]:?\s*|\d+:\s*)?([A-Za-z][A-Za-z0-9_.-]*):\d+:\d+ \[\d+\] NCCL")
-_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)\s*[:=]\s*\"?([A-Za-z][A-Za-z0-9_.\-\[\],]*)")
+# "hostname: X" in free text; X must look like a host (a digit, dot or dash in it), so that
+# "host: unreachable" does not make every "unreachable" an alias.
+_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)\s*[:=]\s*\"?(?=[^\s\"]*[\d.-])([A-Za-z][A-Za-z0-9_.\-\[\],]*)")
 _CLOUD_HOST = re.compile(r"\bip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[A-Za-z0-9.-]+)?\b")
 _HOME = re.compile(r"/(?:home|Users|scratch|gpfs/home)/([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|\b)")
 _VERSIONISH = re.compile(r"(?i)\b(?:version|ver|v|cudnn|driver)[\s:=\"']*$")

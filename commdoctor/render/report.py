@@ -260,6 +260,7 @@ class Material:
 
 MAX_EVIDENCE = 8
 MAX_ROWS = 128
+MAX_EXCERPTS_SHOWN = 6
 
 
 def _sev(f: Finding) -> Span:
@@ -553,8 +554,11 @@ def build(m: Material) -> tuple[str, list[Any]]:
         b.append(Table(["file", "bytes", "lines", "first errors", "left out"],
                        [[[("code", x.name)], str(x.size), str(x.lines), str(len(x.first_errors)),
                          "; ".join(x.omitted) or "-"] for x in m.logs]))
-        for x in m.logs:
+        # The report stays small enough to paste into an issue; the bundle has every excerpt whole.
+        for x in m.logs[:MAX_EXCERPTS_SHOWN]:
             b.append(Details(f"excerpt of {x.name}", [Code(_short_excerpt(x.text))]))
+        if len(m.logs) > MAX_EXCERPTS_SHOWN:
+            b.append(P(f"Excerpts of {len(m.logs) - MAX_EXCERPTS_SHOWN} more files are in the bundle (--bundle)."))
     if m.records:
         b.append(H(2, "Hook records"))
         b.append(Table(["file", "bytes", "lines"], [[[("code", x.name)], str(x.size), str(x.lines)] for x in m.records]))
@@ -594,7 +598,7 @@ def _head(text: str, n: int) -> str:
     return "\n".join(lines[:n]) + (f"\n[... {len(lines) - n} more lines in the bundle]" if len(lines) > n else "")
 
 
-def _short_excerpt(text: str, limit: int = 200) -> str:
+def _short_excerpt(text: str, limit: int = 100) -> str:
     """The first-error windows of an excerpt, trimmed for the report (the bundle has all of it)."""
     return _head(text, limit)
 
