@@ -168,6 +168,10 @@ def excerpt_file(
             try:
                 data = f.read(CHUNK)
             except (OSError, EOFError, gzip.BadGzipFile) as e:  # truncated gzip: keep what we read
+                if size == 0 and not carry and isinstance(f, gzip.GzipFile):
+                    f.close()  # gzip's magic bytes but no gzip stream: read it as it is
+                    f = open(path, "rb")
+                    continue
                 error = f"{type(e).__name__}: {e}"
                 data = b""
             eof = not data
@@ -188,8 +192,10 @@ def excerpt_file(
             n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
             # Windows still waiting for lines after their anchor take them from here.
             if pending:
-                lines = chunk[:CONTEXT_BYTES].split(b"\n")
-                complete = lines[:-1] if len(lines) > 1 else lines
+                head_part = chunk[:CONTEXT_BYTES]
+                complete = head_part.split(b"\n")
+                if head_part.endswith(b"\n") or len(chunk) > CONTEXT_BYTES:
+                    complete = complete[:-1]
                 for w in pending:
                     take = complete[:w.need_after]
                     for i, ln in enumerate(take):
@@ -198,7 +204,10 @@ def excerpt_file(
                     w.need_after = w.need_after - len(take) if short else 0
                 pending = [w for w in pending if w.need_after > 0]
             if line_no == 1:
-                head_lines = chunk[:CONTEXT_BYTES].split(b"\n")[:head]
+                parts = chunk[:CONTEXT_BYTES].split(b"\n")
+                if chunk.endswith(b"\n") or len(chunk) > CONTEXT_BYTES:
+                    parts = parts[:-1]  # an empty piece after the last newline, or a line cut short
+                head_lines = parts[:head]
             anchors: list[tuple[int, int, str, int]] = []  # (offset of line start, line number, reason, priority)
             # Cited line numbers in this chunk.
             want = sorted(n for n in cited if line_no <= n < line_no + n_lines)
@@ -237,15 +246,19 @@ def excerpt_file(
             for s, n, reason, prio in anchors:
                 w = _Window(n, reason, prio)
                 back = chunk[max(0, s - CONTEXT_BYTES):s]
-                if s < CONTEXT_BYTES:
-                    back = prev + back
-                blines = back.split(b"\n")[:-1][-before:] if back else []
+                pieces = back.split(b"\n")[:-1] if back else []
+                if s >= CONTEXT_BYTES:
+                    pieces = pieces[1:]  # the first piece may start mid-line
+                else:
+                    pieces = (prev.split(b"\n")[:-1] if prev else []) + pieces
+                blines = pieces[-before:] if before else []
                 for i, ln in enumerate(blines):
                     w.lines[n - len(blines) + i] = ln
-                fwd = chunk[s:s + CONTEXT_BYTES].split(b"\n")
+                fwd_data = chunk[s:s + CONTEXT_BYTES]
+                fwd = fwd_data.split(b"\n")
+                if fwd_data.endswith(b"\n") or s + CONTEXT_BYTES < len(chunk):
+                    fwd = fwd[:-1]  # nothing after the last newline, or a line cut short
                 got = fwd[:after + 1]
-                if got and got[-1] == b"" and len(got) < after + 1:
-                    got = got[:-1]
                 for i, ln in enumerate(got):
                     w.lines[n + i] = ln
                 if len(got) < after + 1 and s + CONTEXT_BYTES >= len(chunk):
@@ -261,6 +274,7 @@ def excerpt_file(
             line_no += chunk.count(b"\n")
             if eof:
                 break
+    f.close()  # the plain-file reopen above is not the object the with-block closes
     total = line_no - 1 + (0 if not tail_buf or tail_buf.endswith(b"\n") else 1)
     # The tail: the last lines, numbered back from the end.
     tl = tail_buf.split(b"\n")
@@ -272,9 +286,8 @@ def excerpt_file(
     for i, ln in enumerate(tail_lines):
         tw.lines[total - len(tail_lines) + 1 + i] = ln
     hw = _Window(1, "head", 2)
-    for i, ln in enumerate(x for x in head_lines if x or total > 1):
-        if i + 1 <= total:
-            hw.lines[i + 1] = ln
+    for i, ln in enumerate(head_lines[:total]):
+        hw.lines[i + 1] = ln
     windows += [hw, tw]
     return _assemble(path, size, total, windows, list(first.values()), cited_hits, max_line, max_bytes,
                      [f"cited text not found: {r}" for _, r in texts], error)
