@@ -216,7 +216,9 @@ def test_anonymize_hides_every_host_address_and_user_consistently(tmp_path: Path
 
     addrs = {a.address for al in psutil.net_if_addrs().values() for a in al
              if a.family == socket.AF_INET and not a.address.startswith("127.")}
-    names = ["node01", "node02", "alice", inputs["host"]]
+    names = ["node01", "node02", "alice"]
+    if inputs["host"].lower() not in ("localhost", "localhost.localdomain"):  # kept on purpose: it names no one
+        names.append(inputs["host"])
     pats = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])".encode(), re.I) for n in names]
     pats += [re.compile(rf"(?<![\d.]){re.escape(a)}(?![\d])".encode()) for a in {*addrs, "10.1.0.1", "10.1.0.2"}]
     hits = [(name, pat.pattern) for name, data in _every_file(tmp_path) for pat in pats if pat.search(data)]
