@@ -1,0 +1,165 @@
+"""``commdoctor report``: a redacted report (Markdown + HTML) and bundle to attach to a support ticket.
+
+Two sources: by default it runs the same live checks as ``commdoctor run`` and
+collects this host's environment; with ``--from report.json`` it renders a
+saved ``--json`` report of any mode (run, logs, hang, ...) instead. Raw
+material given by path (--logs, --records, --stacks, --fr, --cmdline) is
+included as bounded, redacted excerpts. Secrets are always redacted;
+--anonymize also replaces hostnames, addresses and user names by aliases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from commdoctor.errors import CommDoctorError, ExitCode
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from commdoctor.commands import run as run_cmd
+
+    src = p.add_argument_group("what to report")
+    src.add_argument("--from", dest="from_", metavar="REPORT.json",
+                     help="render a saved `commdoctor ... --json` report instead of running the live checks")
+    src.add_argument("--no-checks", action="store_true",
+                     help="do not run the live checks (environment and the given material only)")
+    src.add_argument("--system", action=argparse.BooleanOptionalAction, default=None,
+                     help="collect this host's environment (default: yes for live reports, no with --from)")
+    src.add_argument("--all-env", action="store_true",
+                     help="include every environment variable (redacted), not only those that steer communication")
+    src.add_argument("--logs", nargs="+", default=[], metavar="PATH", help="log files or folders (.gz too) to excerpt")
+    src.add_argument("--records", nargs="+", default=[], metavar="PATH", help="hook progress records (files or folders)")
+    src.add_argument("--stacks", nargs="+", default=[], metavar="PATH", help="saved stack dumps (files or folders)")
+    src.add_argument("--fr", nargs="+", default=[], metavar="DUMP", help="flight-recorder dumps (pickle or JSON)")
+    src.add_argument("--cmdline", action="append", default=[], metavar="TEXT",
+                     help="the command line that started the job (repeatable); it is redacted like everything else")
+    out = p.add_argument_group("where to write")
+    out.add_argument("-o", "--output", metavar="BASE",
+                     help="write BASE.md and BASE.html (default: commdoctor-report; not written with --json unless given)")
+    out.add_argument("--md", metavar="FILE", help="write the Markdown report here")
+    out.add_argument("--html", metavar="FILE", help="write the HTML report here")
+    out.add_argument("--bundle", metavar="OUT.tar.gz", help="also write a bundle with the raw material, redacted")
+    out.add_argument("--anonymize", action="store_true",
+                     help="replace hostnames, IP/MAC addresses and user names by stable aliases (node-01, 10.0.0.1, user-01)")
+    run_cmd.add_arguments(p)
+
+
+def _load(path: str) -> Any:
+    from commdoctor.model import Report
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise CommDoctorError(f"cannot read {path}: {e.strerror or e}; give a file written by `commdoctor ... --json`")
+    except ValueError as e:
+        raise CommDoctorError(f"{path} is not JSON ({e}); give a file written by `commdoctor ... --json`")
+    if not isinstance(doc, dict):
+        raise CommDoctorError(f"{path} holds no commdoctor report (a JSON object with schema_version and results)")
+    try:
+        return Report.from_dict(doc)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CommDoctorError(f"{path} is not a commdoctor report ({type(e).__name__}: {e}); "
+                              "give a file written by `commdoctor ... --json`")
+
+
+def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
+    from commdoctor import __version__
+    from commdoctor.checks import BUILTIN_CHECKS
+    from commdoctor.commands.common import argv_of
+    from commdoctor.commands.run import options_from
+    from commdoctor.pipeline import CheckFinished, Context, Facts, RunFinished, plan, run_checks
+    from commdoctor.probes import live_providers
+
+    opts = options_from(args)
+    checks = [] if args.no_checks else plan([c() for c in BUILTIN_CHECKS], opts)
+    ctx = Context(options=opts, facts=Facts(live_providers()))
+    sys.stderr.write(f"commdoctor {__version__}: {len(checks)} checks and the environment of this host\n")
+    report = None
+    for ev in run_checks(checks, ctx, argv_of(args)):
+        if isinstance(ev, CheckFinished):
+            sys.stderr.write(f"commdoctor: {ev.result.check}: {ev.result.status.value.replace('_', ' ')}\n")
+        elif isinstance(ev, RunFinished):
+            report = ev.report
+    return report
+
+
+def main(args: argparse.Namespace) -> int:
+    from commdoctor.commands.common import exit_code
+    from commdoctor.model import Severity
+    from commdoctor.render import bundle as B
+    from commdoctor.render.report import render
+
+    if args.from_ and args.no_checks:
+        raise CommDoctorError("--no-checks is for live reports; --from already names what to show")
+    want_system = args.system if args.system is not None else not args.from_
+    system_box: dict[str, Any] = {}
+    worker = None
+    if want_system:
+        from commdoctor.probes import sysinfo
+
+        def collect() -> None:
+            system_box["v"] = sysinfo.collect(timeout=max(30.0, args.timeout * 4), all_env=args.all_env)
+
+        # The environment is collected while the checks run: both wait on child processes.
+        worker = threading.Thread(target=collect, name="sysinfo", daemon=True)
+        worker.start()
+    report = _load(args.from_) if args.from_ else _live(args, system_box)
+    if worker is not None:
+        worker.join(300)
+    system = system_box.get("v")
+    if want_system and system is None:
+        system = {"schema": "commdoctor.sysinfo/1", "sections": {}, "error": "collecting the environment did not finish"}
+    if system is None and isinstance(report.environment.get("system"), dict):
+        system = report.environment["system"]  # a report made by `commdoctor report --json`
+
+    raw = B.gather(report, system, logs=args.logs, records=args.records, stacks=args.stacks, fr=args.fr,
+                   cmdlines=args.cmdline)
+    material, red = B.sanitize(raw, anonymize=args.anonymize)
+    material.redaction = red.summary()
+    # The JSON model carries what the report shows, so `--from` of it renders the same again.
+    model = material.report
+    model.environment = dict(model.environment)
+    if material.system is not None:
+        model.environment["system"] = material.system
+    model.environment["redaction"] = material.redaction
+
+    md_path, html_path = args.md, args.html
+    if args.output or not (args.json or md_path or html_path or args.bundle):
+        base = args.output or "commdoctor-report"
+        md_path = md_path or base + ".md"
+        html_path = html_path or base + ".html"
+
+    report_json = json.dumps(model.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    if args.bundle:
+        # Two passes: the bundle's own file list appears in the report it contains.
+        md, html_text = render(material)
+        files = B.bundle_files(material, md, html_text, report_json)
+        own = ("report.md", "report.html", "report.json", "README.md")  # sizes not known before they are written
+        material.attachments = sorted((n.split("/", 1)[1], -1 if n.split("/", 1)[1] in own else len(b))
+                                      for n, b in files.items())
+        md, html_text = render(material)
+        files = B.bundle_files(material, md, html_text, report_json)
+        size = B.write_bundle(args.bundle, files, B.epoch_of(model.created))
+        sys.stderr.write(f"commdoctor: wrote {args.bundle} ({size} bytes, {len(files)} files)\n")
+    else:
+        md, html_text = render(material)
+    for path, text in ((md_path, md), (html_path, html_text)):
+        if path:
+            d = os.path.dirname(os.path.abspath(path))
+            os.makedirs(d, exist_ok=True)
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            sys.stderr.write(f"commdoctor: wrote {path}\n")
+    r = material.redaction
+    sys.stderr.write(f"commdoctor: redacted {r['total']} secret{'s' if r['total'] != 1 else ''}"
+                     + (" and anonymized hosts, addresses and users" if args.anonymize else "") + "\n")
+    if args.json:
+        sys.stdout.write(report_json)
+        sys.stdout.flush()
+    return exit_code(model, Severity(args.fail_on)) if not model.interrupted else ExitCode.INTERRUPTED
