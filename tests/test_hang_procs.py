@@ -186,3 +186,19 @@ def test_py_spy_on_a_non_python_process_says_so() -> None:
 def test_inspect_pid_of_self_reads_environment() -> None:
     i = inspect_pid(os.getpid())
     assert i.state in ("running", "sleeping") and i.env_error is None
+
+
+def test_expected_ranks_here_never_claims_another_hosts_ranks() -> None:
+    from commdoctor.probes.procs import Job
+
+    def w(rank: int, env: dict[str, str]) -> ProcInfo:
+        return ProcInfo(pid=100 + rank, role="worker", rank=rank, local_rank=rank % 4, world_size=8, env=env)
+
+    remote = {"MASTER_ADDR": "10.0.0.1"}
+    job = Job(key="j", ranks=[w(r, remote) for r in range(3)], world_size=8)
+    assert expected_local_ranks(job) == []  # ranks 3-7 may well run on other hosts
+    job = Job(key="j", ranks=[w(r, {**remote, "LOCAL_WORLD_SIZE": "4"}) for r in (4, 5, 7)], world_size=8,
+              local_world_size=4)
+    assert expected_local_ranks(job) == [4, 5, 6, 7]  # this node holds 4-7: rank 6 is missing here
+    job = Job(key="j", ranks=[w(r, {"MASTER_ADDR": "127.0.0.1"}) for r in range(3)], world_size=4)
+    assert expected_local_ranks(job) == [0, 1, 2, 3]

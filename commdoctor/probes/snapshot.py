@@ -21,8 +21,10 @@ def expected_local_ranks(job: Job) -> list[int]:
     """Global ranks this host should hold, from WORLD_SIZE / LOCAL_WORLD_SIZE / LOCAL_RANK."""
     ws, lws = job.world_size, job.local_world_size
     known = [p for p in job.ranks if p.rank is not None]
-    if ws and (lws == ws or (lws is None and len(job.ranks) > 0 and all(p.local_rank == p.rank for p in known)
-                             and known)):
+    # A rendezvous on a loopback address means every rank runs here, whatever LOCAL_WORLD_SIZE says.
+    loopback = any(p.env.get("MASTER_ADDR", "").startswith("127.") or p.env.get("MASTER_ADDR") in ("localhost", "::1")
+                   for p in job.ranks)
+    if ws and (lws == ws or loopback):
         return list(range(ws))
     if lws and known:
         bases = {p.rank - p.local_rank for p in known if p.local_rank is not None}  # type: ignore[operator]
