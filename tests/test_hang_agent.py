@@ -73,3 +73,16 @@ def test_wrapper_passes_a_finished_jobs_status_through(tmp_path: Path) -> None:
     p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c",
                 "import sys; sys.exit(3)")
     assert p.returncode == 3 and "exit status 3" in p.stderr
+
+
+@needs_torch
+def test_no_status_without_the_flight_recorder(tmp_path: Path) -> None:
+    """TORCH_FR_BUFFER_SIZE=0 empties pg_status: the agent then writes nothing, so the watcher samples stacks."""
+    env, _ = prepare_env({**os.environ, "TORCH_FR_BUFFER_SIZE": "0"}, str(tmp_path))
+    env.update(RANK="0", WORLD_SIZE="1", COMMDOCTOR_AGENT_PERIOD="0.1")
+    code = ("import time, torch, torch.distributed as dist\n"
+            f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{free_port()}', rank=0, world_size=1)\n"
+            "x = torch.ones(4)\nfor _ in range(3): dist.all_reduce(x)\ntime.sleep(1.5)\n")
+    p = py(code, env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert not list((tmp_path / "progress").iterdir())

@@ -165,6 +165,8 @@ class Watcher:
             except (OSError, ValueError):
                 continue
             status = d.get("pg_status") or {}
+            if not status:
+                continue
             sig.append((d.get("rank"), tuple(sorted((str(g), str(s.get("last_completed_collective")),
                                                      str(s.get("last_enqueued_collective")))
                                                     for g, s in status.items() if isinstance(s, dict)))))

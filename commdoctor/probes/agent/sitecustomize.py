@@ -62,6 +62,8 @@ def _loop(watch_dir: str, rank: str, period: float) -> None:
             if not dist.is_initialized():
                 continue
             status = json.loads(c10d._dump_fr_trace_json(False, False)).get("pg_status", {})
+            if not status:
+                continue  # TORCH_FR_BUFFER_SIZE=0: no status to report; the watcher samples stacks instead
             _write(progress, json.dumps({"rank": int(rank), "pid": pid, "time": time.time(),
                                          "pg_status": status}).encode())
             try:
