@@ -311,7 +311,18 @@ def diagnose(m: Any) -> list[Cand]:
         h = hs("monitored_barrier")
         out.append(_cand("LOG051", "collective_timeout_straggler", 3, h,
                          params={"who": f"rank(s) {h[0].groups.get('ranks', '?').strip()} did not reach monitored_barrier"}))
-    if hs("gloo_recv_timeout"):
+    known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
+    world = max(known) + 1 if known else 0
+    waited = {h.ev.rank for h in hs("gloo_recv_timeout") if h.ev.rank is not None}
+    if world >= 2 and waited >= set(range(world)):
+        out.append(_cand("LOG050", "collective_mismatch", 5, hs("gloo_recv_timeout"),
+                         detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "
+                                "were in collectives that do not pair up (a different operation, size or order).",
+                         alts=[("collective_timeout_straggler", "if one rank's log is missing from this set, it may simply "
+                                                                "have arrived late: check that every rank's output is here"),
+                               ("hardware_fault", "a network partition or an MTU black hole between the hosts times out "
+                                                  "every rank the same way: if the code paths are identical, test the network")]))
+    elif hs("gloo_recv_timeout"):
         out.append(_cand("LOG054", "collective_timeout_straggler", 6, hs("gloo_recv_timeout"), alts=[
             ("collective_mismatch", "gloo gives this same timeout when ranks call different collectives (all_reduce against "
                                     "broadcast); TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch within milliseconds"),
@@ -341,14 +352,15 @@ def diagnose(m: Any) -> list[Cand]:
             sig = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
             what = " ".join(b for b in bits if b) + (f" was killed by {sig}" if sig else f" exited with status {who.exitcode}")
         c = Cand("LOG060", "peer_process_died", 5, seq, [e for e in evs if e is not None], params={"what": what},
-                 alts=[("cuda_oom", "a process killed by the kernel's OOM killer (SIGKILL, 'Killed') ran out of host memory: "
-                                    "dmesg shows 'Out of memory: Killed process'")] if who is not None and who.signal == "SIGKILL" else [])
+                 detail=("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
+                         "enforcing limits, or a manual kill." if who is not None and who.signal == "SIGKILL" else ""))
         if who is not None and who.rank is not None:
             c.ranks.add(who.rank)
         if who is not None and who.host:
             c.hosts.add(who.host)
         if who is not None and who.signal is None and (who.exitcode or 0) > 0:
             c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
+            c.consequence = bool(out) or bool(m.unmatched_errors)
         out.append(c)
 
     # -- lost connections: consequences, unless nothing else explains them ---------------------------
@@ -488,7 +500,17 @@ def _watchdog(m: Any, found: list[Cand]) -> list[Cand]:
     graph = m.hits.get("cudagraph_hint", [])
     maxseq = max([w.seq for w in recs] + [0])
     ranks = set(timed) | late
+    by_seq: dict[tuple[str | None, int], set[tuple[str, int | None]]] = {}
+    for w in m.watchdog:
+        by_seq.setdefault((w.pg, w.seq), set()).add((w.op, w.numel_in))
+    split = [(k, v) for k, v in by_seq.items() if len(v) > 1]
     strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
+    if split and not strong_root:
+        (pg, sq), calls = split[0]
+        evs2 = [w.ev for w in m.watchdog if w.seq == sq][:4]
+        return [Cand("LOG050", "collective_mismatch", 2, min(w.order for w in m.watchdog if w.seq == sq), evs2, ranks=ranks,
+                     detail=f"At SeqNum {sq} the ranks ran different operations: "
+                            + "; ".join(f"{op} of {n if n is not None else '?'} elements" for op, n in sorted(calls, key=str)) + ".")]
     if strong_root:
         return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=ranks, consequence=True)]
     if (maxseq >= 10000 or graph) and not busy:

@@ -127,10 +127,9 @@ class Scanner:
                     if final:
                         break
                     continue
-                data = data[nl + 1:]
+                data = data[nl + 1:]  # the cut line was already counted when its head was parsed
                 st.bytes -= len(data)  # counted again below
                 skipping = False
-                line_no += 1
             st.bytes += len(data)
             buf = carry + data if carry else data
             if final:
@@ -160,7 +159,6 @@ class Scanner:
             st.lines += n
             if final:
                 break
-        st.nul_bytes += 0
 
     def _block(self, body: bytes, first_line: int) -> Iterator[tuple[int, bytes]]:
         st = self.stats
