@@ -818,7 +818,11 @@ class LogDiagnosisCheck(Check):
             sev = W if c.weak else E
             yield self._emit(c, sev, None)
             if i == 0:
-                for alt, tell in c.alts[:3]:
+                shown = {c.cause}
+                for alt, tell in c.alts:
+                    if alt in shown or len(shown) > 3:
+                        continue
+                    shown.add(alt)
                     yield self.finding("LOG090", alt=alt.replace("_", " "), tell=tell, cause=alt, severity=W,
                                        evidence=c.evidence[:1], detail=f"An alternative to {c.code} ({c.cause}).")
         for c in cons:
@@ -855,13 +859,16 @@ class LogDiagnosisCheck(Check):
         firsts = sorted((r for r in m.ranks.values() if r.first_error is not None), key=lambda r: r.first_error_seq or 0)
         run.data["first_errors"] = [{"rank": r.rank, "host": r.host, "pid": r.pid, "at": f"{r.first_error.source}:{r.first_error.line}",
                                      "text": r.first_error.text[:300]} for r in firsts[:256] if r.first_error]
-        hosts = len(m.hosts)
+        hosts = len({r["host"] for r in rows if r["host"]} | set(m.hosts) - {"?"})
         versions = ", ".join(sorted(m.versions, key=_version_tuple)) or "unknown"
         for r in rows[:64]:
-            run.detail(f"rank {r['rank'] if r['rank'] is not None else '?'} {r['host'] or '?'} pid {r['pid'] or '?'} "
-                       f"GPU {r['gpu'] if r['gpu'] is not None else '?'} busId {r['busId'] or '?'} if {r['interface'] or '?'} "
-                       f"transports {','.join(r['transports']) or '-'} NCCL {r['nccl_version'] or '?'} "
-                       f"state {r['last_state'] or '?'}" + (f"; first error at {r['first_error_at']}" if r['first_error_at'] else ""))
+            bits = [f"rank {r['rank']}" if r["rank"] is not None else "rank ?", r["host"] or "",
+                    f"pid {r['pid']}" if r["pid"] else "", f"GPU {r['gpu']}" if r["gpu"] is not None else "",
+                    f"busId {r['busId']}" if r["busId"] else "", f"via {r['interface']}" if r["interface"] else "",
+                    "transports " + ",".join(r["transports"]) if r["transports"] else "",
+                    f"NCCL {r['nccl_version']}" if r["nccl_version"] else "", r["last_state"] or "",
+                    f"first error at {r['first_error_at']}" if r["first_error_at"] else ""]
+            run.detail("; ".join(b for b in bits if b))
         return (f"{len(rows)} process(es) on {hosts} host(s); NCCL {versions}; "
                 f"{len(m.comms)} communicator(s); transports: {', '.join(sorted(m.transport_kinds)) or 'none seen'}")
 

@@ -321,6 +321,10 @@ class _Builder:
                     files.add(os.path.basename(rec.file))
             return  # "file:line -> N" is a trace of an error already reported by a WARN
         matched = self.signatures(subject)
+        if kind == "nccl" and rec.level != "WARN":
+            # NCCL reports failures as WARN; its INFO lines ("Call to connect returned Connection refused,
+            # retrying") describe retries and setup, which only context signatures may read.
+            matched = [(s, g) for s, g in matched if s.role == CONTEXT]
         if kind == "exception" and rec.exc_type:
             if len(self.m.exceptions) < MAX_EXCEPTIONS:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
@@ -336,6 +340,21 @@ class _Builder:
         if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
             if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))):
                 self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
+
+    def finish(self) -> None:
+        """Fold what the launcher's failure summary says into the per-rank records."""
+        for f in self.m.elastic:
+            if f.rank is None:
+                continue
+            ri = next((r for r in self.m.ranks.values() if r.rank == f.rank), None)
+            if ri is None:
+                if len(self.m.ranks) >= MAX_RANKS:
+                    continue
+                ri = self.m.ranks[f"rank{f.rank}"] = RankInfo(key=f"rank{f.rank}", rank=f.rank)
+            ri.host = ri.host or f.host
+            ri.pid = ri.pid or f.pid
+            if f.exitcode is not None:
+                ri.state = f"exited {f.exitcode}" + (f" ({f.signal})" if f.signal else "") + (" - first to fail" if f.root else "")
 
     def signatures(self, subject: str) -> list[tuple[Signature, dict[str, str | None]]]:
         got = self._sig_cache.get(subject)
@@ -694,6 +713,7 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None) 
         model.lines_seen += s.lines
         if progress is not None:
             progress(st)
+    b.finish()
     return model
 
 

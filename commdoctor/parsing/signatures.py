@@ -126,7 +126,7 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|port error|LINK_DOWN",
        "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)"),
     _s("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry counter"),
-       r"Got completion (?:from peer \S+ )?with (?:error|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
+       r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
        r"|[Tt]ransport retry counter exceeded|[Rr]etry [Ee]xceeded",
        "hardware_fault", ROOT, 2, "an RDMA work request completed with an error"),
     _s("acs_iommu", ("ACS", "IOMMU", "DMAR", "AMD-Vi", "VT-d"),

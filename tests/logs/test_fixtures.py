@@ -24,7 +24,7 @@ def _first(doc: dict) -> dict:
 def test_real_gloo_failure(scenario: str, code: str, cause: str, ranks: list[int]) -> None:
     folder = FIX / scenario
     assert (folder / "PROVENANCE.md").is_file()
-    doc = diagnose_file(folder)  # a directory: read recursively
+    doc = diagnose_file(folder / "torchrun.log")
     first = _first(doc)
     assert (first["code"], first["cause"], first["ranks"]) == (code, cause, ranks)
     lines = (folder / "torchrun.log").read_text().splitlines()
@@ -33,7 +33,10 @@ def test_real_gloo_failure(scenario: str, code: str, cause: str, ranks: list[int
 
 
 def test_killed_rank_explains_the_survivors() -> None:
-    doc = diagnose_file(FIX / "gloo-rank-killed")
+    doc = diagnose_file(FIX / "gloo-rank-killed")  # the folder: read recursively, PROVENANCE.md included
+    rows = next(r for r in doc["results"] if r["check"] == "logs.diagnose")["data"]["ranks"]
+    assert [(r["rank"], r["host"]) for r in rows] == [(0, "localhost"), (1, "localhost"), (2, "localhost")]
+    assert "SIGKILL" in rows[1]["last_state"] and "first to fail" in rows[1]["last_state"]
     lost = next(f for f in doc["findings"] if f["code"] == "LOG061")
     assert lost["consequence_of"] == "LOG060" and lost["ranks"] == [0, 2]
     assert "rank 1" in lost["detail"]
@@ -42,6 +45,6 @@ def test_killed_rank_explains_the_survivors() -> None:
 
 def test_mismatch_timeout_names_the_other_readings() -> None:
     """All ranks time out: the mismatch comes first, the straggler and network readings are offered too."""
-    doc = diagnose_file(FIX / "gloo-mismatch-timeout")
+    doc = diagnose_file(FIX / "gloo-mismatch-timeout" / "torchrun.log")
     causes = [f["cause"] for f in doc["findings"] if f["cause"]]
     assert causes[:3] == ["collective_mismatch", "collective_timeout_straggler", "hardware_fault"]
