@@ -267,8 +267,7 @@ def diagnose(m: Any) -> list[Cand]:
                                  "compare 'NCCL version' on every node before blaming NCCL")])
         out.append(c)
     if hs("topo_attr"):
-        known = [v for v in versions]
-        new = bool(known) and all(_version_tuple(v) >= (2, 8) for v in known)
+        new = bool(versions) and all(_version_tuple(v) >= (2, 8) for v in versions)
         cause, alt = ("other", "nccl_internal_bug") if new else ("nccl_internal_bug", "other")
         tell = ("NCCL before 2.8 filled CPU attributes only for sockets whose GPUs were in use, so a topology file "
                 "describing the whole machine failed when fewer GPUs ran; 2.8 fixed it")
@@ -403,13 +402,13 @@ def diagnose(m: Any) -> list[Cand]:
                         hosts={e.host for _, _, e in bad_ifs if e.host}))
     dup_hosts = []
     for host, hi in m.hosts.items():
-        addrs = {i.partition(":")[2].split("%")[0] for i in hi.bootstrap}
-        addrs = {a for a in addrs if a and not _addr_problem("", a)}
-        if len(addrs) > 1 and len(hi.pids) > 1:
-            dup_hosts.append((host, sorted(addrs), list(hi.bootstrap.values())[:2]))
+        boot = {i.partition(":")[2].split("%")[0] for i in hi.bootstrap}
+        boot = {a for a in boot if a and not _addr_problem("", a)}
+        if len(boot) > 1 and len(hi.pids) > 1:
+            dup_hosts.append((host, sorted(boot), list(hi.bootstrap.values())[:2]))
     if dup_hosts:
-        host, addrs, evs = dup_hosts[0]
-        out.append(Cand("LOG014", "hostname_resolution", 2, 0, evs, params={"host": host, "addrs": ", ".join(addrs[:4])},
+        host, addr_list, evs = dup_hosts[0]
+        out.append(Cand("LOG014", "hostname_resolution", 2, 0, evs, params={"host": host, "addrs": ", ".join(addr_list[:4])},
                         hosts={host}))
     subnets: dict[str, Evidence] = {}
     for host, hi in m.hosts.items():
@@ -462,7 +461,7 @@ def _watchdog(m: Any, found: list[Cand]) -> list[Cand]:
         return []
     evs = [w.ev for w in recs[:3]] or [h.ev for h in hits[:3]]
     seq = min([w.order for w in recs] + [h.seq for h in hits])
-    timed = {}
+    timed: dict[int, int] = {}
     for w in recs:
         if w.rank is not None:
             timed[w.rank] = min(timed.get(w.rank, w.seq), w.seq)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
+
+if TYPE_CHECKING:
+    from commdoctor.pipeline import Options
 
 ENGINES = ("auto", "hyperscan", "re")
 
@@ -26,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p)
 
 
-def options_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def options_from(args: argparse.Namespace) -> Options:
     from commdoctor.loaders.logs import expand
     from commdoctor.pipeline import Options
 

@@ -442,9 +442,9 @@ class _Builder:
                 self.m.plugins.setdefault("net plugin: none (internal)", self.ev(src, line_no, rec, rank))
             return
         if "cudaDriverVersion" in msg and host:
-            d = _DRIVER.search(msg)
-            if d:
-                self.host_info(host).driver = d.group("v")
+            drv = _DRIVER.search(msg)
+            if drv:
+                self.host_info(host).driver = drv.group("v")
             return
         if "NVLS multicast support is available" in msg and ri is not None:
             ri.transports.add("NVLS")
@@ -684,7 +684,10 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None) 
         st = InputStat(path="<stdin>" if path == "-" else path)
         model.inputs.append(st)
         src = st.path
-        scanner = Scanner(prefilter, on_transport=lambda ln, raw, key, _s=src: b.transport(_s, ln, raw, key))
+        def on_transport(ln: int, raw: bytes, key: bytes, _s: str = src) -> None:
+            b.transport(_s, ln, raw, key)
+
+        scanner = Scanner(prefilter, on_transport=on_transport)
         stream: BinaryIO | None = None
         try:
             stream = _open(path, st)
