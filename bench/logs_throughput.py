@@ -13,7 +13,8 @@ and prints the ratio of the two. It checks that the buried failure was found
 line-search engines alone (hyperscan, the stdlib fallback, and google-re2 /
 pyahocorasick / ahocorasick-rs when installed) on the first 256 MB.
 The file is deleted afterwards unless --keep names where to keep it.
-Goals (issue 3): >= 100 MB/s on one core, < 200 MB peak memory, within 4x of grep.
+Goals (issue 3): >= 100 MB/s on one core, < 200 MB peak memory, within 4x of grep; judged on CPU
+time (wall time is printed too, but on a shared machine it also measures the neighbours).
 """
 
 from __future__ import annotations
@@ -136,8 +137,10 @@ def main() -> int:
               f"  peak {c_rss / 1024:6.1f} MB  engine {engine}")
         print(f"ratio to grep:         wall {c_wall / g_wall:.2f}x  cpu {c_cpu / max(g_cpu, 1e-9):.2f}x")
         print(f"buried failure found:  {found} (first finding {first.get('code')} {first.get('cause')} on {first.get('hosts')})")
-        ok = mb / c_wall >= 100 and c_rss / 1024 < 200 and c_wall / g_wall <= 4 and found
-        print(f"goals (>=100 MB/s, <200 MB, <=4x grep, failure found): {'met' if ok else 'NOT met'}")
+        # Judged on CPU time: on a shared machine, wall time also measures the neighbours.
+        ok = mb / c_cpu >= 100 and c_rss / 1024 < 200 and c_cpu / max(g_cpu, 1e-9) <= 4 and found
+        print(f"goals on CPU time (>=100 MB/s, <200 MB, <=4x grep, failure found): {'met' if ok else 'NOT met'}"
+              f"; on wall time: {mb / c_wall:.0f} MB/s, {c_wall / g_wall:.1f}x grep")
         if a.engines:
             engines(path)
         return 0 if ok else 1
