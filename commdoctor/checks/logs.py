@@ -296,6 +296,25 @@ def diagnose(m: Any) -> list[Cand]:
         out.append(_cand("LOG062", "launcher_misconfig", 1, hs("launcher_rank_count"),
                          params={"what": "NCCL's bootstrap saw the wrong number of ranks, or one rank twice"}))
 
+    if hs("invalid_device"):
+        out.append(_cand("LOG062", "launcher_misconfig", 1, hs("invalid_device"),
+                         params={"what": "a rank asked for a GPU index this node does not have"},
+                         detail="More processes per node than GPUs (--nproc-per-node, --ntasks-per-node), or a local "
+                                "rank computed from the wrong variable, asks CUDA for a device that does not exist."))
+    if hs("store_barrier"):
+        h = hs("store_barrier")
+        g = h[0].groups
+        out.append(_cand("LOG062", "launcher_misconfig", 3, h,
+                         params={"what": f"{g.get('joined')} of {g.get('world')} ranks reached the store barrier"},
+                         alts=[("peer_process_died", "ranks that crashed before init also never reach the barrier: "
+                                                     "look for their own errors"),
+                               ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either")]))
+    if hs("net_not_found"):
+        out.append(_cand("LOG036", "ib_misconfig", 1, hs("net_not_found"),
+                         detail="NCCL_NET asks for a network this node cannot load (no InfiniBand device or verbs "
+                                "library, or a plugin that is not installed)."))
+    if hs("nofile"):
+        out.append(_cand("LOG082", "other", 2, hs("nofile")))
     # -- collectives ----------------------------------------------------------------------------------
     if hs("collective_mismatch"):
         out.append(_cand("LOG050", "collective_mismatch", 1, hs("collective_mismatch")))
@@ -789,6 +808,9 @@ class LogDiagnosisCheck(Check):
              cause="other", env=NCCL_DEBUG_ENV),
         Rule("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
              "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
+             cause="other"),
+        Rule("LOG082", "too-many-open-files", E, "the open-file limit is too low for the job's connections",
+             "Raise the open-file limit for the job (ulimit -n 1048576; limits.conf or the scheduler's propagated limits)",
              cause="other"),
         Rule("LOG090", "also-possible", W, "the same signature is also explained by {alt}",
              "{tell}", cause="other"),

@@ -91,9 +91,11 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers"),
-    _s("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver"),
+    _s("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
+                          "forward compatibility"),
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
-       r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver",
+       r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
+       r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with"),
     _s("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast"),
        r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|Cuda failure 802"
@@ -154,6 +156,18 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("launcher_rank_count", ("Bootstrap Root", "already checked in"),
        r"Bootstrap Root : mismatch in (?:rank count|info)|rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in",
        "launcher_misconfig", ROOT, 1, "the launcher started a different number of ranks than the job expects, or the same rank twice"),
+    _s("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
+       r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
+       "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank"),
+    _s("store_barrier", ("store based barrier", "store_based_barrier"),
+       r"store based barrier.{0,200}?\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+)",
+       "launcher_misconfig", ROOT, 3, "process-group init waited for ranks that never joined the store barrier"),
+    _s("net_not_found", ("network", "NCCL_NET"),
+       r"Error: network (?P<net>\S*) not found|NCCL_NET.{0,40}not found",
+       "ib_misconfig", ROOT, 1, "NCCL_NET names a network (IB, a plugin) this node cannot load"),
+    _s("nofile", ("Too many open files", "EMFILE"),
+       r"Too many open files|EMFILE",
+       "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets"),
     # -- torch / gloo collectives ------------------------------------------------------------------
     _s("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives"),
@@ -179,9 +193,11 @@ SIGNATURES: tuple[Signature, ...] = (
        r"RPC call to (?P<what>\S+) timed out",
        "nccl_internal_bug", ROOT, 5, "a serving engine's workers stopped answering inside a model step"),
     _s("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
-                     "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error"),
+                     "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
+                     "connection abort", "Proxy Call to rank"),
        r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
-       r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[",
+       r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
+       r"|Proxy Call to rank \d+ failed",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset"),
     _s("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"

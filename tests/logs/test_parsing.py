@@ -95,3 +95,18 @@ def test_clean_drops_binary_and_repairs_encoding() -> None:
     assert clean(bytes(range(0, 32)) * 4)[0] is None
     text, flags = clean("host:1:1 [0] NCCL WARN caf\xe9".encode("latin-1"))
     assert text is not None and text.startswith("host:1:1") and flags & 1
+
+
+@pytest.mark.parametrize("piece", ["a:1:1 ", "[", "WARN ", "Channel 0 : ", ":", "x:1:1 [0] ", "[rank1]:", "1: ", "(A pid=1) ",
+                                   "NCCL INFO comm 0x1 rank 1 nranks 2 ", "Got completion with error ", "connect [127.0.0.1",
+                                   "WorkNCCL(SeqNum=1, OpType=X", "[E1 1:1 a.cpp:1] ", "INFO 1 -> 2 via ", " "])
+def test_hostile_lines_cost_little(piece: str) -> None:
+    """A line of one repeated fragment, as long as we parse, is handled in linear time (generous bound)."""
+    import time
+
+    from commdoctor.loaders.logs import RunModel, _Builder
+
+    line = (piece * (MAX_LINE // len(piece) + 1))[:MAX_LINE]
+    t = time.perf_counter()
+    _Builder(RunModel()).line("x", 1, line)
+    assert time.perf_counter() - t < 2.0
