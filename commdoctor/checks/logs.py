@@ -128,6 +128,7 @@ def diagnose(m: Any) -> list[Cand]:
     nr = hs("name_resolution")
     own = [h for h in nr if "Unable to resolve hostname" in h.ev.text]
     other = [h for h in nr if h not in own]
+    own += hs("own_hostname")
     if own:
         out.append(_cand("LOG015", "hostname_resolution", 1, own, params={"what": "this host's own name"}))
     if other:
@@ -404,7 +405,8 @@ def diagnose(m: Any) -> list[Cand]:
     out.extend(_watchdog(m, out))
 
     # -- from the run model: interfaces, host names, launchers, topology -------------------------------
-    failing_net = any(c.code in ("LOG022", "LOG025", "LOG061", "LOG011") for c in out)
+    # A bad interface explains connection failures and the hangs they leave (timeouts at the first collectives).
+    failing_net = any(c.code in ("LOG022", "LOG025", "LOG061", "LOG011", "LOG051", "LOG053", "LOG054") for c in out)
     bad_ifs: list[tuple[str, str, Evidence]] = []
     for host, hi in m.hosts.items():
         first_boot = next(iter(hi.bootstrap.items()), None)
@@ -530,7 +532,9 @@ def _watchdog(m: Any, found: list[Cand]) -> list[Cand]:
                      detail=f"At SeqNum {sq} the ranks ran different operations: "
                             + "; ".join(f"{op} of {n if n is not None else '?'} elements" for op, n in sorted(calls, key=str)) + ".")]
     if strong_root:
-        return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=ranks, consequence=True)]
+        # The ranks that waited; the one that failed first is named by the finding this follows from.
+        return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=set(timed) or ranks,
+                     consequence=True)]
     if (maxseq >= 10000 or graph) and not busy:
         return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
                      params={"what": f"a collective hung after {maxseq} had completed ({op})"},

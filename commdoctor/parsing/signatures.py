@@ -63,6 +63,9 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
        r"|Unable to resolve hostname|No address associated with hostname|getaddrinfo\w* failed",
        "rendezvous_unreachable", ROOT, 2, "a host name could not be resolved"),
+    _s("own_hostname", ("hostname of the client socket cannot be retrieved", "gethostname"),
+       r"hostname of the client socket cannot be retrieved|gethostname\(\) failed",
+       "hostname_resolution", ROOT, 2, "this host's own name does not resolve"),
     _s("ifname_missing", ("Unable to find address for", "no socket interface found", "No usable listening interface", "Unable to find interface"),
        r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)",
        "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address"),
