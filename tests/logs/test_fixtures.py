@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_file
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 

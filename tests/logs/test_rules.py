@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_file
 
 WD = ("[rank{r}]:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: "
       "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1000, NumelOut=1000, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
