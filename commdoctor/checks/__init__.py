@@ -10,9 +10,10 @@ from __future__ import annotations
 from commdoctor.checks.backends import BACKEND_CHECKS
 from commdoctor.checks.base import Check
 from commdoctor.checks.env import ENV_CHECKS
+from commdoctor.checks.logs import LOG_CHECKS
 from commdoctor.checks.pg import PG_CHECKS
 
-BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS)
+BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS)
 
 
 def all_checks() -> tuple[type[Check], ...]:
