@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "commdoctor.commands.run", "check this host (or every node of a job) end to end"),
     ("checks", "commdoctor.commands.checks", "list every check and the codes it can report"),
     ("explain", "commdoctor.commands.explain", "show the documentation and remedy of a code or check"),
+    ("logs", "commdoctor.commands.logs", "diagnose a failed job from saved NCCL/torch logs, offline"),
     ("report", "commdoctor.commands.report", "write a redacted report (Markdown, HTML) and bundle for a support ticket"),
     ("hang", "commdoctor.commands.hang", "attach to a hung job: name the rank, its state and its line of code"),
 )

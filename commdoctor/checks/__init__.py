@@ -11,9 +11,10 @@ from commdoctor.checks.backends import BACKEND_CHECKS
 from commdoctor.checks.base import Check
 from commdoctor.checks.env import ENV_CHECKS
 from commdoctor.checks.hang import HANG_CHECKS
+from commdoctor.checks.logs import LOG_CHECKS
 from commdoctor.checks.pg import PG_CHECKS
 
-BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS)
+BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS)
 BUILTIN_CHECKS = (*BUILTIN_CHECKS, *HANG_CHECKS)
 
 

@@ -1,0 +1,69 @@
+"""``commdoctor logs FILE|DIR|- ...``: diagnose a failed job from its saved output, offline.
+
+Promise: never imports torch. Paths are checked before anything runs (a
+missing file is a usage error, exit 2); reading and diagnosis then run as the
+pipeline's "logs" mode, so the console and ``--json`` sinks, ``--select`` and
+``--ignore`` behave as in ``commdoctor run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
+from commdoctor.errors import CommDoctorError
+from commdoctor.model import Severity
+
+if TYPE_CHECKING:
+    from commdoctor.pipeline import Options
+
+ENGINES = ("auto", "hyperscan", "re")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="FILE|DIR|-",
+                   help="log files (plain, .gz, .bz2, .xz), directories (read recursively) or - for stdin")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="line search engine: hyperscan when installed (auto), or the standard library (re)")
+    add_output_arguments(p)
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    from commdoctor.loaders.logs import expand
+    from commdoctor.pipeline import Options
+
+    files = expand(args.paths)  # raises LogInputError (a CommDoctorError) for a missing path
+    if not files:
+        raise CommDoctorError(f"no files found under {', '.join(args.paths)}")
+    if sum(1 for f in files if f == "-") > 1:
+        raise CommDoctorError("stdin (-) can be read only once")
+    size = sum(os.path.getsize(f) for f in files if f != "-")
+    # Deadline for reading: generous (20 MB/s on a loaded machine) and never below ten minutes.
+    deadline = 3600.0 * 24 if "-" in files else max(600.0, size / 20e6)
+    return Options(
+        mode="logs",
+        select=prefixes(args.select),
+        ignore=prefixes(args.ignore),
+        fail_on=Severity(args.fail_on),
+        verbose=args.verbose,
+        inputs=tuple(files),
+        extra={"engine": args.engine, "deadline_s": deadline},
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    from commdoctor import __version__
+    from commdoctor.checks import BUILTIN_CHECKS
+    from commdoctor.loaders.logs import load_logs
+    from commdoctor.pipeline import Context, Facts, plan, run_checks
+
+    opts = options_from(args)
+    facts = Facts({"log_model": lambda ctx: load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"))})
+    checks = plan([c() for c in BUILTIN_CHECKS], opts)
+    ctx = Context(options=opts, facts=facts)
+    n = len(opts.inputs)
+    heading = f"commdoctor {__version__}: diagnosing {n} log input{'s' if n != 1 else ''}"
+    report = emit(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
+    return exit_code(report, opts.fail_on)

@@ -1,0 +1,733 @@
+"""Read saved job output (files, directories, .gz/.bz2/.xz, stdin) into a model of the run.
+
+Promise: ``load_logs(paths)`` streams every input once, in constant memory
+whatever the size (every collection in the model is capped), and returns a
+``RunModel``: NCCL versions per host, communicators, interfaces chosen for
+bootstrap and data, transports between peers, plugins, settings overridden by
+the environment, torch watchdog records per rank, elastic failure summaries,
+and every line that matched a known failure signature, with its file, line
+number and verbatim text. Bad input (binary junk, bad encodings, over-long
+lines, truncated archives, unreadable files) is skipped and counted in
+``RunModel.inputs``; it never raises, except ``LogInputError`` for a path that
+does not exist, which the command reports as a usage error.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import re
+import stat
+import sys
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Iterable, Iterator
+
+from commdoctor.errors import CommDoctorError
+from commdoctor.model import Evidence
+from commdoctor.parsing.lines import Record, classify, clean
+from commdoctor.parsing.scan import Scanner, make_prefilter
+from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
+
+MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
+MAX_COMMS = 4096
+MAX_RANKS = 65536
+MAX_WATCHDOG = 4096
+MAX_EXCEPTIONS = 256
+MAX_EVIDENCE_TEXT = 2000
+
+_COMM = re.compile(
+    r"comm (?P<ptr>0x[0-9a-fA-F]{1,16}|\(nil\)) rank (?P<rank>\d{1,7}) n[Rr]anks (?P<nranks>\d{1,7})"
+    r"(?: nNodes (?P<nnodes>\d{1,6}))?(?: localRanks (?P<lranks>\d{1,4}))?(?: localRank (?P<lrank>\d{1,4}))?"
+    r"(?: cudaDev (?P<dev>-?\d{1,4}))?(?: nvmlDev (?P<nvml>\d{1,4}))?(?: busId (?P<bus>[0-9a-fA-F]{1,16}))?"
+    r"(?: commId (?P<cid>0x[0-9a-fA-F]{1,16}))?"
+)
+_COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
+_IFACE = re.compile(r"(?:\[\d{1,3}\])?(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
+_IB_DEV = re.compile(r"\[\d{1,3}\](?P<dev>[\w\-.]{1,64}):(?P<port>\d{1,3})/(?P<link>\w{1,10})")
+_ENV_SET = re.compile(r"(?P<var>[A-Z][A-Z0-9_]{2,63}) set by environment to (?P<val>\S{0,200}?)\.?$")
+_PLUGIN = re.compile(r"(?:Loaded|Using|loaded) (?P<kind>net|coll|tuner|profiler|env|gin|external)? ?plugin:? ?(?P<name>[^,;]{1,80})|"
+                     r"NET/OFI (?:Initializing|Using) (?P<ofi>[^\s,;]{1,60}(?: [\d.]{1,20})?)")
+_NETWORK = re.compile(r"Using network (?P<net>[^\r\n]{1,60})")
+_WORK = re.compile(
+    r"Work(?P<backend>NCCL|Gloo|UCC)?\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})"
+    r"(?:, NumelIn=(?P<nin>-?\d{1,15}), NumelOut=(?P<nout>-?\d{1,15}))?(?:, Timeout\(ms\)=(?P<tmo>\d{1,12}))?\)"
+    r"(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?"
+)
+_RANK_IN_MSG = re.compile(r"\[(?:PG ID \S{1,40} PG GUID \S{1,80} )?Rank (?P<rank>\d{1,7})\]|\[rank(?P<rank2>\d{1,7})\]|^\[(?P<rank3>\d{1,7})\] is ")
+_PG_IN_MSG = re.compile(r"PG GUID (?P<pg>\S{1,80}) Rank")
+_PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d{1,12}), last completed (?:NCCL )?work: (?P<done>-?\d{1,12})")
+_TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (?P<seq>\d{1,12})")
+_MEMBER = re.compile(r"GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: (?P<member>\d{1,7})/(?P<world>\d{1,7})")
+_ELASTIC_FIELD = re.compile(r"^\s{1,8}(?P<key>host|rank|exitcode|traceback|error_file|time)\s*:\s?(?P<val>.*)$")
+_ELASTIC_RANK = re.compile(r"(?P<rank>-?\d{1,7})(?: \(local_rank: (?P<local>\d{1,6})\))?")
+_ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?")
+_AGENT_FAIL = re.compile(r"failed \(exitcode: (?P<code>-?\d{1,5})\) local_rank: (?P<local>\d{1,6}) \(pid: (?P<pid>\d{1,10})\)")
+_SIGNAL = re.compile(r"Signal (?P<sig>\d{1,3}) \((?P<name>SIG\w{1,10})\)")
+_TOPO_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,3})\s+(?P<cells>(?:(?:X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2})\s+){1,64})")
+_TORCH_VERSION = re.compile(r"(?:PyTorch|[Tt]orch) version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})")
+_NCCL_VERSION_ANY = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})")
+_DRIVER = re.compile(r"(?:Driver Version|cudaDriverVersion):? ?(?P<v>[\d.]{2,20})")
+_TRANSPORT_KEY = re.compile(
+    r"^(?P<src>\d{1,7})(?:\[(?P<sdev>\w{1,16})\])?(?: ?-> ?(?P<dst>\d{1,7})(?:\[(?P<ddev>\w{1,16})\])?)?(?: \[(?P<dir>send|receive)\])? via (?P<via>.{1,80})$"
+)
+
+
+class LogInputError(CommDoctorError):
+    """A named input does not exist or is not a file, directory or '-'."""
+
+
+@dataclass
+class InputStat:
+    path: str
+    bytes: int = 0
+    lines: int = 0
+    candidates: int = 0
+    skipped_binary: int = 0
+    bad_encoding: int = 0
+    overlong: int = 0
+    ansi: int = 0
+    nul_bytes: int = 0
+    compression: str = ""
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Hit:
+    """One line that matched a signature."""
+
+    sig: Signature
+    ev: Evidence
+    seq: int  # global order of the line across all inputs
+    groups: dict[str, str | None]
+    rec: Record
+
+
+@dataclass
+class Comm:
+    ptr: str
+    rank: int
+    nranks: int
+    host: str | None
+    pid: int | None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    bus_id: str | None = None
+    comm_id: str | None = None
+    nnodes: int | None = None
+    state: str = ""
+    ev: Evidence | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "ev"}
+
+
+@dataclass
+class Watchdog:
+    rank: int | None
+    pg: str | None
+    seq: int
+    op: str
+    numel_in: int | None
+    numel_out: int | None
+    timeout_ms: int | None
+    ran_ms: int | None
+    timed_out: bool
+    ev: Evidence
+    order: int
+
+
+@dataclass
+class ElasticFailure:
+    root: bool
+    host: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    exitcode: int | None = None
+    pid: int | None = None
+    signal: str | None = None
+    traceback: str | None = None
+    ev: Evidence | None = None
+
+
+@dataclass
+class RankInfo:
+    """Everything the logs say about one process (NCCL's host:pid, or a torch rank)."""
+
+    key: str
+    rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    cuda_dev: int | None = None
+    bus_id: str | None = None
+    nranks: int | None = None
+    bootstrap: list[str] = field(default_factory=list)  # "eth0:10.0.0.1"
+    net: list[str] = field(default_factory=list)
+    transports: set[str] = field(default_factory=set)
+    nccl_version: str | None = None
+    state: str = ""
+    first_error: Evidence | None = None
+    first_error_seq: int | None = None
+    last_seq: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank, "host": self.host, "pid": self.pid, "gpu": self.cuda_dev, "busId": self.bus_id,
+            "nranks": self.nranks, "interface": ", ".join(self.bootstrap[:3]) or None, "net": ", ".join(self.net[:3]) or None,
+            "transports": sorted(self.transports), "nccl_version": self.nccl_version, "last_state": self.state or None,
+            "first_error": self.first_error.text[:300] if self.first_error else None,
+            "first_error_at": f"{self.first_error.source}:{self.first_error.line}" if self.first_error else None,
+        }
+
+
+@dataclass
+class HostInfo:
+    name: str
+    versions: set[str] = field(default_factory=set)
+    pids: set[int] = field(default_factory=set)
+    bootstrap: dict[str, Evidence] = field(default_factory=dict)  # "if:addr" -> first line
+    net_socket: dict[str, Evidence] = field(default_factory=dict)
+    net_ib: dict[str, Evidence] = field(default_factory=dict)  # "mlx5_0:1/IB"
+    oob: set[str] = field(default_factory=set)
+    network: set[str] = field(default_factory=set)
+    env: dict[str, tuple[str, Evidence]] = field(default_factory=dict)
+    driver: str | None = None
+
+
+@dataclass
+class RunModel:
+    inputs: list[InputStat] = field(default_factory=list)
+    versions: dict[str, Evidence] = field(default_factory=dict)  # NCCL version -> first line
+    version_hosts: dict[str, set[str]] = field(default_factory=dict)
+    torch_versions: dict[str, Evidence] = field(default_factory=dict)
+    hosts: dict[str, HostInfo] = field(default_factory=dict)
+    comms: list[Comm] = field(default_factory=list)
+    ranks: dict[str, RankInfo] = field(default_factory=dict)
+    transports: dict[str, Evidence] = field(default_factory=dict)  # "0->1 P2P/IPC" -> first line
+    transport_kinds: dict[str, int] = field(default_factory=dict)
+    plugins: dict[str, Evidence] = field(default_factory=dict)
+    env: dict[str, dict[str, Evidence]] = field(default_factory=dict)  # VAR -> value -> first line
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    hit_counts: dict[str, int] = field(default_factory=dict)
+    watchdog: list[Watchdog] = field(default_factory=list)
+    progress: dict[int, tuple[int, int, Evidence]] = field(default_factory=dict)  # rank -> (enqueued, completed)
+    elastic: list[ElasticFailure] = field(default_factory=list)
+    members: dict[int, dict[int, Evidence]] = field(default_factory=dict)  # world -> global rank -> line
+    topology: dict[str, Evidence] = field(default_factory=dict)  # link kind -> first row showing it
+    gid_table: list[tuple[int, str, str, Evidence]] = field(default_factory=list)
+    exceptions: list[tuple[str, str, Evidence, int]] = field(default_factory=list)
+    unmatched_errors: list[tuple[Evidence, int, str]] = field(default_factory=list)  # evidence, seq, kind
+    retcode_files: dict[str, set[str]] = field(default_factory=dict)  # rank key -> NCCL source files in "-> N" chains
+    lines_seen: int = 0
+    engine: str = ""
+
+    def first(self, sig: str) -> Hit | None:
+        hs = self.hits.get(sig)
+        return hs[0] if hs else None
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        rows = [r.to_dict() for r in self.ranks.values()]
+        rows.sort(key=lambda d: (d["rank"] is None, d["rank"] if d["rank"] is not None else 0, d["host"] or "", d["pid"] or 0))
+        return rows
+
+
+class _Builder:
+    """Feeds classified lines into a RunModel; holds the little state multi-line messages need."""
+
+    def __init__(self, model: RunModel) -> None:
+        self.m = model
+        self.seq = 0
+        self._sig_cache: dict[str, list[tuple[Signature, dict[str, str | None]]]] = {}
+        self._pid_rank: dict[tuple[str, int], int] = {}
+        self._last_host: dict[tuple[str, int | None], str] = {}
+        self._elastic_root: bool | None = None
+        self._elastic_cur: ElasticFailure | None = None
+        self._last_error_line: tuple[str, int] | None = None
+
+    # -- helpers ---------------------------------------------------------------
+    def rank_of(self, rec: Record) -> int | None:
+        if rec.rank is not None:
+            return rec.rank
+        if rec.host is not None and rec.pid is not None:
+            r = self._pid_rank.get((rec.host, rec.pid))
+            if r is not None:
+                return r
+        if rec.kind in ("c10d", "exception", "text") and rec.msg:
+            m = _RANK_IN_MSG.search(rec.msg[:300])
+            if m:
+                return int(m.group("rank") or m.group("rank2") or m.group("rank3"))
+        return rec.task if rec.kind != "nccl" or rec.host is None else None
+
+    def rank_info(self, rec: Record, rank: int | None) -> RankInfo | None:
+        if rec.host is not None and rec.pid is not None:
+            key = f"{rec.host}:{rec.pid}"
+        elif rank is not None:
+            key = f"rank{rank}"
+        else:
+            return None
+        ri = self.m.ranks.get(key)
+        if ri is None:
+            if len(self.m.ranks) >= MAX_RANKS:
+                return None
+            ri = self.m.ranks[key] = RankInfo(key=key, rank=rank, host=rec.host, pid=rec.pid)
+        if ri.rank is None and rank is not None:
+            ri.rank = rank
+        if ri.cuda_dev is None and rec.dev is not None:
+            ri.cuda_dev = rec.dev
+        ri.last_seq = self.seq
+        return ri
+
+    def host_info(self, host: str) -> HostInfo:
+        h = self.m.hosts.get(host)
+        if h is None:
+            h = self.m.hosts[host] = HostInfo(host)
+        return h
+
+    def ev(self, src: str, line: int, rec: Record, rank: int | None) -> Evidence:
+        text = rec.text if len(rec.text) <= MAX_EVIDENCE_TEXT else rec.text[:MAX_EVIDENCE_TEXT] + "..."
+        return Evidence(source=src, text=text, line=line, rank=rank, host=rec.host)
+
+    # -- the line handler ------------------------------------------------------
+    def line(self, src: str, line_no: int, text: str) -> None:
+        self.seq += 1
+        rec = classify(text)
+        rank = self.rank_of(rec)
+        ri = self.rank_info(rec, rank)
+        msg = rec.msg
+        ctx = (src, rec.task)
+        if rec.host:
+            self._last_host[ctx] = rec.host
+            self.host_info(rec.host).pids.add(rec.pid or 0)
+        kind = rec.kind
+
+        if kind == "version":
+            self.version(rec.version or "", src, line_no, rec, self._last_host.get(ctx), ri)
+            return
+        if kind == "nccl":
+            self.nccl(rec, src, line_no, rank, ri)
+        elif kind in ("c10d", "text", "exception"):
+            self.torch_side(rec, src, line_no, rank, ri)
+        # Signatures: on the message (for NCCL lines) or the whole line less launcher prefixes.
+        subject = msg if kind in ("nccl", "c10d") else (f"{rec.exc_type}: {msg}" if kind == "exception" else msg or text)
+        if kind == "nccl" and rec.level == "INFO" and rec.retcode is not None:
+            if ri is not None and rec.file:
+                files = self.m.retcode_files.setdefault(ri.key, set())
+                if len(files) < 64:
+                    files.add(os.path.basename(rec.file))
+            return  # "file:line -> N" is a trace of an error already reported by a WARN
+        matched = self.signatures(subject)
+        if kind == "nccl" and rec.level != "WARN":
+            # NCCL reports failures as WARN; its INFO lines ("Call to connect returned Connection refused,
+            # retrying") describe retries and setup, which only context signatures may read.
+            matched = [(s, g) for s, g in matched if s.role == CONTEXT]
+        if kind == "exception" and rec.exc_type:
+            if len(self.m.exceptions) < MAX_EXCEPTIONS:
+                self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
+        is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception"
+        roots = [s for s, _ in matched if s.role != CONTEXT]
+        for sig, groups in matched:
+            hs = self.m.hits.setdefault(sig.id, [])
+            self.m.hit_counts[sig.id] = self.m.hit_counts.get(sig.id, 0) + 1
+            if len(hs) < MAX_HITS_PER_SIG:
+                hs.append(Hit(sig, self.ev(src, line_no, rec, rank), self.seq, groups, rec))
+        if (roots or is_error) and ri is not None and ri.first_error is None:
+            ri.first_error, ri.first_error_seq = self.ev(src, line_no, rec, rank), self.seq
+        if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
+            if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))):
+                self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
+
+    def finish(self) -> None:
+        """Fold what the launcher's failure summary says into the per-rank records."""
+        for f in self.m.elastic:
+            if f.rank is None:
+                continue
+            ri = next((r for r in self.m.ranks.values() if r.rank == f.rank), None)
+            if ri is None:
+                if len(self.m.ranks) >= MAX_RANKS:
+                    continue
+                ri = self.m.ranks[f"rank{f.rank}"] = RankInfo(key=f"rank{f.rank}", rank=f.rank)
+            ri.host = ri.host or f.host
+            ri.pid = ri.pid or f.pid
+            if f.exitcode is not None:
+                ri.state = f"exited {f.exitcode}" + (f" ({f.signal})" if f.signal else "") + (" - first to fail" if f.root else "")
+
+    def signatures(self, subject: str) -> list[tuple[Signature, dict[str, str | None]]]:
+        got = self._sig_cache.get(subject)
+        if got is None:
+            got = [(s, m.groupdict()) for s, m in match_all(subject)]
+            if len(self._sig_cache) > 20000:
+                self._sig_cache.clear()
+            self._sig_cache[subject] = got
+        return got
+
+    def version(self, v: str, src: str, line_no: int, rec: Record, host: str | None, ri: RankInfo | None) -> None:
+        if not v:
+            return
+        ev = Evidence(src, rec.text[:MAX_EVIDENCE_TEXT], line_no, host=host)
+        self.m.versions.setdefault(v, ev)
+        if host:
+            self.m.version_hosts.setdefault(v, set()).add(host)
+            self.host_info(host).versions.add(v)
+            for r in self.m.ranks.values():
+                if r.host == host and r.nccl_version is None:
+                    r.nccl_version = v
+
+    def nccl(self, rec: Record, src: str, line_no: int, rank: int | None, ri: RankInfo | None) -> None:
+        msg = rec.msg
+        if rec.level != "INFO":
+            return
+        host = rec.host
+        if "NCCL version" in msg:
+            v = _NCCL_VERSION_ANY.search(msg)
+            if v:
+                self.version(v.group("v"), src, line_no, rec, host, ri)
+            return
+        if "comm " in msg and ("nranks" in msg or "nRanks" in msg):
+            m = _COMM.search(msg)
+            if m:
+                self.comm(m, rec, src, line_no, ri)
+                return
+        if msg.startswith("Bootstrap") or msg.startswith("NET/Socket : Using") or msg.startswith("NET : Using"):
+            ifs = [f"{i.group('name')}:{i.group('addr')}" for i in _IFACE.finditer(msg)]
+            if host and ifs:
+                h = self.host_info(host)
+                target = h.bootstrap if msg.startswith("Bootstrap") else h.net_socket
+                for i in ifs[:16]:
+                    target.setdefault(i, self.ev(src, line_no, rec, rank))
+            if ri is not None and ifs:
+                lst = ri.bootstrap if msg.startswith("Bootstrap") else ri.net
+                if not lst:
+                    lst.extend(ifs[:8])
+            return
+        if msg.startswith("NET/IB") and "Using" in msg:
+            devs = [f"{d.group('dev')}:{d.group('port')}/{d.group('link')}" for d in _IB_DEV.finditer(msg)]
+            oob = msg.split("OOB", 1)[1].strip() if "OOB" in msg else ""
+            if host:
+                h = self.host_info(host)
+                for d in devs[:16]:
+                    h.net_ib.setdefault(d, self.ev(src, line_no, rec, rank))
+                if oob:
+                    h.oob.add(oob[:100])
+            if ri is not None and not ri.net:
+                ri.net.extend(devs[:8])
+            return
+        if "set by environment to" in msg:
+            m = _ENV_SET.search(msg)
+            if m:
+                var, val = m.group("var"), m.group("val").rstrip(".")
+                vals = self.m.env.setdefault(var, {})
+                if len(vals) < 32:
+                    vals.setdefault(val, self.ev(src, line_no, rec, rank))
+                if host:
+                    self.host_info(host).env.setdefault(var, (val, self.ev(src, line_no, rec, rank)))
+            return
+        if "Using network" in msg:
+            m = _NETWORK.search(msg)
+            if m and host:
+                self.host_info(host).network.add(m.group("net").strip())
+            return
+        if "lugin" in msg or "NET/OFI" in msg:
+            m = _PLUGIN.search(msg)
+            if m:
+                name = (m.group("name") or m.group("ofi") or "").strip()
+                if name and len(self.m.plugins) < 64:
+                    label = f"{m.group('kind') or 'net'} plugin: {name}" if m.group("name") else f"aws-ofi-nccl: {name}"
+                    self.m.plugins.setdefault(label, self.ev(src, line_no, rec, rank))
+            elif "No plugin found" in msg and len(self.m.plugins) < 64:
+                self.m.plugins.setdefault("net plugin: none (internal)", self.ev(src, line_no, rec, rank))
+            return
+        if "cudaDriverVersion" in msg and host:
+            drv = _DRIVER.search(msg)
+            if drv:
+                self.host_info(host).driver = drv.group("v")
+            return
+        if "NVLS multicast support is available" in msg and ri is not None:
+            ri.transports.add("NVLS")
+            self.m.transport_kinds["NVLS"] = self.m.transport_kinds.get("NVLS", 0) + 1
+
+    def comm(self, m: re.Match[str], rec: Record, src: str, line_no: int, ri: RankInfo | None) -> None:
+        state = _COMM_STATE.search(rec.msg)
+        rank = int(m.group("rank"))
+        c = Comm(ptr=m.group("ptr"), rank=rank, nranks=int(m.group("nranks")), host=rec.host, pid=rec.pid,
+                 cuda_dev=int(m.group("dev")) if m.group("dev") else None,
+                 nvml_dev=int(m.group("nvml")) if m.group("nvml") else None, bus_id=m.group("bus"),
+                 comm_id=m.group("cid"), nnodes=int(m.group("nnodes")) if m.group("nnodes") else None,
+                 state=state.group("state") if state else "", ev=self.ev(src, line_no, rec, rank))
+        if rec.host is not None and rec.pid is not None:
+            self._pid_rank.setdefault((rec.host, rec.pid), rank)
+        if ri is not None:
+            if ri.rank is None:
+                ri.rank = rank
+            ri.nranks = ri.nranks or c.nranks
+            if c.cuda_dev is not None:
+                ri.cuda_dev = c.cuda_dev
+            if c.bus_id:
+                ri.bus_id = c.bus_id
+            if c.state:
+                ri.state = c.state
+        for old in self.m.comms:
+            if old.ptr == c.ptr and old.host == c.host and old.pid == c.pid:
+                if c.state:
+                    old.state = c.state
+                return
+        if len(self.m.comms) < MAX_COMMS:
+            self.m.comms.append(c)
+
+    def torch_side(self, rec: Record, src: str, line_no: int, rank: int | None, ri: RankInfo | None) -> None:
+        msg = rec.msg or rec.text
+        if "Work" in msg and "SeqNum=" in msg:
+            w = _WORK.search(msg)
+            if w and len(self.m.watchdog) < MAX_WATCHDOG:
+                pg = _PG_IN_MSG.search(msg)
+                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg
+                self.m.watchdog.append(Watchdog(
+                    rank=rank, pg=pg.group("pg") if pg else None, seq=int(w.group("seq")), op=w.group("op"),
+                    numel_in=int(w.group("nin")) if w.group("nin") else None,
+                    numel_out=int(w.group("nout")) if w.group("nout") else None,
+                    timeout_ms=int(w.group("tmo")) if w.group("tmo") else None,
+                    ran_ms=int(w.group("ran")) if w.group("ran") else None, timed_out=timed_out,
+                    ev=self.ev(src, line_no, rec, rank), order=self.seq))
+                if ri is not None:
+                    ri.state = f"{'timed out in' if timed_out else 'failed in'} {w.group('op')} SeqNum={w.group('seq')}"
+        if "ast enqueued" in msg and rank is not None:
+            p = _PROGRESS.search(msg)
+            if p:
+                self.m.progress[rank] = (int(p.group("enq")), int(p.group("done")), self.ev(src, line_no, rec, rank))
+        elif "Timeout at NCCL work" in msg and rank is not None:
+            t = _TIMEOUT_AT.search(msg)
+            if t:
+                self.m.progress.setdefault(rank, (int(t.group("seq")), int(t.group("seq")) - 1, self.ev(src, line_no, rec, rank)))
+        if "GLOBAL_RANK" in msg:
+            mm = _MEMBER.search(msg)
+            if mm:
+                world = int(mm.group("world"))
+                ranks = self.m.members.setdefault(world, {})
+                if len(ranks) < 4096:
+                    ranks.setdefault(int(mm.group("rank")), self.ev(src, line_no, rec, rank))
+        if "ersion" in msg:
+            tv = _TORCH_VERSION.search(msg)
+            if tv:
+                self.m.torch_versions.setdefault(tv.group("v"), self.ev(src, line_no, rec, rank))
+            nv = _NCCL_VERSION_ANY.search(msg)
+            if nv:
+                self.version(nv.group("v"), src, line_no, rec, None, ri)
+            if "Driver Version" in msg:
+                d = _DRIVER.search(msg)
+                if d:
+                    self.m.hosts.setdefault("?", HostInfo("?")).driver = d.group("v")
+        if "GPU" in msg[:12]:
+            t = _TOPO_ROW.match(rec.text)
+            if t:
+                for cell in t.group("cells").split():
+                    if cell != "X":
+                        kind = "NV" if cell.startswith("NV") else cell
+                        self.m.topology.setdefault(kind, self.ev(src, line_no, rec, rank))
+        if "GID[" in msg and len(self.m.gid_table) < 256:
+            from commdoctor.parsing.signatures import BY_ID
+
+            g = BY_ID["gid_table"].pattern.search(msg)
+            if g:
+                self.m.gid_table.append((int(g.group("idx")), g.group("gid"), g.group("ver"), self.ev(src, line_no, rec, rank)))
+        self.elastic(rec, msg, src, line_no, rank)
+
+    def elastic(self, rec: Record, msg: str, src: str, line_no: int, rank: int | None) -> None:
+        if "Root Cause" in msg:
+            self._elastic_root, self._elastic_cur = True, None
+            return
+        if msg.startswith("Failures:") or msg.strip() == "Failures:":
+            self._elastic_root, self._elastic_cur = False, None
+            return
+        if "exitcode" in msg and "local_rank" in msg:
+            a = _AGENT_FAIL.search(msg)
+            if a:
+                self.m.elastic.append(ElasticFailure(root=False, local_rank=int(a.group("local")), exitcode=int(a.group("code")),
+                                                     pid=int(a.group("pid")), ev=self.ev(src, line_no, rec, rank)))
+                return
+        if self._elastic_root is None:
+            return
+        f = _ELASTIC_FIELD.match(rec.text if not rec.task else msg)
+        if not f:
+            return
+        key, val = f.group("key"), f.group("val").strip()
+        cur = self._elastic_cur
+        if key == "host" or cur is None:
+            if len(self.m.elastic) >= 256:
+                return
+            cur = self._elastic_cur = ElasticFailure(root=bool(self._elastic_root), ev=self.ev(src, line_no, rec, rank))
+            self.m.elastic.append(cur)
+        if key == "host":
+            cur.host = val
+        elif key == "rank":
+            r = _ELASTIC_RANK.match(val)
+            if r:
+                cur.rank = int(r.group("rank"))
+                cur.local_rank = int(r.group("local")) if r.group("local") else None
+        elif key == "exitcode":
+            e = _ELASTIC_EXIT.match(val)
+            if e:
+                cur.exitcode = int(e.group("code"))
+                cur.pid = int(e.group("pid")) if e.group("pid") else None
+                cur.ev = self.ev(src, line_no, rec, rank)
+        elif key == "traceback":
+            cur.traceback = val[:300]
+            s = _SIGNAL.search(val)
+            if s:
+                cur.signal = s.group("name")
+
+    def transport(self, src: str, line_no: int, raw: bytes, key: bytes) -> None:
+        text, _ = clean(raw)
+        tail, _ = clean(key)
+        if text is None or tail is None:
+            return
+        m = _TRANSPORT_KEY.match(tail.strip())
+        if not m:
+            return
+        rec = classify(text)
+        rank = self.rank_of(rec)
+        ri = self.rank_info(rec, rank)
+        via = m.group("via").strip()
+        kind = transport_kind(via)
+        src_rank, dst = m.group("src"), m.group("dst")
+        label = f"{src_rank}->{dst if dst is not None else '?'} {kind}"
+        if label not in self.m.transports and len(self.m.transports) < 4096:
+            self.m.transports[label] = self.ev(src, line_no, rec, rank)
+        self.m.transport_kinds[kind] = self.m.transport_kinds.get(kind, 0) + 1
+        if ri is not None and len(ri.transports) < 16:
+            ri.transports.add(kind)
+
+
+def transport_kind(via: str) -> str:
+    """Normalise what follows "via" to a transport name: P2P/IPC, P2P/CUMEM, SHM, NET/IB, NVLS, CollNet..."""
+    v = via.strip()
+    up = v.upper()
+    if up.startswith("P2P/CUMEM") or "CUMEM" in up:
+        return "P2P/CUMEM"
+    if up.startswith("P2P/IPC"):
+        return "P2P/IPC"
+    if up.startswith("P2P/DIRECT") or up.startswith("P2P/COMMON"):
+        return "P2P/direct"
+    if up.startswith("P2P"):
+        return "P2P"
+    if up.startswith("SHM") or "SHARED MEMORY" in up:
+        return "SHM"
+    if up.startswith("COLLNET"):
+        return "CollNet"
+    if up.startswith("NVLS"):
+        return "NVLS"
+    if up.startswith("NET/"):
+        parts = v.split("/")
+        return "NET/" + (parts[1] if len(parts) > 1 else "?")
+    return v.split("/")[0][:20]
+
+
+# -- opening inputs -------------------------------------------------------------------------
+
+def expand(paths: Iterable[str]) -> list[str]:
+    """Files to read, in a stable order: directories are walked (sorted), '-' is stdin."""
+    out: list[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+            continue
+        if not os.path.exists(p):
+            raise LogInputError(f"{p}: no such file or directory (give log files, directories, or - for stdin)")
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p, followlinks=False):
+                dirs.sort()
+                for name in sorted(files):
+                    full = os.path.join(root, name)
+                    try:
+                        if stat.S_ISREG(os.lstat(full).st_mode):
+                            out.append(full)
+                    except OSError:
+                        continue
+            continue
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as e:
+            raise LogInputError(f"{p}: {e.strerror}") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            # A device like /dev/zero would never end: refuse rather than hang.
+            raise LogInputError(f"{p}: not a regular file (pipe it through stdin with - if you mean to)")
+        out.append(p)
+    return out
+
+
+def _open(path: str, st: InputStat) -> BinaryIO:
+    raw: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed by caller
+    head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    if head[:2] == b"\x1f\x8b":
+        st.compression = "gzip"
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if head[:3] == b"BZh":
+        st.compression = "bzip2"
+        return bz2.BZ2File(raw)  # type: ignore[return-value]
+    if head[:6] == b"\xfd7zXZ\x00":
+        st.compression = "xz"
+        return lzma.LZMAFile(raw)  # type: ignore[return-value]
+    return raw
+
+
+def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None) -> RunModel:
+    """Read every input and build the run model (see the module docstring)."""
+    files = expand(paths)
+    model = RunModel()
+    b = _Builder(model)
+    prefilter = make_prefilter(engine)
+    model.engine = prefilter.name
+    for path in files:
+        st = InputStat(path="<stdin>" if path == "-" else path)
+        model.inputs.append(st)
+        src = st.path
+        def on_transport(ln: int, raw: bytes, key: bytes, _s: str = src) -> None:
+            b.transport(_s, ln, raw, key)
+
+        scanner = Scanner(prefilter, on_transport=on_transport)
+        stream: BinaryIO | None = None
+        try:
+            stream = _open(path, st)
+            for line_no, raw in scanner.scan(stream):
+                text, flags = clean(raw)
+                if flags & 1:
+                    st.bad_encoding += 1
+                if flags & 4:
+                    st.ansi += 1
+                if text is None:
+                    st.skipped_binary += 1
+                    continue
+                if not text.strip():
+                    continue
+                b.line(src, line_no, text)
+        except (OSError, EOFError, ValueError, lzma.LZMAError, zlib_error()) as e:
+            st.error = f"{type(e).__name__}: {e}"
+        finally:
+            if stream is not None and path != "-":
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        s = scanner.stats
+        st.bytes, st.lines, st.candidates, st.overlong, st.nul_bytes = s.bytes, s.lines, s.candidates, s.overlong, s.nul_bytes
+        model.lines_seen += s.lines
+        if progress is not None:
+            progress(st)
+    b.finish()
+    return model
+
+
+def zlib_error() -> type[BaseException]:
+    import zlib
+
+    return zlib.error
+
+
+def iter_text(data: bytes) -> Iterator[str]:  # small helper for tests and fuzzing
+    for raw in io.BytesIO(data):
+        t, _ = clean(raw)
+        if t is not None:
+            yield t

@@ -1,0 +1,272 @@
+"""Classify one log line: NCCL debug output, torch/c10d messages, tracebacks, MPI/UCX errors.
+
+Promise: ``clean`` and ``classify`` are total functions of their input. They
+never raise and run in time linear in the line length (every regular
+expression here is anchored or bounded and has no nested quantifiers), so a
+hostile line costs at most a few microseconds per kilobyte.
+
+What a line can carry, outermost first:
+
+- launcher prefixes, possibly several: ``3: `` (torchrun ``--tee``/srun ``-l``),
+  ``[rank3]:`` (torch >= 2.2), ``[default0]:`` (torchrun log redirects),
+  ``(Actor pid=12, ip=10.0.0.1) `` (Ray), ANSI colour codes, or the ``[0m``
+  left behind when a terminal's escape byte was lost in copying;
+- an NCCL header ``[timestamp] host:pid:tid [dev] `` (timestamp since 2.26;
+  the device since 2.3), then ``file:line [(func)] NCCL WARN msg``,
+  ``NCCL INFO msg``, ``time func:line NCCL TRACE msg`` or ``NCCL CALL msg``.
+  NCCL 2.0-2.2 wrote ``WARN``/``INFO`` without the ``NCCL`` word;
+- a glog header from c10d: ``[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] msg``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Longest line we parse; the rest is cut (and counted by the reader).
+MAX_LINE = 16384
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
+# A colour code whose escape byte was lost when the log was copied: "[0m", "[1;31m".
+_ANSI_RESIDUE = re.compile(r"^(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?)+")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+# -- launcher prefixes ---------------------------------------------------------------
+_PREFIXES = re.compile(
+    r"^(?:"
+    r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
+    r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
+    r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
+    r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
+    r")"
+)
+
+# -- NCCL --------------------------------------------------------------------------
+# Optional timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT, default "[%F %T] " on WARN since 2.26),
+# then host:pid:tid, then an optional [cudaDev].
+_NCCL_HEAD = re.compile(
+    r"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
+    r"(?P<host>[^\s:\[\]()]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
+    r"(?:\[(?P<dev>-?\d{1,5})\] )?"
+)
+_NCCL_WARN = re.compile(
+    r"(?P<file>[^\s:]{1,200}):(?P<line>\d{0,7})(?: \((?P<func>[^()\s]{1,120})\))? (?:NCCL )?WARN ?(?P<msg>.*)"
+)
+_NCCL_INFO = re.compile(r"(?:NCCL )?INFO ?(?P<msg>.*)")
+_NCCL_TRACE = re.compile(r"(?P<ts>[\d.]{1,30}) (?P<func>\S{1,120}):(?P<line>\d{1,7}) NCCL TRACE ?(?P<msg>.*)")
+_NCCL_CALL = re.compile(r"NCCL CALL ?(?P<msg>.*)")
+# Lines cut from their header (posts often drop it): "[3] include/shm.h:28 NCCL WARN ...",
+# "graph/xml.h:77 NCCL WARN ...", "NCCL WARN NET/IB : ...", "NCCL INFO graph/topo.cc:380 -> 3",
+# "misc/ibvwrap.cu:60 WARN Failed to open libibverbs.so[.1]" (2.0-era, no NCCL word).
+_NCCL_HEADLESS = re.compile(
+    r"(?:\[(?P<dev>-?\d{1,5})\] )?(?:(?P<file>[^\s:\[\]]{1,200}):(?P<line>\d{0,7}) )?"
+    r"(?P<nccl>NCCL )?(?P<level>WARN|INFO|TRACE) ?(?P<msg>.*)"
+)
+_RETCODE = re.compile(r"^(?P<file>[^\s:]{1,200}):(?P<line>\d{1,7}) -> (?P<code>\d{1,3})(?P<rest>.*)$")
+_VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][\w.+-]{0,40})?")
+
+# -- torch / c10d ----------------------------------------------------------------------
+_GLOG = re.compile(
+    r"\[(?P<lvl>[IWEF])(?:\d{3,4})?\s?(?:[\d:.]{6,30}\s)?(?:\d{1,10}\s)?(?P<file>[\w.\-/]{1,200}):(?P<line>\d{1,7})\]\s?(?P<msg>.*)"
+)
+_EXC = re.compile(
+    r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt)"
+    r"(?::\s?(?P<msg>.*))?$"
+)
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+@dataclass(slots=True)
+class Record:
+    """What one line says. ``kind`` picks which fields matter.
+
+    kinds: ``nccl`` (level, host, pid, tid, dev, file, line, func, msg),
+    ``version`` (version), ``c10d`` (level, file, msg), ``exception``
+    (exc_type, msg), ``traceback``, ``text`` (msg is the whole line).
+    """
+
+    kind: str
+    msg: str
+    level: str = ""
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    dev: int | None = None
+    file: str | None = None
+    line: int | None = None
+    func: str | None = None
+    retcode: int | None = None
+    version: str | None = None
+    exc_type: str | None = None
+    rank: int | None = None  # from a launcher prefix, when there is one
+    task: int | None = None  # "3: " prefixes: torchrun/srun task index
+    actor: str | None = None  # Ray actor "Name pid=N"
+    text: str = ""  # the cleaned line, verbatim (evidence)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def clean(raw: bytes) -> tuple[str | None, int]:
+    """Bytes of one line -> (text, flags). ``None`` means binary junk to skip.
+
+    flags: bit 1 invalid UTF-8 replaced, bit 2 cut at MAX_LINE, bit 4 ANSI removed.
+    """
+    flags = 0
+    if len(raw) > MAX_LINE:
+        raw = raw[:MAX_LINE]
+        flags |= 2
+    if b"\x00" in raw:
+        # NUL bytes: a binary file, or a record torn by a crash. Keep the longest
+        # printable stretch only when it still looks like text.
+        parts = [p for p in raw.split(b"\x00") if p.strip()]
+        if not parts:
+            return None, flags
+        raw = max(parts, key=len)
+        flags |= 8
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        flags |= 1
+        # Mostly undecodable bytes: binary junk rather than a mis-encoded log line.
+        if text.count("\ufffd") * 4 > len(text):
+            return None, flags
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+        flags |= 4
+    text = text.rstrip("\r\n")
+    if "\r" in text:  # progress bars: keep what was last drawn
+        text = text.rsplit("\r", 1)[-1] if text.rsplit("\r", 1)[-1].strip() else text.replace("\r", "")
+    if text[:1] == "[" and "m" in text[:30]:
+        stripped = _ANSI_RESIDUE.sub("", text)
+        if stripped != text:
+            text = stripped
+            flags |= 4
+    if _CTRL.search(text):
+        text = _CTRL.sub("", text)
+        if not text.strip():
+            return None, flags
+    return text, flags
+
+
+def strip_prefixes(text: str, rec: Record | None = None) -> str:
+    """Remove launcher prefixes (any number, any order), noting rank/task/actor on ``rec``."""
+    for _ in range(4):
+        m = _PREFIXES.match(text)
+        if not m or m.end() == 0:
+            break
+        if rec is not None:
+            if m.group("rank") is not None:
+                rec.rank = int(m.group("rank"))
+            elif m.group("task") is not None and rec.task is None:
+                rec.task = int(m.group("task"))
+            elif m.group("local") is not None and rec.task is None:
+                rec.task = int(m.group("local"))
+            elif m.group("actor") is not None:
+                rec.actor = f"{m.group('actor')} pid={m.group('apid')}" + (f" ip={m.group('aip')}" if m.group("aip") else "")
+        text = text[m.end():]
+    return text
+
+
+def _int(s: str | None) -> int | None:
+    if not s:
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
+
+def _nccl_body(rec: Record, body: str) -> Record | None:
+    """Fill ``rec`` from what follows the NCCL header; None when it is not NCCL output."""
+    if body.startswith("NCCL INFO") or body.startswith("INFO "):
+        m = _NCCL_INFO.match(body)
+        rec.level = "INFO"
+    elif body.startswith("NCCL CALL"):
+        m = _NCCL_CALL.match(body)
+        rec.level = "CALL"
+    elif "WARN" in body[:400]:
+        m = _NCCL_WARN.match(body)
+        if m:
+            rec.level = "WARN"
+            rec.file, rec.line, rec.func = m.group("file"), _int(m.group("line")), m.group("func")
+        elif body.startswith("NCCL WARN") or body.startswith("WARN "):
+            m = _NCCL_HEADLESS.match(body)
+            rec.level = "WARN"
+    elif "NCCL TRACE" in body[:400]:
+        m = _NCCL_TRACE.match(body)
+        if m:
+            rec.level = "TRACE"
+            rec.func, rec.line = m.group("func"), _int(m.group("line"))
+    else:
+        m = None
+    if not m:
+        return None
+    rec.kind = "nccl"
+    rec.msg = m.group("msg").strip()
+    if rec.level == "INFO":
+        r = _RETCODE.match(rec.msg)
+        if r:
+            rec.file, rec.line, rec.retcode = r.group("file"), _int(r.group("line")), _int(r.group("code"))
+    return rec
+
+
+def classify(text: str) -> Record:
+    """One cleaned line -> a Record (``kind="text"`` when nothing more specific applies)."""
+    rec = Record(kind="text", msg="", text=text)
+    body = strip_prefixes(text, rec)
+    # NCCL with its full header.
+    if ":" in body[:300]:
+        m = _NCCL_HEAD.match(body)
+        if m is None and body[:1] == "[" and "] " in body[:40]:
+            # vLLM/python-logging style "ERROR 04-06 20:46:48 [x.py:238] host:pid:tid [0] ..." is rare;
+            # try the header once more after a leading "[...]" block.
+            pass
+        if m is not None:
+            rec.host = m.group("host")
+            rec.pid, rec.tid, rec.dev = _int(m.group("pid")), _int(m.group("tid")), _int(m.group("dev"))
+            got = _nccl_body(rec, body[m.end():])
+            if got is not None:
+                return got
+            rec.host = rec.pid = rec.tid = rec.dev = None
+    if body.startswith("NCCL version") or (body.startswith("NCCL ") and "version" in body[:20]):
+        v = _VERSION.search(body)
+        if v:
+            rec.kind, rec.version, rec.msg = "version", v.group("v"), body
+            return rec
+    # NCCL without a header (cut by the poster, or NCCL 2.0-era formats).
+    idx = body.find("WARN")
+    if idx == -1:
+        idx = body.find("NCCL INFO")
+    if idx != -1 and idx < 260:
+        h = _NCCL_HEADLESS.search(body, max(0, idx - 230) if idx > 230 else 0)
+        if h is not None and (h.group("nccl") or h.group("file")) and h.start("level") == idx + (5 if body.startswith("NCCL", idx) else 0):
+            rec.kind, rec.level = "nccl", h.group("level")
+            rec.dev, rec.file, rec.line = _int(h.group("dev")), h.group("file"), _int(h.group("line"))
+            rec.msg = h.group("msg").strip()
+            if rec.level == "INFO":
+                r = _RETCODE.match(rec.msg)
+                if r:
+                    rec.file, rec.line, rec.retcode = r.group("file"), _int(r.group("line")), _int(r.group("code"))
+            return rec
+    # c10d / glog.
+    if body[:1] == "[" or "] " in body[:120]:
+        g = _GLOG.search(body, 0, 200) if "[" in body[:200] else None
+        if g is not None and g.start() < 120:
+            g = _GLOG.match(body, g.start()) or g  # the first search saw only 200 characters
+            rec.kind, rec.level, rec.file, rec.line = "c10d", g.group("lvl"), g.group("file"), _int(g.group("line"))
+            rec.msg = g.group("msg").strip()
+            return rec
+    s = body.strip()
+    if s.startswith(_TRACEBACK):
+        rec.kind, rec.msg = "traceback", s
+        return rec
+    e = _EXC.match(s)
+    if e is not None:
+        rec.kind, rec.exc_type, rec.msg = "exception", e.group("type"), (e.group("msg") or "").strip()
+        return rec
+    v = _VERSION.search(body) if "NCCL version" in body else None
+    if v is not None:
+        rec.extra["nccl_version"] = v.group("v")
+    rec.msg = s
+    return rec

@@ -1,0 +1,50 @@
+"""Real gloo failures captured on this machine (fixtures/logs/gloo-*/, see each PROVENANCE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs.test_corpus import diagnose_file
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
+
+
+def _first(doc: dict) -> dict:
+    return next(f for f in doc["findings"] if f["cause"])
+
+
+@pytest.mark.parametrize("scenario, code, cause, ranks", [
+    ("gloo-rank-killed", "LOG060", "peer_process_died", [1]),
+    ("gloo-collective-mismatch", "LOG050", "collective_mismatch", [0]),
+    ("gloo-mismatch-timeout", "LOG050", "collective_mismatch", [0, 1, 2]),
+    ("gloo-wrong-ifname", "LOG021", "wrong_interface", [0, 1, 2]),
+])
+def test_real_gloo_failure(scenario: str, code: str, cause: str, ranks: list[int]) -> None:
+    folder = FIX / scenario
+    assert (folder / "PROVENANCE.md").is_file()
+    doc = diagnose_file(folder / "torchrun.log")
+    first = _first(doc)
+    assert (first["code"], first["cause"], first["ranks"]) == (code, cause, ranks)
+    lines = (folder / "torchrun.log").read_text().splitlines()
+    for e in first["evidence"]:
+        assert e["text"] in lines[e["line"] - 1]
+
+
+def test_killed_rank_explains_the_survivors() -> None:
+    doc = diagnose_file(FIX / "gloo-rank-killed")  # the folder: read recursively, PROVENANCE.md included
+    rows = next(r for r in doc["results"] if r["check"] == "logs.diagnose")["data"]["ranks"]
+    assert [(r["rank"], r["host"]) for r in rows] == [(0, "localhost"), (1, "localhost"), (2, "localhost")]
+    assert "SIGKILL" in rows[1]["last_state"] and "first to fail" in rows[1]["last_state"]
+    lost = next(f for f in doc["findings"] if f["code"] == "LOG061")
+    assert lost["consequence_of"] == "LOG060" and lost["ranks"] == [0, 2]
+    assert "rank 1" in lost["detail"]
+    assert "SIGKILL" in _first(doc)["title"]
+
+
+def test_mismatch_timeout_names_the_other_readings() -> None:
+    """All ranks time out: the mismatch comes first, the straggler and network readings are offered too."""
+    doc = diagnose_file(FIX / "gloo-mismatch-timeout" / "torchrun.log")
+    causes = [f["cause"] for f in doc["findings"] if f["cause"]]
+    assert causes[:3] == ["collective_mismatch", "collective_timeout_straggler", "hardware_fault"]

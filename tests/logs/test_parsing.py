@@ -1,0 +1,112 @@
+"""The line classifier on the formats NCCL (2.0 to current), torch, gloo, MPI and UCX really print."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from commdoctor.parsing.lines import MAX_LINE, classify, clean
+from commdoctor.parsing.scan import Scanner, StdlibPrefilter, make_prefilter
+from commdoctor.parsing.signatures import keywords, match_all
+
+
+@pytest.mark.parametrize("line, level, host, pid, dev, file, msg", [
+    # 2.19+: header, WARN with file:line
+    ("node1:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",
+     "WARN", "node1", 4827, 4, "bootstrap.cc", "Message truncated : received 256 bytes instead of 4"),
+    # 2.26+: timestamp and (function) on WARN
+    ("[2025-03-01 10:00:00] node1:12:34 [0] misc/socket.cc:49 (socketProgress) NCCL WARN socketProgress: Connection closed by remote peer",
+     "WARN", "node1", 12, 0, "misc/socket.cc", "socketProgress: Connection closed by remote peer"),
+    # 2.0-era: no NCCL word
+    ("idgsim-gpu-001:47744:47744 [0] init.cu:674 WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'",
+     "WARN", "idgsim-gpu-001", 47744, 0, "init.cu", "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'"),
+    ("mtk:2521:2528 [0] INFO 0 -> 1 via P2P/IPC", "INFO", "mtk", 2521, 0, None, "0 -> 1 via P2P/IPC"),
+    # header cut off by the poster
+    ("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+     "WARN", None, None, 3, "include/shm.h", "Call to posix_fallocate failed : No space left on device"),
+    ("NCCL WARN NET/IB : Got async event : port error", "WARN", None, None, None, None, "NET/IB : Got async event : port error"),
+    # launcher prefixes, stacked, and ANSI colour (with and without its escape byte)
+    ("1: [default0]:host-a:1:2 [1] NCCL INFO Using network Socket", "INFO", "host-a", 1, 1, None, "Using network Socket"),
+    ("\x1b[32mhost-a:1:2 [1] NCCL INFO Using network IB\x1b[0m", "INFO", "host-a", 1, 1, None, "Using network IB"),
+    ("[0m host-a:1:2 [1] NCCL INFO Using network IB", "INFO", "host-a", 1, 1, None, "Using network IB"),
+])
+def test_nccl_lines(line: str, level: str, host: str | None, pid: int | None, dev: int | None, file: str | None, msg: str) -> None:
+    text, _ = clean(line.encode() + b"\r\n")
+    assert text is not None
+    r = classify(text)
+    assert (r.kind, r.level, r.host, r.pid, r.dev, r.file, r.msg) == ("nccl", level, host, pid, dev, file, msg)
+
+
+def test_retcode_trace_and_version() -> None:
+    r = classify("node:1:2 [0] NCCL INFO transport/p2p.cc:204 -> 1 [Proxy Thread]")
+    assert (r.retcode, r.file, r.line) == (1, "transport/p2p.cc", 204)
+    v = classify("NCCL version 2.21.5+cuda12.4")
+    assert (v.kind, v.version) == ("version", "2.21.5")
+
+
+def test_torch_lines() -> None:
+    w = classify("[rank1]:[E415 21:17:08.996319560 ProcessGroupNCCL.cpp:552] [Rank 1] Collective WorkNCCL(SeqNum=335, "
+                 "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) raised the following async exception")
+    assert (w.kind, w.level, w.rank, w.file) == ("c10d", "E", 1, "ProcessGroupNCCL.cpp")
+    assert "SeqNum=335" in w.msg
+    e = classify("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address.")
+    assert (e.kind, e.exc_type) == ("exception", "DistNetworkError")
+    ray = classify("(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation timeout")
+    assert (ray.kind, ray.actor) == ("c10d", "RayWorkerVllm pid=5085")
+
+
+@pytest.mark.parametrize("text, sig", [
+    ("[c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).", "port_in_use"),
+    ("[/x/gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:3210: Connection refused", "connect_loopback"),
+    ("[enforce fail at gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: eth9", "ifname_missing"),
+    ("op.preamble.length <= op.nbytes. 8 vs 4. Received data size doesn't match expected size.", "collective_mismatch"),
+    ("[second-node][[22157,1],4][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[22157,1],7]", "mpi_btl_tcp"),
+    ("[cn0022:4071024:0] ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory", "memlock"),
+    ("Timed out waiting 10000ms for recv operation to complete", "gloo_recv_timeout"),
+    ("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 83000", "duplicate_gpu"),
+])
+def test_signatures(text: str, sig: str) -> None:
+    assert sig in [s.id for s, _ in match_all(text)]
+
+
+def _scan(data: bytes, prefilter=None, block: int = 64) -> list[tuple[int, bytes]]:
+    sc = Scanner(prefilter or make_prefilter())
+    return list(sc.scan(io.BytesIO(data), block_size=block))
+
+
+@pytest.mark.parametrize("engine", ["auto", "re"])
+def test_scanner_finds_keyword_lines_with_their_numbers(engine: str) -> None:
+    data = b"".join(f"host:1:1 [0] NCCL INFO Channel {i:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n".encode() for i in range(40))
+    data += b"host:1:1 [0] misc/socket.cc:49 NCCL WARN Connection closed by remote peer\n" + data + b"tail WARN no newline"
+    got = _scan(data, make_prefilter(engine), block=256)
+    assert got == [(41, b"host:1:1 [0] misc/socket.cc:49 NCCL WARN Connection closed by remote peer"),
+                   (82, b"tail WARN no newline")]
+
+
+def test_scanner_cuts_overlong_lines_and_keeps_counting() -> None:
+    sc = Scanner(StdlibPrefilter(keywords()))
+    data = b"x" * (3 * MAX_LINE) + b" WARN at the end\nnext NCCL WARN line\n"
+    got = list(sc.scan(io.BytesIO(data), block_size=4096))
+    assert got == [(2, b"next NCCL WARN line")] and sc.stats.overlong == 1 and sc.stats.lines == 2
+
+
+def test_clean_drops_binary_and_repairs_encoding() -> None:
+    assert clean(bytes(range(0, 32)) * 4)[0] is None
+    text, flags = clean("host:1:1 [0] NCCL WARN caf\xe9".encode("latin-1"))
+    assert text is not None and text.startswith("host:1:1") and flags & 1
+
+
+@pytest.mark.parametrize("piece", ["a:1:1 ", "[", "WARN ", "Channel 0 : ", ":", "x:1:1 [0] ", "[rank1]:", "1: ", "(A pid=1) ",
+                                   "NCCL INFO comm 0x1 rank 1 nranks 2 ", "Got completion with error ", "connect [127.0.0.1",
+                                   "WorkNCCL(SeqNum=1, OpType=X", "[E1 1:1 a.cpp:1] ", "INFO 1 -> 2 via ", " "])
+def test_hostile_lines_cost_little(piece: str) -> None:
+    """A line of one repeated fragment, as long as we parse, is handled in linear time (generous bound)."""
+    import time
+
+    from commdoctor.loaders.logs import RunModel, _Builder
+
+    line = (piece * (MAX_LINE // len(piece) + 1))[:MAX_LINE]
+    t = time.perf_counter()
+    _Builder(RunModel()).line("x", 1, line)
+    assert time.perf_counter() - t < 2.0
