@@ -138,3 +138,18 @@ def test_no_signal_at_all_skips_cleanly() -> None:
 
 def test_ranks_text() -> None:
     assert ranks_text([3]) == "3" and ranks_text([0, 1]) == "0 and 1" and ranks_text([0, 1, 2, 5]) == "0-2 and 5"
+
+
+def test_log_lines_of_a_real_timeout_are_read_by_the_log_analyzer() -> None:
+    from commdoctor.loaders.hang_logs import log_facts
+
+    facts = log_facts(sorted(str(p) for p in (FIX / "logs").glob("rank*.log")), {})
+    assert facts, "the ranks' timeout errors must be found"
+    assert {f["rank"] for f in facts} & {0, 1, 2}
+    assert any("Timed out waiting 15000ms" in f["text"] for f in facts)
+    s = snap("stopped")
+    s.ranks[2].proc_state = "sleeping"
+    v = diagnose(s, logs=facts).verdict()
+    assert v is not None and v.code == "HANG013"
+    assert any("Timed out waiting" in e.text for e in v.evidence)
+    assert any(str(FIX / "logs") in st for st in v.remedy.steps)  # type: ignore[union-attr]

@@ -559,7 +559,9 @@ class HangVerdictCheck(Check):
         else:
             remote = "If one rank's host is overloaded or swapping, it answers late: check load and memory there"
         log_files = sorted({str(e.get("source")) for e in logs if e.get("source")})
+        codes = sorted({f"{e['code']} ({e.get('cause')})" for e in logs if e.get("code")})
         logs_step = ("Read the NCCL/torch logs for errors and the last lines of each rank: " + ", ".join(log_files[:6])
+                     + (f"; the log analyzer found {', '.join(codes[:3])} (commdoctor logs FILES -v)" if codes else "")
                      if log_files else "Rerun with NCCL_DEBUG=INFO and NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log (commdoctor run -- "
                                        "torchrun ... does it for you) and read the last lines of each rank")
         if ras and ras.get("reachable"):

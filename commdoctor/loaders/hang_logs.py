@@ -5,9 +5,12 @@ lines that name an error, a timeout, a closed connection or an NCCL warning
 (at most a few per file, newest last), with the rank when the file's name
 carries the pid of a known rank (NCCL_DEBUG_FILE's ``%p``) or a rank number.
 
-This is the seam for the log analyzer: when ``commdoctor.loaders.logs``
-offers ``hang_facts(paths, pid_rank)``, its answer is used instead, so the
-hang verdict sees the same diagnoses as ``commdoctor logs``.
+The log analyzer (``commdoctor logs``) is used when it is installed: its
+ordered diagnoses (``commdoctor.checks.logs``: diagnose, merge, order) over
+the same files, the first three with their evidence lines and their codes;
+a ``hang_facts(paths, pid_rank)`` in ``commdoctor.loaders.logs`` would take
+precedence. Without it (or if it fails), a small scan keeps the lines that
+name an error, a timeout or an NCCL warning.
 """
 
 from __future__ import annotations
@@ -37,15 +40,37 @@ def _rank_of(path: str, pid_rank: Mapping[int, int]) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def analyzer_facts(paths: list[str], pid_rank: Mapping[int, int]) -> list[dict[str, Any]] | None:
+    """The log analyzer's diagnoses (commdoctor logs), as log facts; None when it is not installed."""
+    try:
+        logs = importlib.import_module("commdoctor.loaders.logs")
+        fn = getattr(logs, "hang_facts", None)
+        if callable(fn):
+            return list(fn(paths, pid_rank))
+        checks = importlib.import_module("commdoctor.checks.logs")
+        model = logs.load_logs(paths)
+        cands = checks.order(checks.merge(checks.diagnose(model)))
+    except ImportError:
+        return None
+    except Exception:  # noqa: BLE001 - a failing analyzer must not cost the hang verdict its other signals
+        return None
+    out: list[dict[str, Any]] = []
+    for c in cands[:3]:
+        for e in c.evidence[:3]:
+            rank = e.rank if e.rank is not None else _rank_of(e.source, pid_rank)
+            out.append({"source": e.source, "line": e.line, "text": e.text, "rank": rank, "code": c.code,
+                        "cause": c.cause})
+    return out
+
+
 def log_facts(paths: Iterable[str], pid_rank: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
     pid_rank = dict(pid_rank or {})
-    try:
-        mod = importlib.import_module("commdoctor.loaders.logs")
-        fn = getattr(mod, "hang_facts", None)
-        if callable(fn):
-            return list(fn(list(paths), pid_rank))
-    except ImportError:
-        pass
+    paths = [p for p in paths if os.path.isfile(p)]
+    if not paths:
+        return []
+    found = analyzer_facts(paths, pid_rank)
+    if found is not None:
+        return found
     out: list[dict[str, Any]] = []
     for p in paths:
         try:
