@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from commdoctor.checks.base import Check
 from commdoctor.checks.env import ENV_CHECKS
+from commdoctor.checks.net import NET_CHECKS
 from commdoctor.checks.pg import PG_CHECKS
+from commdoctor.checks.rdzv import RDZV_CHECKS
 
 BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS)
+BUILTIN_CHECKS += (*NET_CHECKS, *RDZV_CHECKS)
 
 
 def all_checks() -> tuple[type[Check], ...]:
