@@ -309,7 +309,7 @@ class ReachCheck(NetCheck):
         Rule("RDZV011", "port-rejected-by-firewall", E, "a firewall rejects connections to {label} ({icmp})",
              "Allow TCP port {port} from the job's hosts on {host} (e.g. iptables -I INPUT -p tcp --dport {port} -j ACCEPT), "
              "and the ports gloo and NCCL open (see RDZV040)", cause="firewall_or_port_blocked"),
-        Rule("RDZV012", "port-filtered", E, "no answer from {label} within {timeout:g} s: packets are dropped",
+        Rule("RDZV012", "port-filtered", E, "no answer from {label} within {timeout:.1f} s: packets are dropped",
              "Allow TCP port {port} through the firewall or security group in front of {host}; "
              "if {host} is not rank 0's address, correct {var}", cause="firewall_or_port_blocked"),
         Rule("RDZV013", "master-unreachable", E, "{address} cannot be reached: {why}",
@@ -382,11 +382,14 @@ class ReachCheck(NetCheck):
             icmp = c.get("icmp") or {}
             what = f"ICMP type {icmp.get('type')} code {icmp.get('code')} from {icmp.get('from')}" if icmp else c.get("error")
             return self.finding("RDZV011", icmp=what, **common)
+        nb = c.get("neighbour") or ""
+        if out in ("timeout", "unreachable") and ("FAILED" in nb or "INCOMPLETE" in nb):
+            return self.finding("RDZV013", address=c["address"], **common,
+                                why="no host on this host's local network answers ARP/NDP for it",
+                                detail=f"the kernel reports '{c.get('error')}', but the route exists: the address is on "
+                                       f"a directly attached network and nobody holds it (a wrong MASTER_ADDR, or rank 0's "
+                                       f"host is down)")
         if out == "timeout":
-            nb = c.get("neighbour") or ""
-            if "FAILED" in nb or "INCOMPLETE" in nb:
-                return self.finding("RDZV013", address=c["address"], why="no host answers ARP/NDP for it on the local network",
-                                    **common)
             return self.finding("RDZV012", timeout=float(c.get("elapsed_s") or 0), **common,
                                 detail="the SYN got no answer at all: a firewall DROP rule or security group, or an "
                                        "address nobody uses behind a router")

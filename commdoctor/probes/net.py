@@ -535,7 +535,7 @@ print(json.dumps(out))
 def store_handshake(host: str, port: int, timeout: float) -> dict[str, Any]:
     """A real TCPStore client handshake (torch in a child process) within ``timeout`` seconds overall."""
     # The store's own timeout leaves time for importing torch; the child is killed at our deadline regardless.
-    inner = max(1.0, min(5.0, timeout - 3.0))
+    inner = max(1.0, min(3.0, timeout - 3.0))
     t0 = time.monotonic()
     r = run_bounded([sys.executable, "-c", _STORE_PROBE, host, str(port), str(inner)], timeout=timeout)
     elapsed = round(time.monotonic() - t0, 3)
