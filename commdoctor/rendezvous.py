@@ -119,13 +119,14 @@ def _torchrun_endpoints(args: Mapping[str, str], source: str, prefix: str) -> li
         host = (args.get("master_addr") or STATIC_DEFAULT_ADDR).strip()
         port = _int(args.get("master_port")) or STATIC_DEFAULT_PORT
         return [Endpoint(host, port, source, "env", settings)]
-    default = {"c10d": C10D_DEFAULT_PORT, "etcd": ETCD_DEFAULT_PORT, "etcd-v2": ETCD_DEFAULT_PORT,
+    default: int | None = {"c10d": C10D_DEFAULT_PORT, "etcd": ETCD_DEFAULT_PORT, "etcd-v2": ETCD_DEFAULT_PORT,
                "static": STATIC_DEFAULT_PORT}.get(backend)
-    host, port, problem = parse_endpoint(endpoint, default)
-    if port == 0:
+    host, eport, problem = parse_endpoint(endpoint, default)
+    if eport == 0:
         return []  # port 0: a local store on a port chosen at start (single node)
-    kind = "c10d" if backend in ("c10d", "static") else "etcd" if backend.startswith("etcd") else backend
-    ep = Endpoint(host, port, source, kind, settings)
+    # static: node rank 0's agent hosts a plain store at the endpoint; c10d: the agent whose host matches does
+    kind = "c10d" if backend == "c10d" else "etcd" if backend.startswith("etcd") else "env"
+    ep = Endpoint(host, eport, source, kind, settings)
     if problem:
         ep.problems.append(problem)
     return [ep]

@@ -165,7 +165,7 @@ class NetCheck(Check):
     def deadline(self, options: Any) -> float:
         return float(options.timeout) + 10.0
 
-    def finding(self, code: str, **kw: Any) -> Finding:  # type: ignore[override]
+    def finding(self, code: str, **kw: Any) -> Finding:
         if kw.get("env") is None and isinstance(kw.get("var"), str) and kw["var"].isupper():
             val = kw.get("suggest") or kw.get("route_dev") or kw.get("good")
             if isinstance(val, str) and val and not val.startswith("<"):
@@ -492,9 +492,10 @@ class SelectionCheck(NetCheck):
                                 **params)
         code = {"loopback": "NET010", "container_bridge": "NET011", "veth": "NET012", "tunnel": "NET013",
                 "link_local": "NET014"}[why]
-        sev = v.weight()
-        if sev is None:
+        weight = v.weight()
+        if weight is None:
             return None
+        sev = weight
         if code == "NET013" and sev is E:
             sev = W  # a VPN that spans every host is a legitimate choice
         extra: dict[str, Any] = {}
@@ -530,8 +531,8 @@ class SelectionCheck(NetCheck):
                 i = v.iface(name)
                 if name == route_dev or i is None:
                     continue
-                on_net = any(a.network() is not None and a.ip.version == (6 if ":" in master else 4)
-                             and ipaddress.ip_address(master) in a.network() for a in i.addrs)
+                mip = ipaddress.ip_address(master)
+                on_net = any((n := a.network()) is not None and n.version == mip.version and mip in n for a in i.addrs)
                 if on_net:
                     continue
                 flagged.add(c.backend)

@@ -28,12 +28,13 @@ NO_JOB = ("no rendezvous is configured here: MASTER_ADDR/MASTER_PORT and torchru
 def _var(ep: dict[str, Any]) -> str:
     """The setting that names the endpoint's host, as the user gave it."""
     src = ep.get("source") or ""
-    c10d = ep.get("kind") != "env"
+    via_endpoint = ep.get("kind") != "env" or any("RDZV_ENDPOINT" in s or "rdzv-endpoint" in s
+                                                  for s in ep.get("settings") or ())
     if src.startswith("MASTER_ADDR"):
         return "MASTER_ADDR"
     if src.startswith("PET_"):
-        return "PET_RDZV_ENDPOINT" if c10d or "RDZV" in src else "PET_MASTER_ADDR"
-    return "--rdzv-endpoint" if c10d else "--master-addr"
+        return "PET_RDZV_ENDPOINT" if via_endpoint else "PET_MASTER_ADDR"
+    return "--rdzv-endpoint" if via_endpoint else "--master-addr"
 
 
 def _port_var(ep: dict[str, Any]) -> str:
@@ -358,7 +359,7 @@ class ReachCheck(NetCheck):
     def _ev(c: dict[str, Any], ep: dict[str, Any]) -> Evidence:
         t = f"connect {_label(ep, c['address'])}: {c.get('outcome')}"
         if c.get("error"):
-            t += f" ({c.get('errno') + ': ' if c.get('errno') else ''}{c['error']})"
+            t += f" ({str(c['errno']) + ': ' if c.get('errno') else ''}{c['error']})"
         if c.get("elapsed_s") is not None:
             t += f" after {c['elapsed_s']:.3f} s"
         if c.get("icmp"):
@@ -438,6 +439,8 @@ class StoreCheck(NetCheck):
                              + (f", {hs['num_keys']} keys" if hs.get("num_keys") is not None else "")
                              + (f" (torch {hs.get('torch')})" if hs.get("torch") else ""))
                 continue
+            if hs.get("stage") == "budget":
+                raise SkipCheck(f"{hs.get('error')} (give a larger --timeout)")
             if hs.get("stage") == "import":
                 raise SkipCheck(f"torch cannot be imported here ({hs.get('error')}): the handshake needs it")
             yield self.finding("RDZV030", label=label, error=hs.get("error") or "no answer", port=ep["port"],
@@ -503,7 +506,9 @@ class ExtraPortsCheck(NetCheck):
                 parts.append(f"port {pr['port']} on {ep['host']} is {'open' if out == 'open' else 'closed, not filtered'}: "
                              f"gloo's and NCCL's own ports ({rng[0]}-{rng[1]}) should be reachable")
         if not parts:
-            raise SkipCheck("only tested from a worker host, once the rendezvous port answers")
+            ran_out = [i.get("skipped") for i in res["endpoints"] if i.get("skipped")]
+            raise SkipCheck(f"{ran_out[0]} (give a larger --timeout)" if ran_out else
+                            "only tested from a worker host, once the rendezvous port answers")
         run.summary("; ".join(parts))
 
 

@@ -100,7 +100,7 @@ def _ip_link_details(timeout: float = 3.0) -> dict[str, dict[str, Any]]:
         rows = json.loads(r.stdout or "[]")
     except ValueError:
         return {}
-    return {row.get("ifname"): row for row in rows if isinstance(row, dict) and row.get("ifname")}
+    return {str(row["ifname"]): row for row in rows if isinstance(row, dict) and row.get("ifname")}
 
 
 def interfaces(sys_root: str = "/sys/class/net") -> list[dict[str, Any]]:
@@ -361,7 +361,7 @@ def tcp_connect(address: str, port: int, timeout: float, watch_icmp: bool = True
         return out
     try:
         s.setblocking(False)
-        rc = s.connect_ex((address, port))
+        rc: int | None = s.connect_ex((address, port))
         if rc in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             _, w, _ = select.select([], [s], [], max(0.0, timeout))
             rc = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) if w else None
@@ -647,6 +647,11 @@ def store_facts(ctx: Any) -> dict[str, Any]:
         if not open_addrs or ep.get("kind") == "etcd":
             out.append({"endpoint": ep, "handshake": None})
             continue
+        if budget.left() < 2.0:
+            # Too little of --timeout is left to import torch and shake hands: say so rather than fail.
+            out.append({"endpoint": ep, "handshake": {"ok": False, "stage": "budget", "address": open_addrs[0],
+                                                      "error": f"--timeout {budget.total:g} s ran out before the handshake"}})
+            continue
         hs = store_handshake(open_addrs[0], int(ep["port"]), timeout=budget.slice(10.0))
         hs["address"] = open_addrs[0]
         out.append({"endpoint": ep, "handshake": hs})
@@ -664,6 +669,9 @@ def extra_port_facts(ctx: Any) -> dict[str, Any]:
         opened = [c for c in item.get("connects") or () if c.get("outcome") == "open"]
         if not opened or item.get("listeners") is not None:
             out.append({"endpoint": ep, "probe": None})
+            continue
+        if budget.left() < 1.0:
+            out.append({"endpoint": ep, "probe": None, "skipped": f"--timeout {budget.total:g} s ran out"})
             continue
         port = rng[0] + (int(ep["port"]) * 7919) % max(1, rng[1] - rng[0])
         res = tcp_connect(opened[0]["address"], port, timeout=budget.slice(3.0))
