@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -234,6 +235,22 @@ def test_dns_route_and_arp_told_apart(lab: Lab) -> None:
     f = doc["verdict"]
     assert f["code"] == "RDZV013" and "ARP" in f["title"], doc["findings"]
     assert secs < 15.0
+
+
+@needs_iptables
+def test_resolver_that_never_answers_is_cut_short(lab: Lab) -> None:
+    # Host b's resolver is host a, which drops DNS: getaddrinfo alone would wait 2 x 5 s per name.
+    resolv = Path("/etc/netns") / lab.b.ns / "resolv.conf"
+    resolv.write_text(f"nameserver {lab.a.addr}\noptions timeout:5 attempts:2\n")
+    lab.a.iptables("-I", "INPUT", "-i", "cdn0", "-p", "udp", "--dport", "53", "-j", "DROP")
+    try:
+        doc, secs, _ = lab.b.commdoctor(*SELECT, "--timeout", "6", env=lab.job_env(29581, 1, MASTER_ADDR="master.cdn-test"))
+        assert doc["verdict"]["code"] == "RDZV002", doc["findings"]
+        assert "did not finish within" in doc["verdict"]["title"]
+        assert secs < 12, secs
+    finally:
+        lab.a.iptables("-F", "INPUT")
+        resolv.unlink(missing_ok=True)
 
 
 def test_no_job_reports_each_backends_interface(lab: Lab) -> None:

@@ -586,7 +586,7 @@ class RouteCheck(NetCheck):
     stage = Stage.INTERFACES
     title = "Route to the rendezvous host"
     rules = (
-        Rule("NET050", "no-route-to-master", E, "this host has no route to {addr} ({host}): {error}",
+        Rule("NET050", "no-route-to-master", E, "this host has no route to {target}: {error}",
              "Check that {var} is rank 0's address on a network this host is on (here: {nets}), or add a route to it",
              cause="rendezvous_unreachable"),
     )
@@ -617,7 +617,8 @@ class RouteCheck(NetCheck):
                     nets = ", ".join(sorted({f"{i.name} {a.text()}" for i in ifaces for a in i.addrs
                                              if not a.loopback and not a.link_local})) or "none"
                     var = "MASTER_ADDR" if ep.get("kind") == "env" else "the rendezvous endpoint"
-                    yield self.finding("NET050", addr=r["address"], host=ep["host"], error=r.get("error") or "unreachable",
+                    target = r["address"] if r["address"] == ep["host"] else f"{r['address']} ({ep['host']})"
+                    yield self.finding("NET050", target=target, error=r.get("error") or "unreachable",
                                        var=var, nets=nets,
                                        evidence=[Evidence("ip route get", f"{r['address']}: {r.get('error') or r.get('type')}")]
                                        + [Evidence("env", s) for s in ep.get("settings") or ()])
