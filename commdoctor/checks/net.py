@@ -458,12 +458,14 @@ class SelectionCheck(NetCheck):
         flagged: set[str] = set()
         for c in choices:
             if c.error or not c.picks:
+                flagged.add(c.backend)
                 continue  # net.interfaces reports settings that fail
             if c.backend == "nccl" and not v.nccl_relevant:
                 continue
             if c.backend == "tp" and "TP_SOCKET_IFNAME" not in v.env:
                 continue  # TensorPipe (RPC) only matters where it is configured; its hostname case is NET03x
             if c.via_hostname and not c.setting and (skip_hostname or c.fallback_loopback):
+                flagged.add(c.backend)
                 continue  # the hostname check (NET030-032) reports this cause once
             f = self._judge(c, v)
             if f is not None:

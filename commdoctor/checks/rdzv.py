@@ -436,7 +436,8 @@ class StoreCheck(NetCheck):
             label = _label(ep, hs.get("address"))
             if hs.get("ok"):
                 parts.append(f"{label} answered in {(hs.get('connect_s') or 0) * 1e3:.0f} ms"
-                             + (f", {hs['num_keys']} keys" if hs.get("num_keys") is not None else "")
+                             + (f", {hs['num_keys']} key{'s' if hs['num_keys'] != 1 else ''}"
+                                if hs.get("num_keys") is not None else "")
                              + (f" (torch {hs.get('torch')})" if hs.get("torch") else ""))
                 continue
             if hs.get("stage") == "budget":
