@@ -270,3 +270,20 @@ def test_store_handshake_skipped_when_the_budget_ran_out() -> None:
     st, reason = status(rep, "rdzv.store")
     assert st == "skipped" and "larger --timeout" in reason
     assert "RDZV030" not in [f.code for f in rep.findings()]
+
+
+def test_any_setting_value_gives_findings_not_crashes() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    text = st.text(alphabet=st.sampled_from(list("^=,:. eth0lo19docker[]%-")), max_size=16)
+
+    @settings(max_examples=60, deadline=None)
+    @given(nccl=text, gloo=text, tp=text, fam=st.sampled_from(["", "AF_INET", "AF_INET6", "x"]))
+    def one(nccl: str, gloo: str, tp: str, fam: str) -> None:
+        env = {"NCCL_SOCKET_IFNAME": nccl, "GLOO_SOCKET_IFNAME": gloo, "TP_SOCKET_IFNAME": tp, "NCCL_SOCKET_FAMILY": fam}
+        rep = run(env, iface_list="multi-nic", host=hostname("cap", "10.201.200.10"), gpu=True, select=("NET",))
+        for f in rep.findings():
+            assert f.remedy is not None and f.remedy.summary and "{" not in f.title, f.title
+
+    one()

@@ -89,6 +89,7 @@ def test_hostname_on_127_0_1_1_on_both_hosts(lab: Lab) -> None:
                     "host": None} in f["evidence"]
             assert f["remedy"]["env"]["GLOO_SOCKET_IFNAME"] == "cdn0"
             assert f"'{host.addr} {host.hostname}'" in f["remedy"]["steps"][0]
+            assert not {"NET010", "NET040"} & set(codes(doc))  # one cause, one finding
             remedy = f["remedy"]["env"]
         # The job as it is, and with the remedy as printed (GLOO_SOCKET_IFNAME on every node), side by side.
         (doc, _, _), job, fixed = parallel(

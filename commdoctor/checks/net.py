@@ -235,6 +235,8 @@ class InterfacesCheck(NetCheck):
                 continue
             ev = [Evidence("env", f"{var}={value}")]
             suggest = v.good_name()
+            if value == "":
+                continue  # exported empty: the backends treat it as unset
             if backend in ("nccl", "gloo") and len(value) <= 1:
                 yield self.finding("NET005", var=var, value=value, suggest=suggest, evidence=ev)
                 continue
