@@ -98,7 +98,7 @@ class Interface:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["addrs"] = [asdict(a) for a in self.addrs]
+        d["addrs"] = [{**asdict(a), "link_local": a.link_local} for a in self.addrs]
         d["ports"] = list(self.ports)
         return d
 

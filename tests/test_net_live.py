@@ -107,7 +107,7 @@ def test_store_handshake_real_and_fake() -> None:
         real, fake = parallel(lambda: net.store_handshake("127.0.0.1", store.port, timeout=30),
                               lambda: net.store_handshake("127.0.0.1", srv.getsockname()[1], timeout=12))
     assert real["ok"] is True and real["num_keys"] >= 1 and real["torch"].startswith("2.")
-    # torch's client waits on a silent server past its own timeout: the probe's deadline ends it
+    # torch's client waits on a silent server past its own timeout: the probe ends it
     assert fake["ok"] is False and fake.get("error") and time.monotonic() - t0 < 25
 
 
