@@ -142,7 +142,7 @@ class EndpointCheck(NetCheck):
                 parts.append(f"{ep['host']}: does not resolve")
                 continue
             local = _is_local(row)
-            where = "this host (the master)" if local else "another host"
+            where = "this host is the master" if local else "rank 0 is on another host"
             parts.append(f"{ep['source']} {_label(ep)} -> {', '.join(addrs)} ({where}"
                          + (f", {ep['kind']} store" if ep.get("kind") == "c10d" else "") + ")")
             remote, why = rdzv.get("peers_remote"), rdzv.get("peers_why") or ""
