@@ -23,9 +23,11 @@ def all_checks() -> tuple[type[Check], ...]:
         from commdoctor.checks.backends import BACKEND_CHECKS
         from commdoctor.checks.env import ENV_CHECKS
         from commdoctor.checks.logs import LOG_CHECKS
+        from commdoctor.checks.net import NET_CHECKS
         from commdoctor.checks.pg import PG_CHECKS
+        from commdoctor.checks.rdzv import RDZV_CHECKS
 
-        _BUILTIN = (*ENV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS)
+        _BUILTIN = (*ENV_CHECKS, *NET_CHECKS, *RDZV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS)
     return _BUILTIN
 
 

@@ -22,4 +22,21 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "ptrace": lambda ctx: env.ptrace_facts(),
         "ipoib": lambda ctx: env.ipoib_interfaces(),
         "backend_env": lambda ctx: env.backend_env(),
+        **net_providers(),
+    }
+
+
+def net_providers() -> dict[str, Callable[[Any], Any]]:
+    from commdoctor.probes import net
+
+    return {
+        "net_budget": lambda ctx: net.Budget(ctx.options.timeout),
+        "net_env": lambda ctx: net.net_env(),
+        "net_interfaces": lambda ctx: net.interfaces(),
+        "net_hostname": lambda ctx: net.hostname_facts(timeout=ctx.fact("net_budget").slice(5.0, keep=2.0)),
+        "net_gpu": lambda ctx: net.gpu_present(),
+        "net_rdzv": net.rendezvous_facts,
+        "net_reach": net.reach_facts,
+        "net_store": net.store_facts,
+        "net_extra_port": net.extra_port_facts,
     }
