@@ -28,6 +28,23 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "flight_recorder": lambda ctx: _hang().flight_recorder(ctx),
         "hang_logs": lambda ctx: _hang().hang_logs(ctx),
         "nccl_ras": lambda ctx: _hang().nccl_ras(ctx),
+        **net_providers(),
+    }
+
+
+def net_providers() -> dict[str, Callable[[Any], Any]]:
+    from commdoctor.probes import net
+
+    return {
+        "net_budget": lambda ctx: net.Budget(ctx.options.timeout),
+        "net_env": lambda ctx: net.net_env(),
+        "net_interfaces": lambda ctx: net.interfaces(),
+        "net_hostname": lambda ctx: net.hostname_facts(timeout=ctx.fact("net_budget").slice(5.0, keep=2.0)),
+        "net_gpu": lambda ctx: net.gpu_present(),
+        "net_rdzv": net.rendezvous_facts,
+        "net_reach": net.reach_facts,
+        "net_store": net.store_facts,
+        "net_extra_port": net.extra_port_facts,
     }
 
 

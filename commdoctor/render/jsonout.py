@@ -18,13 +18,13 @@ def dumps(report: Report) -> str:
 
 
 def render_events(events: Iterable[Event], stream: IO[str] | None = None, progress: IO[str] | None = None) -> Report:
+    """Write the report as JSON once the run ends; ``progress`` (e.g. stderr) gets a line per check."""
     out = stream or sys.stdout
-    prog = progress if progress is not None else sys.stderr
     report: Report | None = None
     for ev in events:
-        if isinstance(ev, CheckFinished) and prog is not None:
-            prog.write(f"commdoctor: {ev.result.check}: {ev.result.status.value}\n")
-            prog.flush()
+        if isinstance(ev, CheckFinished) and progress is not None:
+            progress.write(f"commdoctor: {ev.result.check}: {ev.result.status.value}\n")
+            progress.flush()
         elif isinstance(ev, RunFinished):
             report = ev.report
     assert report is not None, "the pipeline always ends with RunFinished"
