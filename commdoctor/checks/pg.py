@@ -136,7 +136,12 @@ class _LocalGroupCheck(Check):
             emitted = True
             yield self.finding("PG003", backend=backend, rank=r, status=ranks[str(r)]["returncode"], ranks=[r],
                                evidence=stderr_ev(r) or [Evidence(f"rank{r}", f"exit status {ranks[str(r)]['returncode']}", rank=r)])
-        silent = [r for r in missing if r not in errors and r not in died_early]
+        reached = {int(r) for r, rec in ranks.items() if any(e.get("event") == "init" for e in rec["events"])}
+        # A rank that reached init_process_group and waits there is a victim, not the missing one,
+        # unless every rank is waiting (then nobody can be blamed from here).
+        silent = [r for r in missing if r not in errors and r not in died_early and r not in reached]
+        if not silent and not errors and not died_early and missing and res.get("timed_out"):
+            silent = missing
         first_failure: str | None = None
         if silent:
             emitted = True
@@ -146,7 +151,9 @@ class _LocalGroupCheck(Check):
                 if r not in started:
                     ev.append(Evidence(f"rank{r}", "process was never started", rank=r))
                 else:
-                    ev.extend(stderr_ev(r) or [Evidence(f"rank{r}", "started, but never reached init_process_group's return", rank=r)])
+                    ev.extend(stderr_ev(r) or [Evidence(f"rank{r}", "started, but never reached init_process_group", rank=r)])
+            for r in sorted(reached - joined - set(errors)):
+                ev.append(Evidence(f"rank{r}", "waited in init_process_group for the missing rank(s)", rank=r))
             for r, err in errors.items():
                 ev.append(Evidence(f"rank{r}", f"{err.get('type')}: {err.get('message', '').strip()}", rank=r))
             yield self.finding("PG002", backend=backend, missing=", ".join(map(str, silent)), timeout=timeout,

@@ -51,6 +51,7 @@ def main(argv: list[str]) -> int:
             n = torch.cuda.device_count()
             torch.cuda.set_device(rank % max(n, 1))
             device = torch.device("cuda", rank % max(n, 1))
+        emit(event="init", rank=rank)  # reached init_process_group: from here it waits for its peers
         t0 = time.perf_counter()
         dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world,
                                 timeout=timedelta(seconds=timeout_s))
