@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
+from commdoctor.commands.common import add_tui_arguments, emit_or_tui
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
 
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pg-timeout", type=float, default=60.0, metavar="S",
                    help="deadline for the local process-group test, in seconds (default 60)")
     add_output_arguments(p)
+    add_tui_arguments(p, default=True)
 
 
 def options_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -59,5 +61,5 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor import __version__
 
     heading = f"commdoctor {__version__}: checking this host"
-    report = emit(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
+    report = emit_or_tui(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
     return exit_code(report, opts.fail_on)

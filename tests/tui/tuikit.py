@@ -1,0 +1,40 @@
+"""Helpers shared by the TUI tests (imported as ``tuikit``: tests/tui is on sys.path under pytest)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures" / "tui"
+
+
+def fixture_report(name: str) -> Any:
+    """A canned report (fixtures/tui/NAME.json, made by fixtures/tui/make.py; see PROVENANCE.md)."""
+    from commdoctor.model import Report
+
+    return Report.from_dict(json.loads((FIXTURES / f"{name}.json").read_text()))
+
+
+def make_app(name: str | None = None, path: Path | None = None, **kw: Any):  # type: ignore[no-untyped-def]
+    """The TUI on a canned report (by name) or on a report file (by path)."""
+    from commdoctor.tui.app import CommDoctorApp
+
+    if path is None and name is not None:
+        path = FIXTURES / f"{name}.json"
+    report = None
+    if path is not None:
+        from commdoctor.commands.view import load
+
+        report = load(str(path))
+    kw.setdefault("heading", f"view {path.name}" if path else "view")
+    kw.setdefault("cwd", str(path.parent) if path else os.getcwd())
+    return CommDoctorApp(report=report, source=str(path) if path else None, **kw)
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows, as plain text (rows joined by newlines)."""
+    strips = app.screen._compositor.render_strips()  # noqa: SLF001 - the composed cells of the screen
+    return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in strips)
