@@ -56,7 +56,6 @@ def load(path: str) -> Report:
 
 def events_of(report: Report) -> Iterator[object]:
     """The pipeline events that would have produced ``report``, for the console sink."""
-    import commdoctor.checks  # noqa: F401 - pipeline must not be the first import (circular on main)
     from commdoctor.pipeline import CheckFinished, RunFinished, RunStarted
 
     yield RunStarted(tuple((r.check, r.stage, r.title) for r in report.results))
@@ -66,6 +65,8 @@ def events_of(report: Report) -> Iterator[object]:
 
 
 def main(args: argparse.Namespace) -> int:
+    import commdoctor.checks  # noqa: F401 - before anything that imports the pipeline (circular on main)
+
     if not args.report and not args.log:
         raise CommDoctorError("give a report (commdoctor view report.json) or a log (commdoctor view --log FILE)")
     for p in args.log:
@@ -87,7 +88,6 @@ def main(args: argparse.Namespace) -> int:
 
         print(dumps(report))
         return exit_code(report, fail_on)
-    import commdoctor.checks  # noqa: F401 - before render.console, which imports the pipeline
     from commdoctor.render import console
 
     heading = f"commdoctor view {args.report}: {report.mode} on {report.host}, {report.created}"

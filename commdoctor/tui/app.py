@@ -156,12 +156,17 @@ class CommDoctorApp(App[int]):
             await self.pop_screen()
 
     async def on_jump_to_evidence(self, message: JumpToEvidence) -> None:
-        await self._to_main()
+        # Choose the tab and focus the log view *before* leaving the detail screen: the main
+        # screen restores its remembered focus when it resumes, and a focus inside another tab
+        # would switch the tabs back. Remembering the log view makes every focus event agree.
         main = self.main
         main.show_tab("log")
-        main.query_one("#tabs").active = "log"  # type: ignore[attr-defined]
         pane = main.log_pane()
-        if pane.jump(message.path, message.line):
+        ok = pane.jump(message.path, message.line)
+        await self._to_main()
+        if ok:
+            pane.view.goto_line(message.line)  # centre again now that the view has its size
+            pane.view.focus()
             self.notify(f"{os.path.basename(message.path)}:{message.line + 1}", title="evidence")
 
     # -- actions -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ next to the input, and the message says so. Standard library only.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import tempfile
 
@@ -49,11 +50,10 @@ def export(report: Report, source: str | None, cwd: str | None = None) -> tuple[
     if writer is not None:
         paths = [str(p) for p in writer(report, d, stem)]
         return paths, f"Support report written: {', '.join(paths)}{note}"
-    from commdoctor.render.jsonout import dumps
-
     path = os.path.join(d, stem + ".json")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(dumps(report) + "\n")
+        # The --json document exactly (render/jsonout.dumps), without importing the pipeline.
+        fh.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     why = ("commdoctor.render.report is not installed" if mod is None
            else "commdoctor.render.report has no write_support_report")
     return [path], f"Wrote the report as JSON to {path}{note} ({why}; reopen it with 'commdoctor view')"

@@ -190,8 +190,8 @@ class LogIndex:
         if self.complete:
             tail = 1 if self.size and self._mm[self.size - 1: self.size] != b"\n" else 0
             return nl + tail
-        done = len(self._cum) - 1
-        return max(nl + 1, int(nl * self.nblocks / max(done, 1)))
+        seen = min(self.size, (len(self._cum) - 1) * BLOCK)
+        return max(nl + 1, int(nl * self.size / max(seen, 1)))
 
     def _newlines(self, block: int) -> array:
         with self._lock:
@@ -229,11 +229,16 @@ class LogIndex:
 
     def read(self, n: int, count: int = 1) -> list[str]:
         """Up to ``count`` lines from line ``n`` (fewer at the end or where not indexed yet)."""
-        off = self.offset(n)
+        return self.read_at(self.offset(n), count)
+
+    def read_at(self, off: int | None, count: int = 1) -> list[str]:
+        """Up to ``count`` lines from byte offset ``off`` (a line start), index or not."""
         out: list[str] = []
         mm = self._mm
         while off is not None and off < self.size and len(out) < count:
             end = mm.find(b"\n", off, off + MAX_LINE + 1)
+            if end < 0 and self.size - off <= MAX_LINE:
+                end = self.size  # the last line, without a newline
             if end < 0:
                 # No newline within MAX_LINE: show the head of a huge line and find where it ends.
                 head_end = min(self.size, off + MAX_LINE)
@@ -293,7 +298,8 @@ class FilterScan:
     def __init__(self, index: LogIndex, filt: LogFilter) -> None:
         self.index = index
         self.filter = filt
-        self.matches = array("q")
+        self.matches = array("q")  # 0-based line numbers
+        self.offsets = array("q")  # where each of those lines starts: readable before the index gets there
         self.scanned = 0  # bytes
         self.done = False
         self._stop = threading.Event()
@@ -384,6 +390,7 @@ class FilterScan:
                 seen += data.count(b"\n", last, ls)
                 last = ls
                 if self.accept(data[ls:le]):
+                    self.offsets.append(s + ls - 1)  # -1: the leading newline is not in the file
                     self.matches.append(base + seen - 1)
             base += data.count(b"\n") - 1
             s = e

@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from tuikit import make_app, screen_text
+from tuikit import make_app, screen_text, showing
 
 SIZE = (100, 30)
 
@@ -48,7 +48,7 @@ def test_select_a_finding_shows_detail_evidence_and_remedy(canned: Any) -> None:
         for _ in range(4):
             await pilot.press("down")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, FindingScreen), what="the finding screen")
+        await until(pilot, lambda: showing(app, FindingScreen), what="the finding screen")
         assert app.screen.finding.code == "ENV052"
         text = screen_text(app)
         assert "NCCL_P2P_DISABLE=1 turns off peer-to-peer" in text
@@ -192,7 +192,7 @@ def test_quit_returns_and_ranks_lead_to_stacks() -> None:
         detail = screen_text(app)
         assert "rank 11 on node-b" in detail and "read (data.py:41)" in detail
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, StackScreen), what="the stack screen")
+        await until(pilot, lambda: showing(app, StackScreen), what="the stack screen")
         assert app.screen.rank.rank == 11
         await pilot.press("escape")
         await pilot.press("q")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +40,18 @@ def screen_text(app: Any) -> str:
     """What the terminal shows, as plain text (rows joined by newlines)."""
     strips = app.screen._compositor.render_strips()  # noqa: SLF001 - the composed cells of the screen
     return "\n".join("".join(seg.text for seg in strip).rstrip() for strip in strips)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``commdoctor ARGS`` in a fresh interpreter with stdout a pipe (no terminal), as a script runs it."""
+    e = dict(os.environ)
+    e.pop("NO_COLOR", None)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "commdoctor", *args], capture_output=True, text=True,
+                          timeout=timeout, env=e, cwd=str(REPO), stdin=subprocess.DEVNULL)
+
+
+def showing(app: Any, screen_cls: type) -> bool:
+    """The active screen is a ``screen_cls`` and is mounted (keys sent before that can be lost)."""
+    scr = app.screen
+    return isinstance(scr, screen_cls) and scr.is_mounted and bool(scr.query("Footer"))

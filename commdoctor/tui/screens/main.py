@@ -32,8 +32,26 @@ if TYPE_CHECKING:
 TABS = ("checks", "findings", "ranks", "log")
 
 
+class Tabs(TabbedContent):
+    """Tabs that change only when asked (a key, a click on a tab), never because focus moved.
+
+    textual's TabbedContent switches to any pane that receives focus. A screen that resumes
+    restores its old focus late, which then fought the tab just chosen (jumping to evidence
+    flipped back to the findings, sometimes back and forth). Here focus follows the tab, not
+    the other way round.
+    """
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.prevent_default()
+        event.stop()
+
+
 class MainScreen(Screen):
     app: CommDoctorApp
+
+    # Focus is given by tab (focus_tab), never to "the first focusable widget": that one sits in
+    # the Checks tab, and focusing it would switch to that tab.
+    AUTO_FOCUS = None
 
     BINDINGS = [
         Binding("1", "app.tab('checks')", "Checks"),
@@ -49,7 +67,7 @@ class MainScreen(Screen):
     def compose(self) -> ComposeResult:
         app = self.app
         yield Static("", id="verdict")
-        with TabbedContent(initial=app.initial_tab, id="tabs"):
+        with Tabs(initial=app.initial_tab, id="tabs"):
             with TabPane("Checks", id="checks"):
                 yield ChecksTable(app.g, app.ascii_only, id="checks-table")
             with TabPane("Findings", id="findings"):
@@ -70,6 +88,7 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.sync()
+        self.focus_tab(self.app.initial_tab)
         self.app.screen_ready()
 
     # -- redraw --------------------------------------------------------------------------
@@ -213,7 +232,11 @@ class MainScreen(Screen):
     @on(TabbedContent.TabActivated)
     def _activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id in TABS:
-            self.call_after_refresh(self.focus_tab, event.pane.id)
+            self.call_after_refresh(self._focus_if_active, event.pane.id)
+
+    def _focus_if_active(self, tab: str) -> None:
+        if self.query_one(TabbedContent).active == tab:  # a later choice wins over a stale one
+            self.focus_tab(tab)
 
     def log_pane(self) -> LogPane:
         return self.query_one(LogPane)

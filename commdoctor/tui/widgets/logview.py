@@ -167,7 +167,10 @@ class LogView(ScrollView, can_focus=True):
                 msg = "(no line matches the filter yet)" if self.scan is not None else "(empty file)"
                 return Strip(Text(msg, style="dim").render(self.app.console)).crop_extend(0, width, base)
             return Strip.blank(width, base)
-        got = self.index.read(line_no, 1)
+        if self.scan is not None and row < len(self.scan.offsets):
+            got = self.index.read_at(self.scan.offsets[row], 1)  # found by the scan: no index needed
+        else:
+            got = self.index.read(line_no, 1)
         if not got:
             text = Text(" " * self._gutter_width() + "  …indexing", style="dim")
         else:
