@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from commdoctor.errors import CommDoctorError, ExitCode
 from commdoctor.model import Report, Severity
@@ -79,7 +79,7 @@ def tui_wanted(args: argparse.Namespace) -> bool:
     return tty and bool(asked if asked is not None else getattr(args, "_tui_default", False))
 
 
-def emit_or_tui(events, args: argparse.Namespace, heading: str | None = None,  # type: ignore[no-untyped-def]
+def emit_or_tui(events: Iterable[Any], args: argparse.Namespace, heading: str | None = None,
                 logs: Sequence[str] = (), source: str | None = None) -> Report:
     """Like ``emit``, but into the TUI when ``tui_wanted``; the verdict is printed once the TUI closes."""
     if not tui_wanted(args):

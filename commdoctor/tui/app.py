@@ -54,7 +54,8 @@ class CommDoctorApp(App[int]):
         self.events = events
         self.saved = events is None
         self.state = RunState.from_report(report, clock) if report is not None else RunState(clock)
-        if events is None and report is None:
+        self.log_only = events is None and report is None
+        if self.log_only:
             self.state.report = Report(tool_version="", mode="view", created="", host="")
         self.source = source
         self.logs = [os.path.abspath(p) for p in logs]
@@ -135,7 +136,7 @@ class CommDoctorApp(App[int]):
         return list(dict.fromkeys(out))
 
     def log_files(self) -> dict[str, dict[int, Finding]]:
-        files = {p: {} for p in self.logs if os.path.isfile(p)}
+        files: dict[str, dict[int, Finding]] = {p: {} for p in self.logs if os.path.isfile(p)}
         for p, lines in cited_lines(self.state.findings(), self.bases()).items():
             files.setdefault(os.path.abspath(p), {}).update(lines)
         return files
@@ -179,6 +180,9 @@ class CommDoctorApp(App[int]):
             self.notify(what, severity="warning")
 
     def action_save_report(self) -> None:
+        if self.log_only:
+            self.notify("No report is open (only logs); 'commdoctor logs FILE' makes one.", severity="warning")
+            return
         report = self.state.partial_report()
         try:
             paths, msg = export_mod.export(report, self.source or (self.logs[0] if self.logs else None), self.cwd)

@@ -338,10 +338,10 @@ class FilterScan:
             return out
         if f.hosts:
             out = []
-            for h in sorted(f.hosts):
-                out += [b"\n%s:" % h.encode(), b"]:%s:" % h.encode()]
-            for r, h in ix.host_of_rank.items():
-                if h in f.hosts:
+            for host in sorted(f.hosts):
+                out += [b"\n%s:" % host.encode(), b"]:%s:" % host.encode()]
+            for r, rank_host in ix.host_of_rank.items():
+                if rank_host in f.hosts:
                     out += [b"[rank%d]:" % r, b"\n%d: " % r]
             return out
         out = [b"WARN", b"ERROR", b"FATAL", b"Error:", b"Traceback (most", b"[E"]

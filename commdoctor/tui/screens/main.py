@@ -135,6 +135,9 @@ class MainScreen(Screen):
         if st.failure:
             return Group(head, Text("The checks stopped: commdoctor hit a bug (details in the Checks tab).",
                                     style=STYLE["failed"]), Text(st.failure.strip().splitlines()[-1], style="dim"))
+        if app.log_only:
+            return Group(head, Text("No report open: viewing logs only ('commdoctor logs FILE' diagnoses them).",
+                                    style="dim"))
         if st.report is not None:
             elapsed = None if app.saved else (st.finished_at or st.started) - st.started
             summary = summary_view(st.report, app.g, elapsed)
