@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
 
         heading = (f"view {args.report}: {report.mode} on {report.host}, {report.created}" if report
                    else f"view {', '.join(args.log)}")
-        final = tui.view(report, source=args.report, logs=args.log, heading=heading)
+        tui.view(report, source=args.report, logs=args.log, heading=heading)
         return exit_code(report, fail_on) if report else 0
     if report is None:
         raise CommDoctorError("without a terminal, view prints a report; give REPORT.json (--log needs the TUI)")

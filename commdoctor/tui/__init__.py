@@ -18,6 +18,10 @@ def run_events(events: Iterable[object], *, heading: str = "", logs: Sequence[st
 
     app = CommDoctorApp(events=events, heading=heading, logs=logs, source=source)
     app.run()
+    if app.state.failure:  # a bug in commdoctor: the whole traceback belongs in the scrollback
+        import sys
+
+        sys.stderr.write("commdoctor: internal error while running checks (please report it):\n" + app.state.failure)
     return app.final_report()
 
 

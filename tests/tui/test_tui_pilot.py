@@ -261,3 +261,30 @@ def test_live_run_shows_status_while_checks_run() -> None:
         drive(app, script)
     finally:
         gate.set()
+
+
+def test_a_broken_event_source_is_shown_not_fatal() -> None:
+    """If the pipeline itself raises (a bug), the TUI says so and keeps what it had."""
+    import commdoctor.checks  # noqa: F401
+    from commdoctor.pipeline import CheckFinished, RunStarted
+    from commdoctor.tui.app import CommDoctorApp
+    from tuikit import fixture_report
+
+    rep = fixture_report("run-mixed")
+
+    def events():  # type: ignore[no-untyped-def]
+        yield RunStarted(tuple((r.check, r.stage, r.title) for r in rep.results))
+        yield CheckFinished(rep.results[0])
+        raise RuntimeError("pipeline exploded")
+
+    app = CommDoctorApp(events=events(), heading="test")
+
+    async def script(pilot: Any) -> None:
+        await until(pilot, lambda: app.state.failure is not None, what="the failure")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "commdoctor hit a bug" in text and "RuntimeError: pipeline exploded" in text
+        assert app.state.rows[rep.results[0].check].state == "passed"
+        assert app.final_report().interrupted
+
+    drive(app, script)

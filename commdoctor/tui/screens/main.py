@@ -133,8 +133,9 @@ class MainScreen(Screen):
             head.append(f"commdoctor {__version__} ", style="bold")
         head.append(app.heading, style="dim")
         if st.failure:
-            return Group(head, Text("The checks stopped: commdoctor hit a bug (details in the Checks tab).",
-                                    style=STYLE["failed"]), Text(st.failure.strip().splitlines()[-1], style="dim"))
+            return Group(head, Text("The checks stopped: commdoctor hit a bug (the traceback is printed on exit; "
+                                    "please report it).", style=STYLE["failed"]),
+                         Text(st.failure.strip().splitlines()[-1], style="dim"))
         if app.log_only:
             return Group(head, Text("No report open: viewing logs only ('commdoctor logs FILE' diagnoses them).",
                                     style="dim"))
