@@ -288,3 +288,21 @@ def test_a_broken_event_source_is_shown_not_fatal() -> None:
         assert app.final_report().interrupted
 
     drive(app, script)
+
+
+def test_mouse_tabs_and_rank_cells() -> None:
+    """Everything the keys do, the mouse does too: a click on a tab, a click on a rank's cell."""
+    app = make_app("hang-16ranks")
+
+    async def script(pilot: Any) -> None:
+        await pilot.click("#--content-tab-ranks")
+        await until(pilot, lambda: app.main.query_one("#tabs").active == "ranks", what="the ranks tab")
+        await pilot.pause(0.2)
+        assert "rank 13 on node-b" not in screen_text(app)
+        # Click where rank 13's cell is drawn on the screen.
+        rows = screen_text(app).splitlines()
+        (y, x), = [(n, line.index("13 C")) for n, line in enumerate(rows) if "13 C" in line]
+        await pilot.click(offset=(x + 1, y))
+        await until(pilot, lambda: "rank 13 on node-b" in screen_text(app), what="rank 13's detail")
+
+    drive(app, script)
