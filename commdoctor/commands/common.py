@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Sequence
+from typing import Any, Iterable  # emit_or_tui
 
 from commdoctor.errors import CommDoctorError, ExitCode
 from commdoctor.model import Report, Severity
