@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from commdoctor.errors import CommDoctorError, ExitCode
 from commdoctor.model import Report, Severity, Status
@@ -61,3 +61,43 @@ def emit(events: Iterable[Event], args: argparse.Namespace, heading: str | None 
 
 def argv_of(args: argparse.Namespace) -> Sequence[str]:
     return ["commdoctor", *getattr(args, "_argv", [])]
+
+
+# -- the TUI as a sink (commdoctor/tui; imported only when it is chosen) ----------
+
+
+def add_tui_arguments(p: argparse.ArgumentParser, default: bool = False) -> None:
+    """``--tui`` / ``--no-tui``. ``default``: whether a terminal gets the TUI unasked (``run`` does)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--tui", dest="tui", action="store_true", default=None,
+                   help="show results in the interactive TUI" + (" (the default in a terminal)" if default else ""))
+    g.add_argument("--no-tui", dest="tui", action="store_false",
+                   help="print to the console instead of opening the TUI")
+    p.set_defaults(_tui_default=default)
+
+
+def tui_wanted(args: argparse.Namespace) -> bool:
+    """The TUI needs a terminal on both ends; ``--json`` and a pipe always get plain output."""
+    asked = getattr(args, "tui", None)
+    if getattr(args, "json", False) or asked is False:
+        return False
+    tty = sys.stdout.isatty() and sys.stdin.isatty()
+    if asked and not tty:
+        raise CommDoctorError("--tui needs a terminal (stdin and stdout); drop --tui to get console output")
+    return tty and bool(asked if asked is not None else getattr(args, "_tui_default", False))
+
+
+def emit_or_tui(events: Iterable[Any], args: argparse.Namespace, heading: str | None = None,
+                logs: Sequence[str] = (), source: str | None = None) -> Report:
+    """Like ``emit``, but into the TUI when ``tui_wanted``; the verdict is printed once the TUI closes."""
+    if not tui_wanted(args):
+        return emit(events, args, heading=heading)
+    from commdoctor import tui
+    from commdoctor.render.console import make_console
+    from commdoctor.render.theme import glyphs
+    from commdoctor.render.views import summary_view
+
+    report = tui.run_events(events, heading=heading or "", logs=logs, source=source)
+    con, plain = make_console()
+    con.print(summary_view(report, glyphs(plain)))  # stays in the scrollback after the TUI is gone
+    return report

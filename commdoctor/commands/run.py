@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from commdoctor.commands import watch
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
+from commdoctor.commands.common import add_tui_arguments, emit_or_tui
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
 
@@ -30,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "cpu:gloo,cuda:nccl), checked against this host")
     add_output_arguments(p)
     watch.add_run_arguments(p)  # --attach, and "run -- torchrun ...": the hang mode (commands/watch.py)
+    add_tui_arguments(p, default=True)
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -71,5 +73,5 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor import __version__
 
     heading = f"commdoctor {__version__}: checking this host"
-    report = emit(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
+    report = emit_or_tui(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
     return exit_code(report, opts.fail_on)

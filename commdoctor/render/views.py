@@ -6,10 +6,13 @@ with these functions only, so both show the same thing.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from commdoctor.model import CheckResult, Finding, Report, Severity, Status
+from commdoctor.model import Evidence, Remedy  # for the views added for the TUI
 from commdoctor.render.theme import STYLE, Glyphs, severity_glyph, status_key
 
 
@@ -103,3 +106,103 @@ def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None) -> R
     if elapsed_s is not None:
         line.append(f" ({elapsed_s:.1f} s)")
     return line
+
+
+# -- additions shared with the TUI: evidence, remedies, ranks --------------------
+
+
+def evidence_view(e: Evidence, width: int | None = None) -> Text:
+    """One piece of evidence on one line: where (file:line, rank, host), then the verbatim text."""
+    where = e.source + (f":{e.line}" if e.line else "")
+    who = ", ".join(x for x in (f"rank {e.rank}" if e.rank is not None else "", e.host or "") if x)
+    t = Text()
+    t.append(where, style=STYLE["code"])
+    if who:
+        t.append(f" [{who}]", style="dim")
+    text = e.text if width is None or len(e.text) <= width else e.text[: max(width - 3, 1)] + "..."
+    t.append(f": {text}", style=STYLE["evidence"])
+    return t
+
+
+def remedy_view(r: Remedy, g: Glyphs) -> RenderableType:
+    """A remedy in full: the summary, numbered steps, the settings to try, the docs link."""
+    lines: list[Text] = []
+    head = Text()
+    head.append(f"{g.remedy} ", style=STYLE["remedy"])
+    head.append(r.summary, style=STYLE["remedy"])
+    lines.append(head)
+    for i, s in enumerate(r.steps, 1):
+        lines.append(Text(f"  {i}. {s}"))
+    if r.env:
+        lines.append(Text("  settings to try:", style="dim"))
+        for k, v in r.env.items():
+            lines.append(Text(f"    {k}={v}", style="bold"))
+    if r.docs:
+        lines.append(Text(f"  see {r.docs}", style="dim"))
+    return Group(*lines)
+
+
+def remedy_shell(r: Remedy) -> str:
+    """The remedy's settings as shell lines a user can paste (steps as comments when no settings)."""
+    import shlex
+
+    if r.env:
+        return "\n".join(f"export {k}={shlex.quote(str(v))}" for k, v in r.env.items()) + "\n"
+    return "".join(f"# {s}\n" for s in (r.summary, *r.steps))
+
+
+def finding_detail_view(f: Finding, g: Glyphs) -> RenderableType:
+    """Everything about one finding except its evidence and remedy (which the TUI lists apart)."""
+    head = finding_view(Finding(code=f.code, symbol=f.symbol, severity=f.severity, title=f.title,
+                                ranks=f.ranks, hosts=f.hosts), g, indent="")
+    meta = Text()
+    meta.append(f"severity {f.severity.value}", style=STYLE[f.severity])
+    if f.cause:
+        meta.append(f"  cause {f.cause}", style="dim")
+    if f.consequence_of:
+        meta.append(f"  follows from {f.consequence_of}", style="dim")
+    parts: list[RenderableType] = [head, meta]
+    if f.detail:
+        parts.append(Text(f.detail))
+    return Group(*parts)
+
+
+def rank_view(rank: Mapping[str, Any], g: Glyphs, cited: bool = False) -> RenderableType:
+    """One rank of a job (the ``data["ranks"]`` shape of docs/tui.md): state, op, call site, stack."""
+    from commdoctor.render.theme import rank_state
+
+    st = rank_state(str(rank.get("state") or "unknown"))
+    head = Text()
+    head.append(f"rank {rank.get('rank')}", style=STYLE["code"])
+    if rank.get("host"):
+        head.append(f" on {rank['host']}")
+    if rank.get("pid"):
+        head.append(f" (pid {rank['pid']})", style="dim")
+    head.append(f"  [{st.letter}] {st.label}", style=st.style)
+    if rank.get("op"):
+        head.append(f": {rank['op']}", style=st.style)
+    if cited:
+        head.append(f"  {g.warning} named by the verdict", style=STYLE[Severity.WARNING])
+    lines: list[RenderableType] = [head]
+    if rank.get("site"):
+        lines.append(Text(f"  at {rank['site']}"))
+    if rank.get("detail"):
+        lines.append(Text(f"  {rank['detail']}", style="dim"))
+    stack = rank.get("stack") or []
+    if stack:
+        lines.append(Text("  stack (innermost first):", style="dim"))
+        for fr in stack:
+            lines.append(Text(f"    {stack_frame_text(fr)}"))
+    else:
+        lines.append(Text("  no stack in this report", style="dim"))
+    return Group(*lines)
+
+
+def stack_frame_text(frame: Any) -> str:
+    """A stack frame as one line, whether the report holds it as text or as a dict."""
+    if isinstance(frame, Mapping):
+        fn = frame.get("function") or frame.get("name") or "?"
+        where = frame.get("short_file") or frame.get("file") or frame.get("filename") or ""
+        line = frame.get("line")
+        return f"{fn} ({where}{f':{line}' if line else ''})" if where else str(fn)
+    return str(frame)

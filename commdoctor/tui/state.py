@@ -1,0 +1,248 @@
+"""What the TUI knows about a run, built only from pipeline events or a saved report.
+
+Promise: standard library and commdoctor.model only (no textual, no rich), so
+every rule of what the screens show (order, live status, elapsed time, rank
+data, cited log lines) is testable without a terminal. Nothing here diagnoses:
+it reshapes what the checks already said.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from commdoctor.model import CheckResult, Evidence, Finding, Report, Stage, Status
+
+#: Check rows that have no Status yet.
+PENDING, RUNNING = "pending", "running"
+
+
+@dataclass
+class CheckRow:
+    name: str
+    stage: Stage
+    title: str
+    state: str = PENDING  # PENDING, RUNNING or a Status value
+    started: float | None = None  # clock() when it started (live runs only)
+    result: CheckResult | None = None
+
+
+@dataclass
+class RankRow:
+    """One rank of a job, from ``CheckResult.data["ranks"]`` (docs/tui.md, "Rank data")."""
+
+    rank: int
+    host: str
+    state: str
+    op: str | None = None
+    site: str | None = None
+    stack: tuple[Any, ...] = ()
+    pid: int | None = None
+    detail: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "host": self.host, "state": self.state, "op": self.op, "site": self.site,
+                "stack": list(self.stack), "pid": self.pid, "detail": self.detail}
+
+
+class RunState:
+    """The checks of one run with their live state, and the findings so far.
+
+    ``apply`` takes pipeline events (RunStarted, CheckStarted, CheckFinished,
+    RunFinished) in the order the pipeline yields them; ``from_report`` builds
+    the same state from a saved report.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.rows: dict[str, CheckRow] = {}
+        self.report: Report | None = None
+        self.started = clock()
+        self.finished_at: float | None = None
+        self.failure: str | None = None  # the event source itself broke (a bug): shown, never hidden
+
+    @classmethod
+    def from_report(cls, report: Report, clock: Callable[[], float] = time.monotonic) -> RunState:
+        st = cls(clock)
+        for r in report.results:
+            st.rows[r.check] = CheckRow(r.check, r.stage, r.title, r.status.value, None, r)
+        st.report = report
+        st.finished_at = st.started
+        return st
+
+    # -- events ------------------------------------------------------------------
+
+    def apply(self, event: Any) -> None:
+        import commdoctor.checks  # noqa: F401 - pipeline must not be the first import (circular on main)
+        from commdoctor.pipeline import CheckFinished, CheckStarted, RunFinished, RunStarted
+
+        if isinstance(event, RunStarted):
+            for name, stage, title in event.checks:
+                self.rows.setdefault(name, CheckRow(name, stage, title))
+        elif isinstance(event, CheckStarted):
+            row = self.rows.setdefault(event.check, CheckRow(event.check, event.stage, event.title))
+            row.state, row.started = RUNNING, self.clock()
+        elif isinstance(event, CheckFinished):
+            r = event.result
+            row = self.rows.setdefault(r.check, CheckRow(r.check, r.stage, r.title))
+            row.state, row.result = r.status.value, r
+        elif isinstance(event, RunFinished):
+            self.report = event.report
+            self.finished_at = self.clock()
+            for r in event.report.results:  # the report is the truth once it exists
+                row = self.rows.setdefault(r.check, CheckRow(r.check, r.stage, r.title))
+                row.state, row.result = r.status.value, r
+
+    # -- what the screens ask ----------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.report is not None
+
+    def elapsed(self, row: CheckRow) -> float | None:
+        """Seconds a check took (finished) or has taken so far (running); None before it starts."""
+        if row.result is not None:
+            return row.result.duration_s
+        if row.state == RUNNING and row.started is not None:
+            return max(0.0, self.clock() - row.started)
+        return None
+
+    def running(self) -> CheckRow | None:
+        return next((r for r in self.rows.values() if r.state == RUNNING), None)
+
+    def results(self) -> list[CheckResult]:
+        if self.report is not None:
+            return list(self.report.results)
+        return [r.result for r in self.rows.values() if r.result is not None]
+
+    def partial_report(self, template: Report | None = None) -> Report:
+        """The report so far: the real one when the run finished, else one marked interrupted."""
+        if self.report is not None:
+            return self.report
+        from commdoctor import __version__
+        import socket
+        from datetime import datetime, timezone
+
+        return Report(
+            tool_version=__version__, mode=template.mode if template else "run",
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            host=socket.gethostname(), results=self.results(), interrupted=True,
+        )
+
+    def findings(self) -> list[Finding]:
+        return sorted_findings(self.results())
+
+    def ranks(self) -> list[RankRow]:
+        return ranks_of(self.results())
+
+    def verdict(self) -> Finding | None:
+        """The headline finding, as the report model chooses it."""
+        return Report(tool_version="", mode="", created="", host="", results=self.results()).verdict()
+
+
+def sorted_findings(results: Iterable[CheckResult]) -> list[Finding]:
+    """Findings most severe first; within a severity, the report's own order (causes first)."""
+    rep = Report(tool_version="", mode="", created="", host="", results=list(results))
+    return sorted(rep.findings(), key=lambda f: -f.severity.rank)
+
+
+def ranks_of(results: Iterable[CheckResult]) -> list[RankRow]:
+    """Every rank described in the results' ``data["ranks"]``, sorted by host then rank.
+
+    Tolerant by design: entries that are not mappings or have no integer rank
+    are skipped; a later result's entry for the same rank replaces an earlier
+    one (a later stage knows more).
+    """
+    by_rank: dict[int, RankRow] = {}
+    for r in results:
+        entries = r.data.get("ranks") if isinstance(r.data, Mapping) else None
+        if not isinstance(entries, list):
+            continue
+        for e in entries:
+            row = _rank_row(e)
+            if row is not None:
+                by_rank[row.rank] = row
+    return sorted(by_rank.values(), key=lambda x: (x.host, x.rank))
+
+
+def _rank_row(e: Any) -> RankRow | None:
+    if not isinstance(e, Mapping):
+        return None
+    try:
+        rank = int(e["rank"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    stack = e.get("stack") or ()
+    if isinstance(stack, (str, bytes)) or not isinstance(stack, (list, tuple)):
+        stack = (str(stack),) if stack else ()
+    pid = e.get("pid")
+    return RankRow(
+        rank=rank,
+        host=str(e.get("host") or "?"),
+        state=str(e.get("state") or "unknown"),
+        op=str(e["op"]) if e.get("op") else None,
+        site=str(e["site"]) if e.get("site") else None,
+        stack=tuple(stack),
+        pid=pid if isinstance(pid, int) else None,
+        detail=str(e["detail"]) if e.get("detail") else None,
+    )
+
+
+def hosts_of(ranks: Iterable[RankRow]) -> dict[str, list[RankRow]]:
+    """Ranks grouped by host, hosts in order of their lowest rank."""
+    groups: dict[str, list[RankRow]] = {}
+    for r in sorted(ranks, key=lambda x: x.rank):
+        groups.setdefault(r.host, []).append(r)
+    return groups
+
+
+def cited_ranks(finding: Finding | None) -> set[int]:
+    """The ranks a finding is about (its ``ranks``; else its evidence's); the grid marks the verdict's.
+
+    Evidence often quotes a healthy rank for contrast, so it counts only when ``ranks`` is empty.
+    """
+    if finding is None:
+        return set()
+    return set(finding.ranks) or {e.rank for e in finding.evidence if e.rank is not None}
+
+
+# -- evidence that points into files ----------------------------------------------------
+
+
+def resolve_source(source: str, bases: Iterable[str]) -> str | None:
+    """The file an evidence ``source`` names, if it is one: absolute, or relative to a base.
+
+    Sources such as "env", "probe:pg" or "stack:rank3" are not files and give None.
+    """
+    if not source or ":" in source.split(os.sep)[0] and not os.path.isabs(source):
+        return None
+    if os.path.isabs(source):
+        return source if os.path.isfile(source) else None
+    for base in bases:
+        p = os.path.join(base, source)
+        if os.path.isfile(p):
+            return os.path.abspath(p)
+    return None
+
+
+def cited_lines(findings: Iterable[Finding], bases: Iterable[str]) -> dict[str, dict[int, Finding]]:
+    """For each evidence file on disk: its cited 0-based line numbers and the finding citing each."""
+    bases = list(bases)
+    out: dict[str, dict[int, Finding]] = {}
+    for f in findings:
+        for e in f.evidence:
+            path = resolve_source(e.source, bases)
+            if path is None or not e.line or e.line < 1:
+                continue
+            out.setdefault(path, {}).setdefault(e.line - 1, f)
+    return out
+
+
+def file_evidence(f: Finding, bases: Iterable[str]) -> Iterator[tuple[Evidence, str]]:
+    bases = list(bases)
+    for e in f.evidence:
+        p = resolve_source(e.source, bases)
+        if p is not None:
+            yield e, p
