@@ -163,6 +163,19 @@ def s_order_same(r: int, w: int) -> None:
     OUT["result"] = [a.tolist(), b.tolist()]
 
 
+def s_later(r: int, w: int) -> None:
+    """Three agreeing rounds, then rank 1 changes its reduce op: rank 0's call is one it made
+    before (it runs ungated and waits in gloo), rank 1's is new (gated): both must raise."""
+    t = torch.ones(4)
+    for i in range(4):
+        mark()
+        if r == 1 and i == 3:
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)  # SITE:later1
+        else:
+            dist.all_reduce(t)  # SITE:later0
+    OUT["result"] = t.tolist()
+
+
 def s_ddp(r: int, w: int) -> None:
     """Rank 1's model is float64: DDP's shape check passes, its gradient buckets differ in dtype."""
     torch.manual_seed(0)

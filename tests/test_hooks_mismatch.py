@@ -25,6 +25,7 @@ CASES = {
     "ddp": (2, ["dtype"], ["ddp"], ["float32", "float64"]),
     "ddp_model": (2, ["dtype"], ["ddp_model"], ["broadcast"]),
     "uneven": (3, ["shapes"], ["uneven"], ["ranks 0, 1:", "rank 2:"]),
+    "later": (2, ["reduce_op"], ["later0", "later1"], ["all_reduce(SUM)", "all_reduce(MAX)"]),
 }
 
 

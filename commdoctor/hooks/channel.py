@@ -3,8 +3,15 @@
 Promise: standard library only, every wait bounded. Ranks find each other
 through the job's store (any object with ``set``/``get``/``wait`` taking keys,
 as torch's stores do), then exchange short text lines: fields separated by
-``\\x1f``, one message per ``\\n``. A single reader thread files incoming
-messages through a callback; senders write directly from the calling thread.
+``\\x1f``, one message per ``\\n``. Senders write directly from the calling
+thread. There is no reader thread: whoever needs messages calls ``pump``,
+which reads what has arrived (waiting up to its timeout) and files it through
+the callback, one reader at a time. A rank waiting for its peers' entries
+pumps in its own thread, so the kernel wakes it directly when they arrive: a
+reader thread would add two thread wake-ups per call, which on a loaded
+machine cost far more than the message (measured: +1.2 ms per all_reduce on
+this 2-core box under load, against +20 µs for a direct read). A background
+ticker pumps without waiting every few milliseconds for the rest.
 Any socket error marks the peer lost and calls ``on_lost`` once, so the hooks
 can stop checking with one warning instead of failing the training job.
 
@@ -76,10 +83,7 @@ class Mesh:
         self._bufs: dict[int, bytes] = {}
         self._lost: set[int] = set()
         self._closed = False
-        self._thread: threading.Thread | None = None
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
+        self._rlock = threading.Lock()  # one reader at a time; others wait on the checker's condition
 
     # -- setup ----------------------------------------------------------------
 
@@ -157,8 +161,6 @@ class Mesh:
             c.settimeout(10.0)
             self._send_locks[peer] = threading.Lock()
             self._bufs[peer] = b""
-        self._thread = threading.Thread(target=self._read_loop, name="commdoctor-hooks-reader", daemon=True)
-        self._thread.start()
 
     # -- sending --------------------------------------------------------------
 
@@ -181,29 +183,33 @@ class Mesh:
 
     # -- receiving ------------------------------------------------------------
 
-    def _read_loop(self) -> None:
-        while not self._closed:
+    def pump(self, timeout: float) -> bool:
+        """Read and dispatch what has arrived, waiting up to ``timeout`` s for something to arrive.
+
+        Returns False at once when another thread is reading (the caller should
+        wait on its condition: that reader dispatches and notifies).
+        """
+        if not self._rlock.acquire(blocking=False):
+            return False
+        try:
+            if self._closed:
+                return True
             socks = [c for p, c in self._socks.items() if p not in self._lost]
+            if not socks:
+                if timeout > 0:
+                    time.sleep(min(timeout, 0.05))
+                return True
             try:
-                ready, _, _ = select.select(socks + [self._wake_r], [], [], 1.0)
+                ready, _, _ = select.select(socks, [], [], max(0.0, timeout))
             except (OSError, ValueError):
-                if self._closed:
-                    return
-                time.sleep(0.05)
-                continue
+                return True
             for c in ready:
-                if c == self._wake_r:
-                    try:
-                        os.read(self._wake_r, 4096)
-                    except OSError:
-                        pass
-                    continue
                 peer = next((p for p, s in self._socks.items() if s is c), None)
                 if peer is None or peer in self._lost:
                     continue
                 try:
                     chunk = c.recv(65536)
-                except (BlockingIOError, socket.timeout):
+                except (BlockingIOError, socket.timeout, InterruptedError):
                     continue
                 except OSError as e:
                     self._lose(peer, f"receive failed: {e}")
@@ -217,8 +223,11 @@ class Mesh:
                 for line in lines:
                     try:
                         self._on_message(peer, line.decode("utf-8", "replace").split(SEP))
-                    except Exception as e:  # noqa: BLE001 - a bad message must not kill the reader
+                    except Exception as e:  # noqa: BLE001 - a bad message must not break the reader
                         self._on_lost_safe(peer, f"bad message from rank {peer}: {e!r}")
+            return True
+        finally:
+            self._rlock.release()
 
     def _lose(self, peer: int, why: str) -> None:
         if peer in self._lost or self._closed:
@@ -236,22 +245,16 @@ class Mesh:
         if self._closed:
             return
         self._closed = True
+        got = self._rlock.acquire(timeout=1.0)  # let a reader in select finish (bounded by its timeout)
         try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(2.0)
-        for c in self._socks.values():
-            try:
-                c.close()
-            except OSError:
-                pass
-        for fd in (self._wake_r, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            for c in self._socks.values():
+                try:
+                    c.close()
+                except OSError:
+                    pass
+        finally:
+            if got:
+                self._rlock.release()
 
 
 def _read_line(c: socket.socket, deadline: float, limit: int = 256) -> str:

@@ -110,6 +110,9 @@ class GroupState:
     verdicts: dict[int, Any] = field(default_factory=dict)  # seq -> None | Mismatch | UNVERIFIED
     gone: dict[int, tuple[str, int]] = field(default_factory=dict)  # rank -> (why, its last seq) once it left
     p2p_count: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (dir, peer, tag) -> next index
+    others: tuple[int, ...] = ()  # members but this rank (set by the checker)
+    last_key: Any = None  # (site, fp) of this rank's previous call in this group
+    steps: set[Any] = field(default_factory=set)  # (previous call, call) pairs this rank has made
 
     def title(self) -> str:
         who = ranks_text(self.members)
@@ -120,9 +123,15 @@ class Checker:
     """One per rank. Thread-safe: callers enter from training threads, messages arrive on the reader thread."""
 
     def __init__(self, rank: int, send: Callable[[list[int], tuple[str, ...]], None], *,
-                 on_mismatch: Callable[[Mismatch], None], check_sites: bool = True) -> None:
+                 on_mismatch: Callable[[Mismatch], None], check_sites: bool = True,
+                 pump: Callable[[float], bool] | None = None) -> None:
         self.rank = rank
         self._send = send
+        # Reads and files peers' messages, waiting up to its argument; False when another thread reads.
+        self._pump = pump
+        # Poll this long before sleeping in select: a peer entering the same call within it is seen
+        # without a sleep and wake-up, which on a loaded machine costs more than the poll.
+        self.spin_s = 0.0
         self._on_mismatch = on_mismatch
         self.check_sites = check_sites
         self.cond = threading.Condition(threading.Lock())
@@ -144,6 +153,7 @@ class Checker:
                 g.members, g.desc = tuple(members), desc
                 for s in list(g.entries):
                     self._maybe_verify(g, s)
+            g.others = tuple(m for m in g.members if m != self.rank)
             return g
 
     def drop_group(self, name: str) -> None:
@@ -154,11 +164,17 @@ class Checker:
 
     def publish(self, g: GroupState, seq: int, fp: str, site: str) -> None:
         """Record our own entry and tell the other members (call before ``wait``)."""
+        # Send first: the peers learn of it as early as possible.
+        self._send(g.others, ("C", g.name, str(seq), fp, site))
         with self.cond:
-            g.entries.setdefault(seq, {})[self.rank] = (fp, site)
-            self._maybe_verify(g, seq)
-            self._prune(g, seq)
-        self._send([m for m in g.members if m != self.rank], ("C", g.name, str(seq), fp, site))
+            e = g.entries.get(seq)
+            if e is None:
+                e = g.entries[seq] = {}
+            e[self.rank] = (fp, site)
+            if len(e) >= len(g.members) or self.stopped or g.gone:
+                self._maybe_verify(g, seq)
+            if not seq & 15:
+                self._prune(g, seq)
 
     def wait(self, g: GroupState, seq: int, timeout: float, expired: Any = UNVERIFIED) -> Any:
         """The verdict on call ``seq`` once every member entered it, or ``expired`` after ``timeout`` s.
@@ -169,11 +185,12 @@ class Checker:
         when the late entries arrive.
         """
         deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
+        spin_until: float | None = None
+        while True:
+            with self.cond:
                 if seq in g.verdicts:
                     return g.verdicts[seq]
-                if self.poison is not None and self.poison.kind != "stall":
+                if self.poison is not None:
                     return self.poison
                 if not self.active:
                     return UNVERIFIED
@@ -185,7 +202,17 @@ class Checker:
                     if expired is UNVERIFIED:
                         g.verdicts[seq] = UNVERIFIED
                     return expired
-                self.cond.wait(min(deadline - now, 0.5))
+                if self._pump is None:
+                    self.cond.wait(min(deadline - now, 0.5))
+                    continue
+            # Read the peers' messages in this thread: the kernel wakes it when they arrive.
+            if spin_until is None:
+                spin_until = now + self.spin_s
+            wait_s = 0.0 if now < spin_until else min(deadline - now, 0.05)
+            if not self._pump(wait_s):
+                with self.cond:  # another thread is reading; it notifies when it files something
+                    if seq not in g.verdicts:
+                        self.cond.wait(0.005)
 
     def _left_before(self, g: GroupState, seq: int) -> Mismatch | None:
         """A member that left the group (destroyed it, uninstalled, exited) before reaching ``seq``."""
@@ -310,7 +337,7 @@ class Checker:
 
     def _prune(self, g: GroupState, seq: int) -> None:
         old = seq - HISTORY
-        if old > 0 and len(g.entries) > 2 * HISTORY:
+        if old > 0 and len(g.entries) > HISTORY + 16:
             for s in [s for s in g.entries if s < old]:
                 del g.entries[s]
                 g.verdicts.pop(s, None)
@@ -359,10 +386,13 @@ class Checker:
                 if g is None:  # the group is not created here yet: keep the entry for when it is
                     g = self.groups[f[1]] = GroupState(name=f[1], members=())
                 seq = int(f[2])
-                g.entries.setdefault(seq, {})[peer] = (f[3], f[4])
-                if g.members:
+                e = g.entries.get(seq)
+                if e is None:
+                    e = g.entries[seq] = {}
+                e[peer] = (f[3], f[4])
+                if g.members and (len(e) >= len(g.members) or self.stopped or g.gone):
                     self._maybe_verify(g, seq)
-                self.cond.notify_all()
+                    self.cond.notify_all()
         elif kind == "P":
             self._p2p_entry(f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], f[7], f[8])
         elif kind == "D":  # peer destroyed a group (or left): group, its last seq, why

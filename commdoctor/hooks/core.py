@@ -36,6 +36,7 @@ import atexit
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from commdoctor.hooks.checker import STALL, UNVERIFIED, Checker, GroupState, Mis
 from commdoctor.hooks.errors import CollectiveMismatchError, CollectiveStallError
 
 MODES = ("raise", "report", "record", "off")
+GATES = ("novel", "always", "never")
 
 
 class HooksWarning(UserWarning):
@@ -55,6 +57,7 @@ class HooksWarning(UserWarning):
 class Config:
     mode: str = "raise"  # raise | report (log instead) | record (no checking) | off
     records_dir: str | None = "commdoctor-hooks"  # None: no records file
+    gate: str = "novel"  # which calls wait for the others' entries before running: novel | always | never
     async_gate_s: float = 1.0  # how long an async call waits for the others' entries
     setup_timeout_s: float = 60.0  # how long to wait for every rank to join the side channel
     check_sites: bool = True  # also catch skipped/reordered calls of the same shape by their call sites
@@ -68,6 +71,7 @@ class Config:
         c.mode = env.get("COMMDOCTOR_HOOKS_MODE", c.mode).strip().lower() or c.mode
         if "COMMDOCTOR_HOOKS_DIR" in env:
             c.records_dir = env["COMMDOCTOR_HOOKS_DIR"] or None
+        c.gate = env.get("COMMDOCTOR_HOOKS_GATE", c.gate).strip().lower() or c.gate
         for name, attr in (("COMMDOCTOR_HOOKS_ASYNC_GATE", "async_gate_s"),
                            ("COMMDOCTOR_HOOKS_SETUP_TIMEOUT", "setup_timeout_s")):
             if env.get(name):
@@ -84,10 +88,12 @@ class Config:
             if not hasattr(c, k):
                 raise TypeError(f"install() got an unexpected keyword argument {k!r}")
             setattr(c, k, v)
-        if c.mode not in MODES:
-            from commdoctor.errors import CommDoctorError
+        from commdoctor.errors import CommDoctorError
 
+        if c.mode not in MODES:
             raise CommDoctorError(f"commdoctor.hooks mode {c.mode!r}: choose one of {', '.join(MODES)}")
+        if c.gate not in GATES:
+            raise CommDoctorError(f"commdoctor.hooks gate {c.gate!r}: choose one of {', '.join(GATES)}")
         return c
 
 
@@ -108,6 +114,8 @@ class Hooks:
         self._warned: set[str] = set()
         self._bye: set[int] = set()
         self._closing = False
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -120,9 +128,12 @@ class Hooks:
 
         self.rank, self.world_size = rank, world_size
         if self.recorder is None:
-            self.recorder = Recorder(rank, world_size, self.config.records_dir, torch_version=torch.__version__)
+            self.recorder = Recorder(rank, world_size, self.config.records_dir, torch_version=torch.__version__,
+                                     thread=False)
             if self.recorder.error:
                 self.warn(self.recorder.error + "; progress records are off")
+            self._ticker = threading.Thread(target=self._tick, name="commdoctor-hooks", daemon=True)
+            self._ticker.start()
         self.recorder.store = store
         if self.config.mode in ("raise", "report") and world_size > 1:
             if world_size > self.config.max_ranks:
@@ -144,7 +155,8 @@ class Hooks:
             checker_box[0].on_message(peer, fields)
 
         mesh = Mesh(self.rank, self.world_size, on_message, self._on_lost)
-        checker = Checker(self.rank, mesh.send, on_mismatch=self._on_mismatch, check_sites=self.config.check_sites)
+        checker = Checker(self.rank, mesh.send, on_mismatch=self._on_mismatch, check_sites=self.config.check_sites,
+                          pump=mesh.pump)
         checker_box.append(checker)
         try:
             global _epoch
@@ -155,6 +167,29 @@ class Hooks:
             self.warn(f"cross-rank checking is off: {e}. Calls are still recorded.")
             return
         self.mesh, self.checker = mesh, checker
+
+    def _tick(self) -> None:
+        """One background thread: reads messages that arrive while no call waits (late entries of
+        unchecked calls, mismatch notices for bystanders, goodbyes) every 20 ms without waiting,
+        and writes the records every 50 ms. One thread, so a loaded machine is woken 50 times a second."""
+        last = 0.0
+        while not self._stop.is_set():
+            m = self.mesh
+            if m is not None:
+                try:
+                    m.pump(0.0)
+                except Exception:  # noqa: BLE001 - the next tick retries
+                    pass
+            now = time.monotonic()
+            r = self.recorder
+            if r is not None and now - last >= r.interval:
+                last = now
+                try:
+                    r.flush()
+                except Exception as e:  # noqa: BLE001 - recording must never break training
+                    self.warn(f"recording stopped: {e!r}")
+                    self.recorder = None
+            self._stop.wait(0.02)
 
     def end_world(self, why: str) -> None:
         """The default group is being destroyed, or the process exits: say goodbye and stop."""
@@ -177,6 +212,9 @@ class Hooks:
 
     def close(self, why: str = "uninstalled the hooks") -> None:
         self.end_world(why)
+        self._stop.set()
+        if self._ticker is not None and self._ticker is not threading.current_thread() and os.getpid() == self._pid:
+            self._ticker.join(2.0)
         if self.recorder is not None and os.getpid() == self._pid:
             self.recorder.close()
         self.enabled = False
@@ -226,14 +264,34 @@ class Hooks:
             r._pending.append((work, call))
 
     def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...]) -> bool:
-        """Publish and wait for the verdict. True when the call was checked (and agreed) before it runs."""
+        """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs."""
         c = self.checker
         if c is None or not c.active or len(g.members) < 2:
             return True
         raising = self.config.mode == "raise"
         if raising and c.poison is not None:
             raise self._error(c.poison)
+        gate = self.config.gate
+        if gate == "novel":
+            # Gate a call when this rank has not made this call after the previous one before:
+            # the first time round a loop, and wherever this rank's path changes. A loop that
+            # repeats itself runs ungated and is checked as the entries arrive.
+            key = (site, fp)
+            step = (g.last_key, key)
+            g.last_key = key
+            gated = step not in g.steps
+            if gated:
+                if len(g.steps) > 65536:
+                    g.steps.clear()
+                g.steps.add(step)
+        else:
+            gated = gate == "always"
         c.publish(g, seq, fp, site)
+        if not gated:
+            v = g.verdicts.get(seq)  # the others may be ahead: then it is decided already
+            if v is not None and v is not UNVERIFIED and raising:
+                raise self._error(v)
+            return False
         if async_op:
             v = c.wait(g, seq, self.config.async_gate_s, UNVERIFIED)
         else:
@@ -252,6 +310,10 @@ class Hooks:
             raise self._error(v)
         return False
 
+    def poisoned(self) -> Mismatch | None:
+        c = self.checker
+        return c.poison if c is not None and self.config.mode == "raise" else None
+
     def before_p2p(self, w: Any, g: GroupState, direction: str, peer: int, tag: int, fp: str, site: str) -> None:
         c = self.checker
         if c is None or not c.active or peer < 0:
@@ -265,11 +327,21 @@ class Hooks:
             raise self._error(m)
 
     def raise_if_known(self, where: tuple[str, int], err: BaseException | None) -> None:
-        """From a work handle's wait: raise the mismatch that explains this call, if the hooks know one."""
-        c = self.checker
-        if c is None or self.config.mode != "raise" or c.poison is None:
+        """From a work handle's wait: raise the mismatch that explains this call, if the hooks know one.
+
+        When the call failed (``err``), a peer that found a mismatch may have raised and left: its
+        notice can still be on the way, so read the channel for a moment before giving up.
+        """
+        c, m = self.checker, self.mesh
+        if c is None or self.config.mode != "raise":
             return
-        raise self._error(c.poison) from err
+        if c.poison is None and err is not None and m is not None:
+            end = time.monotonic() + 0.3
+            while c.poison is None and time.monotonic() < end:
+                if not m.pump(0.02):
+                    time.sleep(0.005)
+        if c.poison is not None:
+            raise self._error(c.poison) from err
 
     # -- outcomes ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from typing import Any, Callable
 
 import torch
@@ -25,11 +26,17 @@ import torch.distributed as dist
 
 from commdoctor.hooks.callsite import user_site
 from commdoctor.hooks.checker import make_fp
+from commdoctor.hooks.errors import CollectiveMismatchError
+
+_SLICE_S = 0.05
+_SLICE = datetime.timedelta(seconds=_SLICE_S)
 
 _Tensor = torch.Tensor
 _ReduceOp = dist.ReduceOp
+_AllreduceOptions = dist.AllreduceOptions
 _dtype_names: dict[Any, str] = {}
 _redop_names: dict[Any, str] = {}
+_shape_texts: dict[Any, str] = {}
 
 BT = dist.ProcessGroup.BackendType
 _BACKEND_TYPES = {"gloo": BT.GLOO, "nccl": BT.NCCL, "ucc": BT.UCC, "mpi": BT.MPI}
@@ -46,13 +53,14 @@ def _dtype(t: _Tensor) -> str:
 
 
 def _redop(op: Any) -> str:
-    """SUM / MAX / ... from a ReduceOp, its RedOpType, or an options object's reduceOp."""
+    """SUM / MAX / ... from a ReduceOp or its RedOpType (cached by the enum's value)."""
     key = getattr(op, "op", op)  # ReduceOp -> RedOpType
-    s = _redop_names.get(key)
+    v = getattr(key, "value", key)
+    s = _redop_names.get(v)
     if s is None:
         s = getattr(key, "name", None) or str(key).rpartition(".")[2]
         try:
-            _redop_names[key] = s
+            _redop_names[v] = s
         except TypeError:  # unhashable custom op: do not cache
             pass
     return s
@@ -63,7 +71,18 @@ def _is_opts(o: Any) -> bool:
 
 
 def _shape(t: _Tensor) -> str:
-    return "[" + ",".join([str(d) for d in t.shape]) + "]"
+    size = t.shape
+    s = _shape_texts.get(size)
+    if s is None:
+        s = "[" + ",".join([str(d) for d in size]) + "]"
+        if len(_shape_texts) > 4096:
+            _shape_texts.clear()
+        _shape_texts[size] = s
+    return s
+
+
+def _devtype(t: _Tensor) -> str:
+    return "cpu" if t.is_cpu else t.device.type
 
 
 def _flat(xs: Any) -> list[_Tensor]:
@@ -96,6 +115,10 @@ Described = tuple[list[_Tensor], "str | None", "int | None", bool, "str | None"]
 
 
 def _d_allreduce(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    if len(args) == 2 and not kw and type(args[0]) is list:  # dist.all_reduce and DDP's reducer
+        opts = args[1]
+        if type(opts) is _AllreduceOptions:
+            return args[0], _redop(opts.reduceOp), None, opts.asyncOp, None
     opts = _opts(args, kw, 1)
     if _is_opts(opts):
         return _flat(args[0]), _redop(opts.reduceOp), None, _async(opts), None
@@ -228,17 +251,22 @@ def describe_call(method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> tup
     except Exception:  # noqa: BLE001 - an unusual call form: record what we can, never fail the call
         return op, None, None, "[]", "?", None, None, True
     if tensors:
-        dts = [_dtype(t) for t in tensors]
-        dtype = dts[0] if len(set(dts)) == 1 else ",".join(dts)
-        dev = tensors[0].device.type
-        shapes = "[" + ",".join([_shape(t) for t in tensors]) + "]"
+        if len(tensors) == 1:
+            t = tensors[0]
+            dtype, dev, shapes = _dtype(t), _devtype(t), "[" + _shape(t) + "]"
+        else:
+            dts = [_dtype(t) for t in tensors]
+            dtype = dts[0] if len(set(dts)) == 1 else ",".join(dts)
+            dev = _devtype(tensors[0])
+            shapes = "[" + ",".join([_shape(t) for t in tensors]) + "]"
     else:
         dtype, dev, shapes = None, None, "[]"
     return op, red, dtype, shapes, fp_shapes or shapes, root, dev, async_op
 
 
 class HookedWork(dist.Work):
-    """A work handle for a call that went on unchecked: delegates, and turns a failure into the mismatch it was."""
+    """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
+    waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
 
     def __init__(self, inner: Any, hooks: Any, group: str, seq: int) -> None:
         super().__init__()
@@ -252,13 +280,36 @@ class HookedWork(dist.Work):
             h.raise_if_known(self._cd_where, err)
 
     def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:  # type: ignore[override]
+        inner, h = self._cd_inner, self._cd_hooks
         try:
-            ok = self._cd_inner.wait(timeout) if timeout else self._cd_inner.wait()
+            if h is None or self._cd_where[1] < 0:  # point-to-point: gloo's recv cannot be polled safely
+                ok = inner.wait(timeout) if timeout else inner.wait()
+            else:
+                ok = self._cd_poll(inner, h, timeout)
         except RuntimeError as e:
-            self._cd_check(e)
+            if h is not None and not isinstance(e, CollectiveMismatchError):
+                h.raise_if_known(self._cd_where, e)
             raise
-        self._cd_check()
+        if h is not None:
+            h.raise_if_known(self._cd_where, None)
         return bool(ok) if ok is not None else True
+
+    def _cd_poll(self, inner: Any, h: Any, timeout: datetime.timedelta) -> Any:
+        """Wait in slices, so that a mismatch found meanwhile releases this rank (the call never completes then)."""
+        limit = timeout.total_seconds() if timeout else None
+        start = time.monotonic()
+        while True:
+            left = None if limit is None else limit - (time.monotonic() - start)
+            step = _SLICE if left is None else max(0.001, min(_SLICE_S, left))
+            try:
+                return inner.wait(step if left is None else datetime.timedelta(seconds=step))
+            except RuntimeError as e:
+                if "timed out" not in str(e).lower():
+                    raise
+                if h.poisoned() is not None:
+                    h.raise_if_known(self._cd_where, None)
+                if left is not None and left <= step:
+                    raise
 
     def is_completed(self) -> bool:
         return bool(self._cd_inner.is_completed())
@@ -397,10 +448,12 @@ class HookedProcessGroup(dist.ProcessGroup):
             g.seq = seq + 1
             call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
             h.recorder_enter(call)
-            checked = h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
+            h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
             work = getattr(self._cd_inner, method)(*args, **kw)
         h.track(call, work)
-        if not checked and work is not None:
+        if work is not None and h.checker is not None:
+            # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
+            # peer that raised and exited): its handle turns that into the mismatch it was.
             return HookedWork(work, h, g.name, seq)
         return work
 
@@ -413,7 +466,7 @@ class HookedProcessGroup(dist.ProcessGroup):
             peer = int(args[1]) if method != "recv_anysource" else -1
             tag = int(args[2]) if len(args) > 2 else int(kw.get("tag", 0)) if method != "recv_anysource" else int(args[1])
             dtype = _dtype(tensors[0]) if tensors else None
-            dev = tensors[0].device.type if tensors else None
+            dev = _devtype(tensors[0]) if tensors else None
             shapes = "[" + ",".join([_shape(t) for t in tensors]) + "]"
         except Exception:  # noqa: BLE001 - unusual call form: pass it on unrecorded
             return getattr(self._cd_inner, method)(*args, **kw)

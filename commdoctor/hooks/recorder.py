@@ -34,7 +34,7 @@ PROGRESS_KEY = "commdoctor.hooks/v1/progress/{rank}"
 
 class Recorder:
     def __init__(self, rank: int, world_size: int, directory: str | None, *, interval: float = 0.05,
-                 max_bytes: int = 64 << 20, torch_version: str = "") -> None:
+                 max_bytes: int = 64 << 20, torch_version: str = "", thread: bool = True) -> None:
         self.rank = rank
         self.world_size = world_size
         self.directory = directory
@@ -55,7 +55,8 @@ class Recorder:
         self.error: str | None = None
         self._thread = threading.Thread(target=self._run, name="commdoctor-hooks-recorder", daemon=True)
         self._open()
-        self._thread.start()
+        if thread:  # otherwise the owner calls flush() every ``interval`` (the hooks' ticker does)
+            self._thread.start()
 
     # -- hot path (training threads) ------------------------------------------------
 
@@ -189,7 +190,7 @@ class Recorder:
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(2.0)
         try:
             self.flush()
