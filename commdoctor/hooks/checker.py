@@ -188,10 +188,10 @@ class Checker:
         spin_until: float | None = None
         while True:
             with self.cond:
+                if self.poison is not None:  # the first mismatch this rank learnt of explains the rest
+                    return self.poison
                 if seq in g.verdicts:
                     return g.verdicts[seq]
-                if self.poison is not None:
-                    return self.poison
                 if not self.active:
                     return UNVERIFIED
                 left = self._left_before(g, seq)

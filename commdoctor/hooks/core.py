@@ -113,6 +113,7 @@ class Hooks:
         self._pid = os.getpid()
         self._warned: set[str] = set()
         self._bye: set[int] = set()
+        self._lost: dict[int, str] = {}
         self._closing = False
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -271,6 +272,8 @@ class Hooks:
         raising = self.config.mode == "raise"
         if raising and c.poison is not None:
             raise self._error(c.poison)
+        if self._lost:
+            self._say_lost(g)
         gate = self.config.gate
         if gate == "novel":
             # Gate a call when this rank has not made this call after the previous one before:
@@ -288,7 +291,7 @@ class Hooks:
             gated = gate == "always"
         c.publish(g, seq, fp, site)
         if not gated:
-            v = g.verdicts.get(seq)  # the others may be ahead: then it is decided already
+            v = c.poison or g.verdicts.get(seq)  # the others may be ahead: then it is decided already
             if v is not None and v is not UNVERIFIED and raising:
                 raise self._error(v)
             return False
@@ -321,6 +324,8 @@ class Hooks:
         raising = self.config.mode == "raise"
         if raising and c.poison is not None:
             raise self._error(c.poison)
+        if self._lost:
+            self._say_lost(g)
         peer_global = g.members[peer] if 0 <= peer < len(g.members) else peer
         m = c.p2p(g, direction, peer_global, tag, fp, site)
         if m is not None and raising:
@@ -383,8 +388,17 @@ class Hooks:
         if c is not None:
             c.peer_left(peer, why)
         if c is not None and c.active and peer not in self._bye and not self._closing:
-            self.warn(f"lost the side channel to rank {peer} ({why}); calls are no longer checked against "
-                      "that rank (training continues, recording continues)", key="lost")
+            # Said when a call would have been checked against that rank: a job that is ending
+            # (peers exiting at slightly different times) must not print a false alarm.
+            self._lost[peer] = why
+
+    def _say_lost(self, g: GroupState) -> None:
+        for peer in g.members:
+            why = self._lost.get(peer)
+            if why is not None and peer not in self._bye:
+                self.warn(f"lost the side channel to rank {peer} ({why}); calls are no longer checked against "
+                          "that rank (training continues, recording continues)", key="lost")
+                return
 
     def warn(self, msg: str, key: str | None = None) -> None:
         key = key or msg
