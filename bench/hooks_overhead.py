@@ -65,11 +65,8 @@ def worker(args: argparse.Namespace) -> None:
     detail = dist.new_group([0, 1])
     dist.set_debug_level(dist.DebugLevel.OFF)
     hooks.install(mode="raise", records_dir=args.records_dir)
-    # install() after init wraps every group that exists: give the plain and DETAIL groups back.
-    for w in list(core.iter_wrappers()):
-        if w.group_name in (plain.group_name, detail.group_name):
-            core._swap(w, w._cd_inner)
-            w._cd_hooks = None
+    # install() after init wraps every group, and the handles held from before stay aliases of
+    # the real groups: calls through ``plain`` and ``detail`` go straight to them, unhooked.
     hooked = dist.new_group([0, 1])
     assert type(hooked).__name__ == "HookedProcessGroup" and type(plain) is dist.ProcessGroup
     groups = {"plain": plain, "hooks": hooked, "always": hooked, "detail": detail}

@@ -240,6 +240,7 @@ def s_channel_lost(r: int, w: int) -> None:
 
 def s_uninstall(r: int, w: int) -> None:
     import torch.distributed.distributed_c10d as c10d
+    from torch._C._distributed_c10d import _resolve_process_group
 
     from commdoctor.hooks.group import HookedProcessGroup
 
@@ -251,22 +252,22 @@ def s_uninstall(r: int, w: int) -> None:
     hooks.uninstall()
     assert c10d._new_process_group_helper is helper_before
     assert type(dist.group.WORLD) is dist.ProcessGroup, type(dist.group.WORLD)
-    assert not any(isinstance(p, HookedProcessGroup) for p in c10d._world.pg_map)
     assert dist.get_backend() == "gloo" and dist.group.WORLD.name() == "gloo"
-    from torch._C._distributed_c10d import _resolve_process_group
-
     assert type(_resolve_process_group(dist.group.WORLD.group_name)) is dist.ProcessGroup
-    t = torch.ones(2)
-    dist.all_reduce(t, group=[p for p in c10d._world.pg_map if c10d._world.pg_names[p] == g.group_name][0])
+    assert type(_resolve_process_group(g.group_name)) is dist.ProcessGroup
+    # A handle obtained while the hooks were on keeps working, for every kind of call.
+    dist.all_reduce(t, group=g)
+    dist.broadcast(t, src=w - 1, group=g)
+    assert dist.get_process_group_ranks(g) == list(range(w))
     g2 = dist.new_group(list(range(w)))
     assert type(g2) is dist.ProcessGroup
     dist.all_reduce(t, group=g2)
-    # Mismatched calls now go to gloo unchecked: prove that no hook raises by agreeing.
-    dist.all_reduce(t)
+    dist.all_reduce(t)  # 1 -> 2 -> 4 (-> broadcast) -> 8 -> 16
     OUT["result"] = t.tolist()
-    # and on again, after init, on a world that already has groups
+    # and on again, after init, over a world that already has groups; old handles stay usable
     hooks.install()
     assert isinstance(dist.group.WORLD, HookedProcessGroup)
+    dist.broadcast(t, src=0, group=g2)
     mark()
     dist.all_reduce(torch.ones(3 if r == 0 else 2))  # SITE:reinstalled
 

@@ -52,7 +52,7 @@ def test_uninstall_restores_everything_and_reinstall_after_init_works() -> None:
     why = explain(res)
     # The assertions inside the scenario check the restored state; the last call mismatches on purpose.
     assert all(r["error"] == "CollectiveMismatchError" for r in res), why
-    assert all(r["result"] == [8.0, 8.0] for r in res), why  # 1 -> 2 -> 4 -> 8 over three groups
+    assert all(r["result"] == [16.0, 16.0] for r in res), why  # 1 -> 2 -> 4 -> 8 -> 16 over four all_reduces
     assert all(site("reinstalled") in r["message"] for r in res), why
 
 

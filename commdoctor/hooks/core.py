@@ -430,22 +430,33 @@ _orig_helper: Any = None
 _install_lock = threading.RLock()
 
 
-def _swap(old: Any, new: Any) -> None:
-    """Move torch's bookkeeping of ``old`` onto ``new`` (what ``_register_pg_in_world`` filled in)."""
+_TABLES = ("pg_map", "pg_names", "pg_group_ranks", "pg_backend_config", "pg_to_tag")
+
+
+def _alias(src: Any, dst: Any) -> None:
+    """Make torch's bookkeeping know ``dst`` exactly as it knows ``src`` (both stay usable)."""
+    import torch.distributed.distributed_c10d as c10d
+
+    w = c10d._world
+    for name in _TABLES:
+        d = getattr(w, name)
+        if src in d and dst not in d:
+            d[dst] = d[src]
+
+
+def _promote(old: Any, new: Any) -> None:
+    """``new`` becomes the group torch hands out: the default group, tag lookups, the name registry."""
     import torch.distributed.distributed_c10d as c10d
     from torch._C._distributed_c10d import _register_process_group, _unregister_process_group
 
     w = c10d._world
-    for d in (w.pg_map, w.pg_names, w.pg_group_ranks, w.pg_backend_config, w.pg_to_tag, w.pg_coalesce_state):
-        if old in d:
-            d[new] = d.pop(old)
     for lst in w.tags_to_pg.values():
         for i, p in enumerate(lst):
             if p is old:
                 lst[i] = new
     if w.default_pg is old:
         c10d._update_default_pg(new)
-    name = old.group_name
+    name = new.group_name
     if name:
         try:
             _unregister_process_group(name)
@@ -454,7 +465,24 @@ def _swap(old: Any, new: Any) -> None:
         _register_process_group(name, new)
 
 
-def _wrap(pg: Any, h: Hooks) -> Any:
+def _forget(pg: Any) -> None:
+    import torch.distributed.distributed_c10d as c10d
+
+    w = c10d._world
+    for name in (*_TABLES, "pg_coalesce_state"):
+        getattr(w, name).pop(pg, None)
+
+
+def _swap(old: Any, new: Any) -> None:
+    """Replace ``old`` by ``new`` in torch's bookkeeping (``old`` is forgotten)."""
+    _alias(old, new)
+    _promote(old, new)
+    _forget(old)
+
+
+def _wrap(pg: Any, h: Hooks, keep_old: bool = False) -> Any:
+    """Wrap ``pg``. ``keep_old``: handles to ``pg`` that the program already holds keep working
+    (as aliases of the real group: their calls go straight to it, unchecked)."""
     import torch.distributed as dist
 
     from commdoctor.hooks.group import HookedProcessGroup
@@ -462,7 +490,10 @@ def _wrap(pg: Any, h: Hooks) -> Any:
     if pg is None or pg is dist.GroupMember.NON_GROUP_MEMBER or isinstance(pg, HookedProcessGroup):
         return pg
     w = HookedProcessGroup(pg, h)
-    _swap(pg, w)
+    _alias(pg, w)
+    _promote(pg, w)
+    if not keep_old:
+        _forget(pg)
     h.wrappers.append(weakref.ref(w))
     return w
 
@@ -511,10 +542,23 @@ def install(**config: Any) -> Hooks:
         c10d._new_process_group_helper = _patched_helper
         atexit.register(_at_exit)
         if dist.is_available() and dist.is_initialized():
+            from commdoctor.hooks.group import HookedProcessGroup
+
             default = c10d._get_default_group()
-            for pg in list(c10d._world.pg_map):
-                w = _wrap(pg, h)
-                if pg is default:
+            groups = list(c10d._world.pg_map)
+            # Wrappers left from an earlier install (aliases now) come back to life: handles to
+            # them that the program holds are checked again.
+            revived = {id(p._cd_inner): p for p in groups if isinstance(p, HookedProcessGroup)}
+            for w in revived.values():
+                w._cd_hooks, w._cd_state = h, None
+                _promote(w._cd_inner, w)
+                h.wrappers.append(weakref.ref(w))
+            for pg in groups:
+                if isinstance(pg, HookedProcessGroup) or id(pg) in revived:
+                    w = pg if isinstance(pg, HookedProcessGroup) else revived[id(pg)]
+                else:
+                    w = _wrap(pg, h, keep_old=True)
+                if pg is default or (isinstance(pg, HookedProcessGroup) and pg._cd_inner is default):
                     h.world = w
             store = c10d._world.pg_map[h.world][1]
             try:
@@ -541,8 +585,11 @@ def uninstall() -> None:
             if w is None:
                 continue
             if w in c10d._world.pg_map:
-                _swap(w, w._cd_inner)
-            w._cd_hooks = None  # objects still holding the wrapper (DDP) now pass straight through
+                # The real group is handed out again; handles to the wrapper that the program
+                # holds (DDP, new_group's result) stay known to torch and pass straight through.
+                _alias(w, w._cd_inner)
+                _promote(w, w._cd_inner)
+            w._cd_hooks = None
         h.close()
         try:
             atexit.unregister(_at_exit)

@@ -418,6 +418,14 @@ class HookedProcessGroup(dist.ProcessGroup):
         h = self._cd_hooks
         if h is not None:
             h.group_ended(self)
+        else:  # after uninstall this is an alias of the real group: destroying it destroys both
+            import torch.distributed.distributed_c10d as c10d
+
+            inner = self._cd_inner
+            if inner in c10d._world.pg_map and c10d._world.default_pg is not inner:
+                for name in ("pg_map", "pg_names", "pg_group_ranks", "pg_backend_config", "pg_to_tag",
+                             "pg_coalesce_state"):
+                    getattr(c10d._world, name).pop(inner, None)
         self._cd_inner.shutdown()
 
     def __repr__(self) -> str:
