@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "commdoctor.commands.run", "check this host (or every node of a job) end to end"),
     ("checks", "commdoctor.commands.checks", "list every check and the codes it can report"),
     ("explain", "commdoctor.commands.explain", "show the documentation and remedy of a code or check"),
+    ("records", "commdoctor.commands.records", "diagnose the progress records of commdoctor.hooks (offline)"),
 )
 
 

@@ -33,6 +33,29 @@ def site(name: str) -> str:
     raise KeyError(name)
 
 
+def start_job(scenario: str, world: int, records: str, env: dict[str, str] | None = None) -> list[subprocess.Popen]:
+    """Start the ranks and return at once (for jobs the test ends itself)."""
+    port = free_port()
+    procs = []
+    for r in range(world):
+        e = dict(os.environ)
+        e.update({"RANK": str(r), "WORLD_SIZE": str(world), "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1",
+                  "MASTER_PORT": str(port), "PYTHONPATH": str(REPO), "COMMDOCTOR_HOOKS_DIR": records,
+                  "OMP_NUM_THREADS": "1", "GLOO_TIMEOUT": "600"})
+        e.update(env or {})
+        procs.append(subprocess.Popen([sys.executable, str(WORKER), scenario], cwd=str(REPO), env=e,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def stop_job(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.communicate(timeout=30)
+
+
 def run_job(scenario: str, world: int = 2, env: dict[str, str] | None = None, timeout: float = 150,
             records: str | None = None) -> list[dict[str, Any]]:
     """Start ``world`` ranks, wait for all (killing them at ``timeout``), return each rank's RESULT."""

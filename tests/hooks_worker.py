@@ -176,6 +176,15 @@ def s_later(r: int, w: int) -> None:
     OUT["result"] = t.tolist()
 
 
+def s_straggler(r: int, w: int) -> None:
+    """Rank 1 stops making calls (sleeps) before the third all_reduce; the test kills the job."""
+    t = torch.ones(4)
+    for i in range(3):
+        if r == 1 and i == 2:
+            time.sleep(600)  # SITE:straggler_sleep
+        dist.all_reduce(t)  # SITE:straggler
+
+
 def s_ddp(r: int, w: int) -> None:
     """Rank 1's model is float64: DDP's shape check passes, its gradient buckets differ in dtype."""
     torch.manual_seed(0)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from commdoctor.checks.base import Check
 from commdoctor.checks.env import ENV_CHECKS
+from commdoctor.checks.hooks import HOOK_CHECKS
 from commdoctor.checks.pg import PG_CHECKS
 
-BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS)
+BUILTIN_CHECKS: tuple[type[Check], ...] = (*ENV_CHECKS, *PG_CHECKS,
+                                           *HOOK_CHECKS)
 
 
 def all_checks() -> tuple[type[Check], ...]:

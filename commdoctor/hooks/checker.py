@@ -84,10 +84,11 @@ class Mismatch:
     calls: list[dict[str, Any]] = field(default_factory=list)  # one per rank: rank, op, ..., site
     differ: list[str] = field(default_factory=list)
     origin: int | None = None  # rank that detected it (for "remote")
+    who: list[int] = field(default_factory=list)  # the rank(s) out of step (shift, order, left)
 
     def detail(self) -> dict[str, Any]:
         return {"kind": self.kind, "group": self.group, "seq": self.seq, "differ": list(self.differ),
-                "calls": list(self.calls), "origin": self.origin}
+                "calls": list(self.calls), "origin": self.origin, "who": list(self.who)}
 
 
 class _Unverified:
@@ -231,7 +232,7 @@ class Checker:
         text = (f"{ranks_text(present)} entered collective #{seq} of {g.title()}, but "
                 f"{ranks_text([r for r, _, _ in gone])} left without making it "
                 f"(a skipped collective, or a rank that stopped early):\n" + "\n".join(lines))
-        return Mismatch("left", g.name, seq, text, calls, ["presence"])
+        return Mismatch("left", g.name, seq, text, calls, ["presence"], who=[r for r, _, _ in gone])
 
     def _maybe_verify(self, g: GroupState, seq: int) -> None:
         """Decide on ``seq`` if every member still checking has entered it (caller holds the lock)."""
@@ -281,6 +282,8 @@ class Checker:
             by.setdefault(got[r], []).append(r)
         parts = [split_fp(fp) for fp, _ in by]
         differ = [f for f in FIELDS if len({p[f] for p in parts}) > 1]
+        if "op" in differ:  # another operation: its other fields differ as a matter of course
+            differ = ["op"]
         # Largest agreeing set first: usually "everyone but one".
         rows = sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[1]))
         width = max(len(ranks_text(rs)) for _, rs in rows)
@@ -323,7 +326,7 @@ class Checker:
                         f"  #{seq - 1}: {ranks_text([a])} {describe(*e1[a])}; {ranks_text([b])} {describe(*e1[b])}\n"
                         f"  #{seq}: {ranks_text([a])} {describe(*e0[a])}; {ranks_text([b])} {describe(*e0[b])}")
                 calls = [_call(r, *e[r], seq=s) for r in (a, b) for s, e in ((seq - 1, e1), (seq, e0))]
-                return Mismatch("shift", g.name, seq - 1, text, calls, ["order"])
+                return Mismatch("shift", g.name, seq - 1, text, calls, ["order"], who=[b])
         for a, b, a0, a1, b0, b1 in pairs:
             if a < b and a0 == b1 and a1 == b0:
                 text = (f"call order differs at collectives #{seq - 1} and #{seq} of {g.title()}: "
@@ -332,7 +335,7 @@ class Checker:
                         f"  {ranks_text([a])}: #{seq - 1} {describe(*e1[a])}, then #{seq} {describe(*e0[a])}\n"
                         f"  {ranks_text([b])}: #{seq - 1} {describe(*e1[b])}, then #{seq} {describe(*e0[b])}")
                 calls = [_call(r, *e[r], seq=s) for r in (a, b) for s, e in ((seq - 1, e1), (seq, e0))]
-                return Mismatch("order", g.name, seq - 1, text, calls, ["order"])
+                return Mismatch("order", g.name, seq - 1, text, calls, ["order"], who=[a, b])
         return None
 
     def _prune(self, g: GroupState, seq: int) -> None:

@@ -30,6 +30,7 @@ from commdoctor import records
 Call = tuple
 
 PROGRESS_KEY = "commdoctor.hooks/v1/progress/{rank}"
+ALIVE_S = 5.0
 
 
 class Recorder:
@@ -50,6 +51,7 @@ class Recorder:
         self._last_entered: dict[str, Any] | None = None
         self._last_completed: dict[str, Any] | None = None
         self._progress_dirty = False
+        self._alive = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one flusher at a time (thread tick, or close())
         self.error: str | None = None
@@ -149,6 +151,11 @@ class Recorder:
                                              "time": round(t, 6)}, separators=(",", ":"), default=str))
         # Completed calls, in the order they were entered (a group's calls complete in order).
         now = time.time()
+        if now - self._alive >= ALIVE_S:
+            # A heartbeat, so that a reader of the records of a hung job can tell how long the
+            # ranks waited: without it, a hang writes nothing and looks like a snapshot.
+            self._alive = now
+            self._write_line(f'{{"schema":"{records.SCHEMA}","kind":"alive","rank":{self.rank},"time":{now:.3f}}}')
         pend = self._pending
         n = len(pend)
         for _ in range(n):
