@@ -84,6 +84,8 @@ class Mesh:
         self._lost: set[int] = set()
         self._closed = False
         self._rlock = threading.Lock()  # one reader at a time; others wait on the checker's condition
+        self._out: dict[int, list[bytes]] = {}  # peer -> messages queued by send(later=True)
+        self._out_lock = threading.Lock()
 
     # -- setup ----------------------------------------------------------------
 
@@ -164,8 +166,17 @@ class Mesh:
 
     # -- sending --------------------------------------------------------------
 
-    def send(self, peers: "list[int] | tuple[int, ...]", fields: "tuple[str, ...] | list[str]") -> None:
+    def send(self, peers: "list[int] | tuple[int, ...]", fields: "tuple[str, ...] | list[str]", *,
+             later: bool = False) -> None:
+        """Send one message to ``peers``; with ``later``, queue it for the next ``flush`` (one write
+        per peer for many messages, off the caller's path). Order per peer is kept either way."""
         data = (SEP.join(fields) + "\n").encode("utf-8", "replace")
+        if later:
+            with self._out_lock:
+                for p in peers:
+                    if p != self.rank:
+                        self._out.setdefault(p, []).append(data)
+            return
         for p in peers:
             if p == self.rank or p in self._lost:
                 continue
@@ -174,7 +185,33 @@ class Mesh:
                 continue
             try:
                 with self._send_locks[p]:
-                    c.sendall(data)
+                    queued = self._take(p)
+                    c.sendall(queued + data if queued else data)
+            except OSError as e:
+                self._lose(p, f"send failed: {e}")
+
+    def _take(self, p: int) -> bytes:
+        if not self._out:
+            return b""
+        with self._out_lock:
+            q = self._out.pop(p, None)
+        return b"".join(q) if q else b""
+
+    def flush(self) -> None:
+        """Write what ``send(later=True)`` queued."""
+        if not self._out:
+            return
+        for p in list(self._out):
+            c = self._socks.get(p)
+            if c is None or p in self._lost:
+                with self._out_lock:
+                    self._out.pop(p, None)
+                continue
+            try:
+                with self._send_locks[p]:
+                    data = self._take(p)
+                    if data:
+                        c.sendall(data)
             except OSError as e:
                 self._lose(p, f"send failed: {e}")
 

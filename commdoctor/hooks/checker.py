@@ -123,7 +123,7 @@ class GroupState:
 class Checker:
     """One per rank. Thread-safe: callers enter from training threads, messages arrive on the reader thread."""
 
-    def __init__(self, rank: int, send: Callable[[list[int], tuple[str, ...]], None], *,
+    def __init__(self, rank: int, send: Callable[..., None], *,
                  on_mismatch: Callable[[Mismatch], None], check_sites: bool = True,
                  pump: Callable[[float], bool] | None = None) -> None:
         self.rank = rank
@@ -163,10 +163,16 @@ class Checker:
 
     # -- collectives ----------------------------------------------------------
 
-    def publish(self, g: GroupState, seq: int, fp: str, site: str) -> None:
-        """Record our own entry and tell the other members (call before ``wait``)."""
-        # Send first: the peers learn of it as early as possible.
-        self._send(g.others, ("C", g.name, str(seq), fp, site))
+    def publish(self, g: GroupState, seq: int, fp: str, site: str, later: bool = False) -> None:
+        """Record our own entry and tell the other members (call before ``wait``).
+
+        ``later``: the entry of a call that does not wait for the verdict goes out with the next
+        batch (the hooks' ticker writes every 20 ms), sparing the caller a system call.
+        """
+        if later:
+            self._send(g.others, ("C", g.name, str(seq), fp, site), later=True)
+        else:  # send first: the peers learn of it as early as possible
+            self._send(g.others, ("C", g.name, str(seq), fp, site))
         with self.cond:
             e = g.entries.get(seq)
             if e is None:

@@ -178,6 +178,7 @@ class Hooks:
             m = self.mesh
             if m is not None:
                 try:
+                    m.flush()
                     m.pump(0.0)
                 except Exception:  # noqa: BLE001 - the next tick retries
                     pass
@@ -199,6 +200,7 @@ class Hooks:
         c, m = self.checker, self.mesh
         self._closing = True  # peers ending at the same time close their sockets under us: no warning
         if c is not None and m is not None:
+            m.flush()
             for g in list(c.groups.values()):
                 if g.members and self.rank in g.members:
                     c.tell_destroyed(g, why)
@@ -289,7 +291,7 @@ class Hooks:
                 g.steps.add(step)
         else:
             gated = gate == "always"
-        c.publish(g, seq, fp, site)
+        c.publish(g, seq, fp, site, later=not gated)
         if not gated:
             v = c.poison or g.verdicts.get(seq)  # the others may be ahead: then it is decided already
             if v is not None and v is not UNVERIFIED and raising:
@@ -416,10 +418,7 @@ class Hooks:
             pass
 
 
-def _now() -> float:
-    import time
-
-    return time.time()
+_now = time.time
 
 
 # -- wrapping the process groups ----------------------------------------------------------------
