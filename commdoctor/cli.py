@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("report", "commdoctor.commands.report", "write a redacted report (Markdown, HTML) and bundle for a support ticket"),
     ("hang", "commdoctor.commands.hang", "attach to a hung job: name the rank, its state and its line of code"),
     ("view", "commdoctor.commands.view", "open a saved report (and its logs) in the TUI, or print it"),
+    ("records", "commdoctor.commands.records", "diagnose the progress records of commdoctor.hooks (offline)"),
 )
 
 

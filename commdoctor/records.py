@@ -15,6 +15,12 @@ Line kinds:
   async_op, site ("file.py:LINE"), time.
 - ``mismatch``: the hooks saw ranks disagree; ``detail`` holds every rank's call.
 - ``warning``: anything the hooks want a reader to know (side channel lost, ...).
+- ``alive``: a heartbeat (rank, time) every few seconds, so that a reader can
+  tell how long a rank had been waiting when its records end.
+
+Point-to-point calls (send/recv) and monitored_barrier are numbered apart from
+a group's collectives, with negative ``seq`` (-1, -2, ...), since they are not
+part of the order every member of the group must follow.
 """
 
 from __future__ import annotations

@@ -1,0 +1,544 @@
+"""The wrapping process group: a Python subclass of ``dist.ProcessGroup`` around the real one.
+
+Promise: every collective and point-to-point method that C++ callers (DDP's
+reducer, functional collectives, FSDP, DeviceMesh) or Python's ``dist.*``
+reach is recorded, checked with the other ranks, then handed to the real
+process group with the caller's own arguments, unchanged; the real backend's
+work handle is returned as it is (or, for a call that went on unchecked, a thin
+``dist.Work`` that delegates to it). Results are therefore bit for bit those of
+the real group. Every other method and property delegates to the real group.
+
+Why a subclass and not patched functions: DDP's reducer and functional
+collectives call the process group from C++, through pybind's trampoline for
+Python subclasses; patching torch.distributed's functions sees none of those
+calls (FIELD-NOTES: "0 calls seen"). A dispatcher kernel deadlocks on gloo.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from commdoctor.hooks.callsite import user_site
+from commdoctor.hooks.checker import make_fp
+from commdoctor.hooks.errors import CollectiveMismatchError
+
+_SLICE_S = 0.05
+_SLICE = datetime.timedelta(seconds=_SLICE_S)
+
+_Tensor = torch.Tensor
+_ReduceOp = dist.ReduceOp
+_AllreduceOptions = dist.AllreduceOptions
+_dtype_names: dict[Any, str] = {}
+_redop_names: dict[Any, str] = {}
+_shape_texts: dict[Any, str] = {}
+
+BT = dist.ProcessGroup.BackendType
+_BACKEND_TYPES = {"gloo": BT.GLOO, "nccl": BT.NCCL, "ucc": BT.UCC, "mpi": BT.MPI}
+if hasattr(BT, "XCCL"):
+    _BACKEND_TYPES["xccl"] = BT.XCCL
+
+
+def _dtype(t: _Tensor) -> str:
+    d = t.dtype
+    s = _dtype_names.get(d)
+    if s is None:
+        s = _dtype_names[d] = str(d).replace("torch.", "")
+    return s
+
+
+def _redop(op: Any) -> str:
+    """SUM / MAX / ... from a ReduceOp or its RedOpType (cached by the enum's value)."""
+    key = getattr(op, "op", op)  # ReduceOp -> RedOpType
+    v = getattr(key, "value", key)
+    s = _redop_names.get(v)
+    if s is None:
+        s = getattr(key, "name", None) or str(key).rpartition(".")[2]
+        try:
+            _redop_names[v] = s
+        except TypeError:  # unhashable custom op: do not cache
+            pass
+    return s
+
+
+def _is_opts(o: Any) -> bool:
+    return hasattr(o, "asyncOp")
+
+
+def _shape(t: _Tensor) -> str:
+    size = t.shape
+    s = _shape_texts.get(size)
+    if s is None:
+        s = "[" + ",".join([str(d) for d in size]) + "]"
+        if len(_shape_texts) > 4096:
+            _shape_texts.clear()
+        _shape_texts[size] = s
+    return s
+
+
+def _devtype(t: _Tensor) -> str:
+    return "cpu" if t.is_cpu else t.device.type
+
+
+def _flat(xs: Any) -> list[_Tensor]:
+    """Tensors from a tensor, a list of tensors or a list of lists of tensors."""
+    if isinstance(xs, _Tensor):
+        return [xs]
+    out: list[_Tensor] = []
+    for x in xs or ():
+        if isinstance(x, _Tensor):
+            out.append(x)
+        else:
+            out.extend(y for y in x if isinstance(y, _Tensor))
+    return out
+
+
+def _opts(args: tuple[Any, ...], kwargs: dict[str, Any], pos: int) -> Any:
+    if len(args) > pos:
+        return args[pos]
+    return kwargs.get("opts")
+
+
+def _async(opts: Any) -> bool:
+    # Options objects default to asyncOp=True (C++ callers such as DDP's
+    # reducer); dist.* sets it False for blocking calls.
+    return bool(getattr(opts, "asyncOp", True))
+
+
+# Each describer returns (tensors whose dtype/shape must agree, reduce op, root, async, shapes override).
+Described = tuple[list[_Tensor], "str | None", "int | None", bool, "str | None"]
+
+
+def _d_allreduce(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    if len(args) == 2 and not kw and type(args[0]) is list:  # dist.all_reduce and DDP's reducer
+        opts = args[1]
+        if type(opts) is _AllreduceOptions:
+            return args[0], _redop(opts.reduceOp), None, opts.asyncOp, None
+    opts = _opts(args, kw, 1)
+    if _is_opts(opts):
+        return _flat(args[0]), _redop(opts.reduceOp), None, _async(opts), None
+    op = opts if opts is not None else kw.get("op", _ReduceOp.SUM)
+    return _flat(args[0]), _redop(op), None, True, None
+
+
+def _d_broadcast(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    opts = _opts(args, kw, 1)
+    if _is_opts(opts):
+        return _flat(args[0]), None, int(opts.rootRank), _async(opts), None
+    return _flat(args[0]), None, int(opts if opts is not None else kw.get("root", 0)), True, None
+
+
+def _d_reduce(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    opts = _opts(args, kw, 1)
+    if _is_opts(opts):
+        return _flat(args[0]), _redop(opts.reduceOp), int(opts.rootRank), _async(opts), None
+    op = args[2] if len(args) > 2 else kw.get("op", _ReduceOp.SUM)
+    return _flat(args[0]), _redop(op), int(opts if opts is not None else kw.get("root", 0)), True, None
+
+
+def _d_inputs(pos_in: int, pos_opts: int) -> Callable[..., Described]:
+    """(outputs, inputs, opts) where only the inputs must agree (all_gather's outputs are per rank)."""
+    def d(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+        opts = _opts(args, kw, pos_opts)
+        return _flat(args[pos_in]), None, None, _async(opts) if _is_opts(opts) else True, None
+    return d
+
+
+def _d_single(reduce: bool) -> Callable[..., Described]:
+    """(output, input, opts): both shapes must agree across ranks."""
+    def d(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+        opts = _opts(args, kw, 2)
+        ts = _flat(args[1]) + _flat(args[0])
+        if not _is_opts(opts):
+            return ts, (_redop(opts) if opts is not None else "SUM") if reduce else None, None, True, None
+        return ts, _redop(opts.reduceOp) if reduce else None, None, _async(opts), None
+    return d
+
+
+def _d_pairs(reduce: bool) -> Callable[..., Described]:
+    """(outputs, inputs, opts) of the coalesced / list forms: every tensor's shape must agree."""
+    def d(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+        opts = _opts(args, kw, 2)
+        ts = _flat(args[1]) + _flat(args[0])
+        if not _is_opts(opts):
+            return ts, (_redop(opts) if opts is not None else "SUM") if reduce else None, None, True, None
+        return ts, _redop(opts.reduceOp) if reduce else None, None, _async(opts), None
+    return d
+
+
+def _d_all_to_all_single(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    out, inp = args[0], args[1]
+    opts = _opts(args, kw, 4)
+    if not _is_opts(opts):
+        opts = None
+    splits = [s for s in args[2:4] if isinstance(s, (list, tuple))]
+    if any(splits):
+        # Uneven splits legitimately differ per rank: only the dtype and the trailing dimensions must agree.
+        shapes = "[[-1" + "".join("," + str(d) for d in inp.shape[1:]) + "]]"  # -1: differs per rank
+        return [inp, out], None, None, _async(opts), shapes
+    return [inp, out], None, None, _async(opts), None
+
+
+def _d_all_to_all(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    opts = _opts(args, kw, 2)
+    ins = _flat(args[1])
+    return ins, None, None, _async(opts) if _is_opts(opts) else True, "[" + ",".join(["[-1]"] * len(ins)) + "]"
+
+
+def _d_rooted(pos: int) -> Callable[..., Described]:
+    """gather (inputs at 1) and scatter (outputs at 0): the non-list side and the root must agree."""
+    def d(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+        opts = _opts(args, kw, 2)
+        if _is_opts(opts):
+            return _flat(args[pos]), None, int(opts.rootRank), _async(opts), None
+        return _flat(args[pos]), None, int(opts if opts is not None else kw.get("root", 0)), True, None
+    return d
+
+
+def _d_barrier(args: tuple[Any, ...], kw: dict[str, Any]) -> Described:
+    opts = _opts(args, kw, 0)
+    return [], None, None, _async(opts) if _is_opts(opts) else True, None
+
+
+#: method name -> (op name shown to users, describer). Names follow torch.distributed's functions.
+COLLECTIVES: dict[str, tuple[str, Callable[..., Described]]] = {
+    "allreduce": ("all_reduce", _d_allreduce),
+    "allreduce_coalesced": ("all_reduce_coalesced", _d_allreduce),
+    "broadcast": ("broadcast", _d_broadcast),
+    "reduce": ("reduce", _d_reduce),
+    "allgather": ("all_gather", _d_inputs(1, 2)),
+    "allgather_coalesced": ("all_gather_coalesced", _d_inputs(1, 2)),
+    "all_gather_single": ("all_gather_into_tensor", _d_single(False)),
+    "_allgather_base": ("all_gather_into_tensor", _d_single(False)),
+    "all_gather_single_coalesced": ("all_gather_into_tensor_coalesced", _d_pairs(False)),
+    "allgather_into_tensor_coalesced": ("all_gather_into_tensor_coalesced", _d_pairs(False)),
+    "reduce_scatter": ("reduce_scatter", _d_pairs(True)),
+    "reduce_scatter_single": ("reduce_scatter_tensor", _d_single(True)),
+    "_reduce_scatter_base": ("reduce_scatter_tensor", _d_single(True)),
+    "reduce_scatter_single_coalesced": ("reduce_scatter_tensor_coalesced", _d_pairs(True)),
+    "reduce_scatter_tensor_coalesced": ("reduce_scatter_tensor_coalesced", _d_pairs(True)),
+    "all_to_all_single": ("all_to_all_single", _d_all_to_all_single),
+    "alltoall_base": ("all_to_all_single", _d_all_to_all_single),
+    "alltoall": ("all_to_all", _d_all_to_all),
+    "gather": ("gather", _d_rooted(1)),
+    "scatter": ("scatter", _d_rooted(0)),
+    "barrier": ("barrier", _d_barrier),
+}
+
+#: Methods that only delegate (everything else a caller may reach on a ProcessGroup).
+DELEGATED = (
+    "_end_coalescing", "_get_backend_name", "_get_sequence_number_for_group", "_set_sequence_number_for_group",
+    "_start_coalescing", "_register_on_completion_hook", "_set_group_desc", "_set_group_name", "abort",
+    "set_timeout", "get_group_store", "split_group", "merge_remote_group", "_enable_collectives_timing",
+    "_id", "_backend_id", "_has_hooks", "_wait_for_pending_works",
+)
+
+
+def describe_call(method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> tuple[str, str | None, str | None, str, str, int | None, str | None, bool]:
+    """(op, reduce_op, dtype, shapes, fingerprint shapes, root, device type, async) of a call; never raises.
+
+    The fingerprint's shapes equal the real ones except where ranks may
+    legitimately differ (uneven all_to_all), where -1 stands for "any".
+    """
+    op, d = COLLECTIVES[method]
+    try:
+        tensors, red, root, async_op, fp_shapes = d(args, kw)
+    except Exception:  # noqa: BLE001 - an unusual call form: record what we can, never fail the call
+        return op, None, None, "[]", "?", None, None, True
+    if tensors:
+        if len(tensors) == 1:
+            t = tensors[0]
+            dtype, dev, shapes = _dtype(t), _devtype(t), "[" + _shape(t) + "]"
+        else:
+            dts = [_dtype(t) for t in tensors]
+            dtype = dts[0] if len(set(dts)) == 1 else ",".join(dts)
+            dev = _devtype(tensors[0])
+            shapes = "[" + ",".join([_shape(t) for t in tensors]) + "]"
+    else:
+        dtype, dev, shapes = None, None, "[]"
+    return op, red, dtype, shapes, fp_shapes or shapes, root, dev, async_op
+
+
+class HookedWork(dist.Work):
+    """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
+    waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
+
+    def __init__(self, inner: Any, hooks: Any, group: str, seq: int) -> None:
+        super().__init__()
+        self._cd_inner = inner
+        self._cd_hooks = hooks
+        self._cd_where = (group, seq)
+
+    def _cd_check(self, err: BaseException | None = None) -> None:
+        h = self._cd_hooks
+        if h is not None:
+            h.raise_if_known(self._cd_where, err)
+
+    def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:  # type: ignore[override]
+        inner, h = self._cd_inner, self._cd_hooks
+        try:
+            if h is None or self._cd_where[1] < 0:  # point-to-point: gloo's recv cannot be polled safely
+                ok = inner.wait(timeout) if timeout else inner.wait()
+            else:
+                ok = self._cd_poll(inner, h, timeout)
+        except RuntimeError as e:
+            if h is not None and not isinstance(e, CollectiveMismatchError):
+                h.raise_if_known(self._cd_where, e)
+            raise
+        if h is not None:
+            h.raise_if_known(self._cd_where, None)
+        return bool(ok) if ok is not None else True
+
+    def _cd_poll(self, inner: Any, h: Any, timeout: datetime.timedelta) -> Any:
+        """Wait in slices, so that a mismatch found meanwhile releases this rank (the call never completes then)."""
+        limit = timeout.total_seconds() if timeout else None
+        start = time.monotonic()
+        while True:
+            left = None if limit is None else limit - (time.monotonic() - start)
+            step = _SLICE if left is None else max(0.001, min(_SLICE_S, left))
+            try:
+                return inner.wait(step if left is None else datetime.timedelta(seconds=step))
+            except RuntimeError as e:
+                if "timed out" not in str(e).lower():
+                    raise
+                if h.poisoned() is not None:
+                    h.raise_if_known(self._cd_where, None)
+                if left is not None and left <= step:
+                    raise
+
+    def is_completed(self) -> bool:
+        return bool(self._cd_inner.is_completed())
+
+    def is_success(self) -> bool:
+        return bool(self._cd_inner.is_success())
+
+    def exception(self) -> Any:
+        return self._cd_inner.exception()
+
+    def source_rank(self) -> int:
+        return int(self._cd_inner.source_rank())
+
+    def _source_rank(self) -> int:
+        return int(self._cd_inner._source_rank())
+
+    def result(self) -> list[_Tensor]:
+        return self._cd_inner.result()
+
+    def synchronize(self) -> None:
+        self._cd_inner.synchronize()
+
+    def get_future(self) -> Any:
+        return self._cd_inner.get_future()
+
+    def get_future_result(self) -> Any:
+        return self._cd_inner.get_future_result()
+
+    def block_current_stream(self) -> None:
+        self._cd_inner.block_current_stream()
+
+    def _get_op_type(self) -> Any:
+        return self._cd_inner._get_op_type()
+
+    def _get_duration(self) -> float:
+        return float(self._cd_inner._get_duration())
+
+
+class HookedProcessGroup(dist.ProcessGroup):
+    """Records and checks every call, then hands it to ``inner`` unchanged."""
+
+    def __init__(self, inner: dist.ProcessGroup, hooks: Any) -> None:
+        super().__init__(inner.rank(), inner.size())
+        self._cd_inner = inner
+        self._cd_hooks = hooks
+        self._cd_lock = threading.Lock()
+        self._cd_state: Any = None
+        self._cd_timeout: float | None = None
+        # C++ code that does not go through the virtual methods (DDP's logger,
+        # ProcessGroup::getBackend) must find the real backends on this object.
+        default = _BACKEND_TYPES.get(inner.name(), BT.CUSTOM)
+        super()._set_default_backend(default)
+        for dev in inner._device_types:
+            device = torch.device(dev)
+            try:
+                backend = inner._get_backend(device)
+            except RuntimeError:
+                continue
+            kind = _BACKEND_TYPES.get(type(backend).__name__.replace("ProcessGroup", "").lower(), default)
+            super()._register_backend(device, kind, backend)
+
+    # -- identity ----------------------------------------------------------------------
+
+    def getBackendName(self) -> str:
+        return self._cd_inner.name()
+
+    def name(self) -> str:
+        return self._cd_inner.name()
+
+    def getGroupName(self) -> str:
+        return self._cd_inner.group_name
+
+    def setGroupName(self, name: str) -> None:
+        self._cd_inner._set_group_name(name)
+
+    def getGroupDesc(self) -> str:
+        return self._cd_inner.group_desc
+
+    def setGroupDesc(self, desc: str) -> None:
+        self._cd_inner._set_group_desc(desc)
+
+    @property
+    def group_name(self) -> str:  # type: ignore[override]
+        return self._cd_inner.group_name
+
+    @property
+    def group_desc(self) -> str:  # type: ignore[override]
+        return self._cd_inner.group_desc
+
+    @property
+    def bound_device_id(self) -> Any:  # type: ignore[override]
+        return self._cd_inner.bound_device_id
+
+    @bound_device_id.setter
+    def bound_device_id(self, v: Any) -> None:
+        self._cd_inner.bound_device_id = v
+
+    @property
+    def _device_types(self) -> Any:  # type: ignore[override]
+        return self._cd_inner._device_types
+
+    def _get_backend(self, device: Any) -> Any:
+        return self._cd_inner._get_backend(device)
+
+    def shutdown(self) -> None:
+        h = self._cd_hooks
+        if h is not None:
+            h.group_ended(self)
+        else:  # after uninstall this is an alias of the real group: destroying it destroys both
+            import torch.distributed.distributed_c10d as c10d
+
+            inner = self._cd_inner
+            if inner in c10d._world.pg_map and c10d._world.default_pg is not inner:
+                for name in ("pg_map", "pg_names", "pg_group_ranks", "pg_backend_config", "pg_to_tag",
+                             "pg_coalesce_state"):
+                    getattr(c10d._world, name).pop(inner, None)
+        self._cd_inner.shutdown()
+
+    def __repr__(self) -> str:
+        return f"<commdoctor.hooks wrapping {self._cd_inner!r}>"
+
+    # -- the hot path ------------------------------------------------------------------
+
+    def _cd_timeout_s(self) -> float:
+        t = self._cd_timeout
+        if t is None:
+            try:
+                dev = self._cd_inner._device_types[0]
+                t = self._cd_inner._get_backend(torch.device(dev)).options._timeout.total_seconds()
+            except (AttributeError, IndexError, RuntimeError):
+                t = 1800.0
+            self._cd_timeout = t = float(t) if t and t > 0 else 1800.0
+        return t
+
+    def _cd_collective(self, method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        h = self._cd_hooks
+        if h is None or not h.enabled:
+            return getattr(self._cd_inner, method)(*args, **kw)
+        op, red, dtype, shapes, fp_shapes, root, dev, async_op = describe_call(method, args, kw)
+        site = user_site(3)
+        with self._cd_lock:
+            g = self._cd_state or h.group_state(self)
+            seq = g.seq
+            g.seq = seq + 1
+            call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
+            h.recorder_enter(call)
+            h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
+            work = getattr(self._cd_inner, method)(*args, **kw)
+        h.track(call, work)
+        if work is not None and h.checker is not None:
+            # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
+            # peer that raised and exited): its handle turns that into the mismatch it was.
+            return HookedWork(work, h, g.name, seq)
+        return work
+
+    def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        h = self._cd_hooks
+        if h is None or not h.enabled:
+            return getattr(self._cd_inner, method)(*args, **kw)
+        try:
+            tensors = _flat(args[0])
+            peer = int(args[1]) if method != "recv_anysource" else -1
+            tag = int(args[2]) if len(args) > 2 else int(kw.get("tag", 0)) if method != "recv_anysource" else int(args[1])
+            dtype = _dtype(tensors[0]) if tensors else None
+            dev = _devtype(tensors[0]) if tensors else None
+            shapes = "[" + ",".join([_shape(t) for t in tensors]) + "]"
+        except Exception:  # noqa: BLE001 - unusual call form: pass it on unrecorded
+            return getattr(self._cd_inner, method)(*args, **kw)
+        site = user_site(3)
+        with self._cd_lock:
+            g = self._cd_state or h.group_state(self)
+            # Point-to-point calls are numbered apart from collectives: -1, -2, ... per group.
+            g.p2p_seq -= 1
+            call = (g.name, g.p2p_seq, direction, None, dtype, shapes, peer, None, dev, True, site)
+            h.recorder_enter(call)
+            h.before_p2p(self, g, direction, peer, tag, make_fp(direction, None, dtype, shapes, None, dev), site)
+            work = getattr(self._cd_inner, method)(*args, **kw)
+        h.track(call, work)
+        return HookedWork(work, h, g.name, call[1]) if work is not None else work
+
+    def send(self, *args: Any, **kw: Any) -> Any:
+        return self._cd_p2p("send", "send", args, kw)
+
+    def recv(self, *args: Any, **kw: Any) -> Any:
+        return self._cd_p2p("recv", "recv", args, kw)
+
+    def recv_anysource(self, *args: Any, **kw: Any) -> Any:
+        return self._cd_p2p("recv_anysource", "recv", args, kw)
+
+    def monitored_barrier(self, *args: Any, **kw: Any) -> Any:
+        # Not gated: its purpose is to name the ranks that do not arrive, which
+        # it could not do if we held every rank until all arrived. Recorded only.
+        h = self._cd_hooks
+        if h is not None and h.enabled:
+            with self._cd_lock:
+                g = self._cd_state or h.group_state(self)
+                g.p2p_seq -= 1  # not part of the checked sequence: numbered with the unchecked calls
+                call = (g.name, g.p2p_seq, "monitored_barrier", None, None, "[]", None, None, None, False, user_site(2))
+                h.recorder_enter(call)
+            try:
+                return self._cd_inner.monitored_barrier(*args, **kw)
+            finally:
+                h.track(call, _Done())
+        return self._cd_inner.monitored_barrier(*args, **kw)
+
+
+class _Done:
+    def is_completed(self) -> bool:
+        return True
+
+
+def _make_collective(method: str) -> Callable[..., Any]:
+    def m(self: HookedProcessGroup, *args: Any, **kw: Any) -> Any:
+        return self._cd_collective(method, args, kw)
+    m.__name__ = method
+    m.__qualname__ = f"HookedProcessGroup.{method}"
+    return m
+
+
+def _make_delegate(method: str) -> Callable[..., Any]:
+    def m(self: HookedProcessGroup, *args: Any, **kw: Any) -> Any:
+        return getattr(self._cd_inner, method)(*args, **kw)
+    m.__name__ = method
+    m.__qualname__ = f"HookedProcessGroup.{method}"
+    return m
+
+
+for _m in COLLECTIVES:
+    setattr(HookedProcessGroup, _m, _make_collective(_m))
+for _m in DELEGATED:
+    if hasattr(dist.ProcessGroup, _m):
+        setattr(HookedProcessGroup, _m, _make_delegate(_m))

@@ -1,0 +1,322 @@
+"""One rank of a real gloo job with commdoctor.hooks, for tests/test_hooks_*.py.
+
+usage: python tests/hooks_worker.py SCENARIO   (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment)
+
+Prints one line ``RESULT {json}`` on stdout: the error the scenario raised (type,
+message, the mismatch's calls), the time the rank reached the diverging call
+(``marks``) and the time it raised, so the test can check every rank and the
+time to detection. Line numbers of the diverging calls are tagged ``# SITE:name``
+so the test can find them without hard-coding numbers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import commdoctor.hooks as hooks  # noqa: E402
+
+MARKS: list[float] = []
+OUT: dict = {}
+
+
+def mark() -> None:
+    MARKS.append(time.time())
+
+
+def s_ok(r: int, w: int) -> None:
+    """Every kind of call, with results checked against closed forms."""
+    t = torch.full((4,), float(r + 1))
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((4,), float(sum(range(1, w + 1))))), t
+    work = dist.all_reduce(t, op=dist.ReduceOp.MAX, async_op=True)
+    assert work.wait()
+    b = torch.full((3,), float(r))
+    dist.broadcast(b, src=w - 1)
+    assert torch.equal(b, torch.full((3,), float(w - 1)))
+    out = [torch.zeros(2) for _ in range(w)]
+    dist.all_gather(out, torch.full((2,), float(r)))
+    assert [int(o[0]) for o in out] == list(range(w))
+    big = torch.zeros(2 * w)
+    dist.all_gather_into_tensor(big, torch.full((2,), float(r)))
+    rs = torch.zeros(2)
+    dist.reduce_scatter_tensor(rs, torch.ones(2 * w))
+    assert torch.equal(rs, torch.full((2,), float(w)))
+    a2a = torch.zeros(w)
+    dist.all_to_all_single(a2a, torch.arange(w, dtype=torch.float32) + 10 * r)
+    assert a2a.tolist() == [10.0 * s + r for s in range(w)]
+    dist.barrier()
+    if r == 0:
+        dist.send(torch.full((5,), 7.0), dst=1)
+    elif r == 1:
+        x = torch.zeros(5)
+        dist.recv(x, src=0)
+        assert x.tolist() == [7.0] * 5
+    sub = dist.new_group([0, 1])
+    if r in (0, 1):
+        s = torch.ones(2)
+        dist.all_reduce(s, group=sub)
+        assert s.tolist() == [2.0, 2.0]
+    m = torch.nn.Linear(4, 4)
+    ddp = torch.nn.parallel.DistributedDataParallel(m)
+    ddp(torch.randn(2, 4)).sum().backward()
+    import torch.distributed._functional_collectives as fc
+
+    y = fc.all_reduce(torch.ones(3), "sum", dist.group.WORLD)
+    assert torch.equal(fc.wait_tensor(y), torch.full((3,), float(w)))
+    OUT["wrapped"] = type(dist.group.WORLD).__name__
+    OUT["backend"] = dist.get_backend()
+    dist.destroy_process_group(sub) if r in (0, 1) else None
+
+
+def s_op(r: int, w: int) -> None:
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    mark()
+    if r == 0:
+        dist.all_reduce(t)  # SITE:op0
+    else:
+        dist.broadcast(t, src=0)  # SITE:op1
+
+
+def s_shape(r: int, w: int) -> None:
+    mark()
+    dist.all_reduce(torch.ones(4 if r == 0 else 8))  # SITE:shape
+
+
+def s_dtype(r: int, w: int) -> None:
+    mark()
+    dist.all_reduce(torch.ones(4, dtype=torch.float32 if r == 0 else torch.float64))  # SITE:dtype
+
+
+def s_redop(r: int, w: int) -> None:
+    t = torch.full((4,), float(r + 1))
+    mark()
+    dist.all_reduce(t, op=dist.ReduceOp.SUM if r != w - 1 else dist.ReduceOp.MAX)  # SITE:redop
+    OUT["result"] = t.tolist()  # must never be reached: the numbers would be wrong
+
+
+def s_root(r: int, w: int) -> None:
+    t = torch.full((4,), float(r))
+    mark()
+    dist.broadcast(t, src=0 if r == 0 else 1)  # SITE:root
+    OUT["result"] = t.tolist()
+
+
+def s_skip(r: int, w: int) -> None:
+    a, b = torch.ones(4), torch.ones(4)
+    for i in range(3):
+        mark()
+        dist.all_reduce(a)  # SITE:skip_a
+        if not (r == 1 and i == 1):
+            mark()
+            dist.all_reduce(b)  # SITE:skip_b
+    dist.barrier()
+
+
+def s_skip_last(r: int, w: int) -> None:
+    a = torch.ones(4)
+    for _ in range(3 if r == 0 else 2):
+        mark()
+        dist.all_reduce(a)  # SITE:skip_last
+    if r == 1:
+        mark()
+        dist.destroy_process_group()  # SITE:skip_last_destroy
+
+
+def s_barrier(r: int, w: int) -> None:
+    t = torch.ones(4)
+    if r == 1:
+        mark()
+        dist.barrier()  # SITE:barrier
+    mark()
+    dist.all_reduce(t)  # SITE:barrier_ar
+
+
+def s_order(r: int, w: int) -> None:
+    a, b = torch.ones(4), torch.ones(8)
+    mark()
+    if r == 0:
+        dist.all_reduce(a)  # SITE:order_a0
+        dist.all_reduce(b)
+    else:
+        dist.all_reduce(b)  # SITE:order_b1
+        dist.all_reduce(a)
+
+
+def s_order_same(r: int, w: int) -> None:
+    """The same two calls, same shape, in the other order on rank 1 (one line per call)."""
+    a, b = torch.ones(4), torch.full((4,), 2.0)
+    calls = [lambda: dist.all_reduce(a),  # SITE:same_a
+             lambda: dist.all_reduce(b)]  # SITE:same_b
+    for f in calls if r == 0 else calls[::-1]:
+        mark()
+        f()
+    OUT["result"] = [a.tolist(), b.tolist()]
+
+
+def s_later(r: int, w: int) -> None:
+    """Three agreeing rounds, then rank 1 changes its reduce op: rank 0's call is one it made
+    before (it runs ungated and waits in gloo), rank 1's is new (gated): both must raise."""
+    t = torch.ones(4)
+    for i in range(4):
+        mark()
+        if r == 1 and i == 3:
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)  # SITE:later1
+        else:
+            dist.all_reduce(t)  # SITE:later0
+    OUT["result"] = t.tolist()
+
+
+def s_straggler(r: int, w: int) -> None:
+    """Rank 1 stops making calls (sleeps) before the third all_reduce; the test kills the job."""
+    t = torch.ones(4)
+    for i in range(3):
+        if r == 1 and i == 2:
+            time.sleep(600)  # SITE:straggler_sleep
+        dist.all_reduce(t)  # SITE:straggler
+
+
+def s_ddp(r: int, w: int) -> None:
+    """Rank 1's model is float64: DDP's shape check passes, its gradient buckets differ in dtype."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    if r == 1:
+        m = m.double()
+    ddp = torch.nn.parallel.DistributedDataParallel(m, init_sync=False)
+    x = torch.randn(4, 8, dtype=m[0].weight.dtype)
+    loss = ddp(x).sum()
+    mark()
+    loss.backward()  # SITE:ddp
+
+
+def s_ddp_model(r: int, w: int) -> None:
+    """Rank 1's model is float64 and DDP syncs module states at construction: caught there."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    if r == 1:
+        m = m.double()
+    mark()
+    torch.nn.parallel.DistributedDataParallel(m)  # SITE:ddp_model
+
+
+def s_subgroup(r: int, w: int) -> None:
+    """4 ranks: ranks 0 and 2 disagree inside group [0, 2]; ranks 1 and 3 are bystanders."""
+    g02 = dist.new_group([0, 2])
+    g13 = dist.new_group([1, 3])
+    t = torch.ones(4)
+    if r in (0, 2):
+        mark()
+        dist.all_reduce(t, group=g02, op=dist.ReduceOp.SUM if r == 0 else dist.ReduceOp.MIN)  # SITE:sub
+    else:
+        dist.all_reduce(t, group=g13)
+        mark()
+        dist.barrier()  # SITE:bystander
+
+
+def s_uneven(r: int, w: int) -> None:
+    """3 ranks: ranks 0 and 1 agree, rank 2 calls with another shape."""
+    mark()
+    dist.all_reduce(torch.ones(6 if r < 2 else 5))  # SITE:uneven
+
+
+def s_channel_lost(r: int, w: int) -> None:
+    """Rank 1 breaks its side channel mid-run: one warning, the job goes on with right results."""
+    import socket
+
+    from commdoctor.hooks import core
+
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if r == 1:
+        mesh = core.current().mesh
+        for s in list(mesh._socks.values()):
+            s.shutdown(socket.SHUT_RDWR)
+    for _ in range(5):
+        t = torch.ones(4)
+        dist.all_reduce(t)
+        assert t.tolist() == [float(w)] * 4
+    OUT["result"] = t.tolist()
+
+
+def s_uninstall(r: int, w: int) -> None:
+    import torch.distributed.distributed_c10d as c10d
+    from torch._C._distributed_c10d import _resolve_process_group
+
+    from commdoctor.hooks.group import HookedProcessGroup
+
+    helper_before = OUT.pop("_helper")
+    g = dist.new_group(list(range(w)))
+    assert isinstance(dist.group.WORLD, HookedProcessGroup) and isinstance(g, HookedProcessGroup)
+    t = torch.ones(2)
+    dist.all_reduce(t, group=g)
+    hooks.uninstall()
+    assert c10d._new_process_group_helper is helper_before
+    assert type(dist.group.WORLD) is dist.ProcessGroup, type(dist.group.WORLD)
+    assert dist.get_backend() == "gloo" and dist.group.WORLD.name() == "gloo"
+    assert type(_resolve_process_group(dist.group.WORLD.group_name)) is dist.ProcessGroup
+    assert type(_resolve_process_group(g.group_name)) is dist.ProcessGroup
+    # A handle obtained while the hooks were on keeps working, for every kind of call.
+    dist.all_reduce(t, group=g)
+    dist.broadcast(t, src=w - 1, group=g)
+    assert dist.get_process_group_ranks(g) == list(range(w))
+    g2 = dist.new_group(list(range(w)))
+    assert type(g2) is dist.ProcessGroup
+    dist.all_reduce(t, group=g2)
+    dist.all_reduce(t)  # 1 -> 2 -> 4 (-> broadcast) -> 8 -> 16
+    OUT["result"] = t.tolist()
+    # and on again, after init, over a world that already has groups; old handles stay usable
+    hooks.install()
+    assert isinstance(dist.group.WORLD, HookedProcessGroup)
+    dist.broadcast(t, src=0, group=g2)
+    mark()
+    dist.all_reduce(torch.ones(3 if r == 0 else 2))  # SITE:reinstalled
+
+
+SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
+
+
+def main() -> None:
+    name = sys.argv[1]
+    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    import torch.distributed.distributed_c10d as c10d
+
+    OUT["_helper"] = c10d._new_process_group_helper
+    when = os.environ.get("HOOKS_INSTALL", "before")
+    if when == "before":
+        hooks.install()
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("GLOO_TIMEOUT", "30"))))
+    if when == "after":
+        hooks.install()
+    res: dict = {"rank": r, "error": None}
+    try:
+        SCENARIOS[name](r, w)
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        res["t_raise"] = time.time()
+        res["error"] = type(e).__name__
+        res["message"] = str(e)
+        m = getattr(e, "mismatch", None)
+        if m is not None:
+            res["mismatch"] = m.detail()
+        res["traceback"] = traceback.format_exc()[-3000:]
+    res["marks"] = MARKS
+    res.update({k: v for k, v in OUT.items() if not k.startswith("_")})
+    print("RESULT " + json.dumps(res), flush=True)
+    try:
+        if dist.is_initialized() and res["error"] is None:
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001
+        pass
+    # A rank that raised exits at once, as a training script whose exception escapes would.
+
+
+if __name__ == "__main__":
+    main()

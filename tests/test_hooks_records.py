@@ -1,0 +1,132 @@
+"""The hooks' records read back offline: `commdoctor records DIR` on records written by real gloo jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from commdoctor import records
+from commdoctor.loaders import hook_records
+from conftest import findings, needs_torch, run_json
+from hooks_support import explain, run_job, site, start_job, stop_job
+
+pytestmark = needs_torch
+
+
+def codes(doc: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in doc["findings"]]
+
+
+@pytest.fixture(scope="module")
+def straggler(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real hang: rank 1 stops calling collectives, rank 0 waits in all_reduce #2; killed after 7 s."""
+    d = tmp_path_factory.mktemp("straggler")
+    procs = start_job("straggler", 2, str(d))
+    try:
+        deadline = time.monotonic() + 120
+        entered = None
+        while time.monotonic() < deadline:
+            prog = records.read_progress([str(d)])
+            e = prog.get(0).last_entered if 0 in prog else None
+            if e is not None and e.seq == 2:
+                entered = time.monotonic()
+                break
+            time.sleep(0.2)
+        assert entered is not None, "rank 0 never reached its third all_reduce: " + "".join(
+            p.stderr.read() if p.poll() is not None else "" for p in procs)
+        time.sleep(7.0)  # past the 5 s heartbeat: the records show a wait, not a snapshot
+    finally:
+        stop_job(procs)
+    return d
+
+
+def test_straggler_names_the_rank_that_never_came(straggler: Path) -> None:
+    doc, p = run_json("records", str(straggler))
+    assert p.returncode == 1, p.stderr
+    f = findings(doc, "HOOK010")
+    assert len(f) == 1, doc["findings"]
+    f = f[0]
+    assert f["severity"] == "error" and f["cause"] == "collective_timeout_straggler"
+    assert f["ranks"] == [1, 0]
+    assert f["title"] == (f"rank 1 never entered #2 (its last call, all_reduce(SUM) float32 [4] #1 at "
+                          f"{site('straggler')}, completed), while rank 0 waits in all_reduce(SUM) float32 [4] #2 at "
+                          f"{site('straggler')}"), f["title"]
+    waited = float(f["detail"].split("waited ")[1].split(" s")[0])
+    assert waited >= 5.0, f["detail"]
+    assert any(e["rank"] == 1 and e["line"] for e in f["evidence"])
+    assert codes(doc) == ["HOOK010"]
+
+
+def test_loader_contract_on_a_hung_job(straggler: Path) -> None:
+    prog = records.read_progress([str(straggler)])
+    assert prog[0].in_flight is not None and prog[0].in_flight.seq == 2
+    assert prog[1].in_flight is None and prog[1].last_completed.seq == 1
+    rec = hook_records.load([str(straggler)])
+    assert rec.world_size == 2 and rec.bad_lines == 0
+    assert rec.last_seen[0] - rec.groups["0"].entered[0].time >= 5.0  # the heartbeat
+
+
+def test_record_mode_mismatch_is_found_offline(tmp_path: Path) -> None:
+    """Hooks only recording (no checking): SUM on one rank, MAX on the other, silently wrong numbers
+    from gloo; the records still show it, naming both lines."""
+    res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "record"}, records=str(tmp_path))
+    assert all(r["error"] is None for r in res), explain(res)
+    assert res[0]["result"] != res[1]["result"] or True  # the numbers came back (wrong ones)
+    doc, p = run_json("records", str(tmp_path))
+    assert p.returncode == 1
+    f = findings(doc, "HOOK005")
+    assert len(f) == 1 and "differ in reduce op" in f[0]["title"], doc["findings"]
+    texts = " ".join(e["text"] for e in f[0]["evidence"])
+    assert "all_reduce(SUM)" in texts and "all_reduce(MAX)" in texts and site("redop") in texts
+    assert not findings(doc, "HOOK001")
+
+
+def test_recorded_mismatch_reported_once_with_every_rank(tmp_path: Path) -> None:
+    res = run_job("uneven", 3, records=str(tmp_path))
+    assert all(r["error"] == "CollectiveMismatchError" for r in res), explain(res)
+    doc, _ = run_json("records", str(tmp_path), "-v")
+    assert codes(doc) == ["HOOK001"], doc["findings"]  # one finding, not one per rank; no progress noise
+    f = doc["findings"][0]
+    assert f["ranks"] == [0, 1, 2] and "differ in shapes" in f["title"]
+    assert any("ranks 0, 1:" in e["text"] for e in f["evidence"]) and any("rank 2:" in e["text"] for e in f["evidence"])
+
+
+def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:
+    res = run_job("ok", 3, records=str(tmp_path))
+    assert all(r["error"] is None for r in res), explain(res)
+    os.remove(records.record_path(str(tmp_path), 2))
+    with open(records.record_path(str(tmp_path), 1), "ab") as f:
+        f.write(b'{"schema":"commdoctor.hooks/1","kind":"enter","rank":1,"gro')  # a cut last line
+        f.write(b"\x00\xff binary junk\n")
+    doc, p = run_json("records", str(tmp_path))
+    assert sorted(codes(doc)) == ["HOOK012", "HOOK021"], doc["findings"]
+    assert findings(doc, "HOOK012")[0]["ranks"] == [2]
+    assert p.returncode == 0  # a warning and an info: below --fail-on error
+
+
+def test_channel_off_is_reported(tmp_path: Path) -> None:
+    res = run_job("ok", 2, env={"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"},
+                  records=str(tmp_path))
+    assert all(r["error"] is None for r in res), explain(res)
+    doc, _ = run_json("records", str(tmp_path))
+    f = findings(doc, "HOOK020")
+    assert len(f) == 1 and f[0]["ranks"] == [0, 1], doc["findings"]
+
+
+def test_records_command_usage_errors(tmp_path: Path) -> None:
+    from conftest import run_cli
+
+    p = run_cli("records", str(tmp_path / "nope"))
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = run_cli("records", str(tmp_path))
+    assert p.returncode == 2 and "no commdoctor.hooks records" in p.stderr
+    bad = tmp_path / "hooks-rank0.jsonl"
+    bad.write_bytes(b"\x00" * 100 + b"\nnot json\n")
+    doc, p = run_json("records", str(tmp_path))
+    assert p.returncode == 0 and codes(doc) == ["HOOK021"], doc
