@@ -23,13 +23,15 @@ def test_agreeing_job_runs_as_without_hooks_and_records_progress(when: str, tmp_
     why = explain(res)
     assert all(r["error"] is None and r["returncode"] == 0 for r in res), why
     assert all(r["wrapped"] == "HookedProcessGroup" and r["backend"] == "gloo" for r in res), why
+    # FSDP2's functional collectives (called from C++) went through the wrapper too
+    assert all({"all_gather_into_tensor", "reduce_scatter_tensor"} <= set(r["fsdp_ops"]) for r in res), why
     assert not any("commdoctor.hooks:" in r["stderr"] for r in res), why  # no warning in a healthy job
     prog = records.read_progress([str(tmp_path)])
     assert sorted(prog) == [0, 1, 2]
     for rank, p in prog.items():
         assert p.world_size == 3 and p.pid and p.bad_lines == 0
         assert p.in_flight is None, (rank, p.last_entered, p.last_completed)
-        assert p.last_completed is not None and p.last_completed.op == "all_reduce"
+        assert p.last_completed is not None and p.last_completed.op == "reduce_scatter_tensor"  # FSDP2, last
         assert p.mismatches == [] and p.warnings == []
     lines = [d for d in records.iter_lines(records.record_path(str(tmp_path), 1)) if d]
     ops = [d["op"] for d in lines if d["kind"] == "enter"]

@@ -268,11 +268,12 @@ class HookedWork(dist.Work):
     """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
     waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
 
-    def __init__(self, inner: Any, hooks: Any, group: str, seq: int) -> None:
+    def __init__(self, inner: Any, hooks: Any, group: str, seq: int, entry: list[Any] | None = None) -> None:
         super().__init__()
         self._cd_inner = inner
         self._cd_hooks = hooks
         self._cd_where = (group, seq)
+        self._cd_entry = entry  # the recorder's pending entry: a successful wait marks the call completed
 
     def _cd_check(self, err: BaseException | None = None) -> None:
         h = self._cd_hooks
@@ -292,6 +293,9 @@ class HookedWork(dist.Work):
             raise
         if h is not None:
             h.raise_if_known(self._cd_where, None)
+        e = self._cd_entry
+        if e is not None and e[2] is None:
+            e[2] = time.time()
         return bool(ok) if ok is not None else True
 
     def _cd_poll(self, inner: Any, h: Any, timeout: datetime.timedelta) -> Any:
@@ -457,12 +461,16 @@ class HookedProcessGroup(dist.ProcessGroup):
             call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
             h.recorder_enter(call)
             h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
-            work = getattr(self._cd_inner, method)(*args, **kw)
-        h.track(call, work)
-        if work is not None and h.checker is not None:
+            try:
+                work = getattr(self._cd_inner, method)(*args, **kw)
+            except BaseException as e:  # the backend refused the call: it ended here, say so
+                h.failed(call, e)
+                raise
+        entry = h.track(call, work)
+        if work is not None and (h.checker is not None or entry is not None):
             # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
             # peer that raised and exited): its handle turns that into the mismatch it was.
-            return HookedWork(work, h, g.name, seq)
+            return HookedWork(work, h, g.name, seq, entry)
         return work
 
     def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
@@ -486,9 +494,13 @@ class HookedProcessGroup(dist.ProcessGroup):
             call = (g.name, g.p2p_seq, direction, None, dtype, shapes, peer, None, dev, True, site)
             h.recorder_enter(call)
             h.before_p2p(self, g, direction, peer, tag, make_fp(direction, None, dtype, shapes, None, dev), site)
-            work = getattr(self._cd_inner, method)(*args, **kw)
-        h.track(call, work)
-        return HookedWork(work, h, g.name, call[1]) if work is not None else work
+            try:
+                work = getattr(self._cd_inner, method)(*args, **kw)
+            except BaseException as e:
+                h.failed(call, e)
+                raise
+        entry = h.track(call, work)
+        return HookedWork(work, h, g.name, call[1], entry) if work is not None else work
 
     def send(self, *args: Any, **kw: Any) -> Any:
         return self._cd_p2p("send", "send", args, kw)
