@@ -195,10 +195,11 @@ class Recorder:
         if self._progress_dirty and self.store is not None:
             self._progress_dirty = False
             try:
-                e, x = self._last_entered, self._last_completed
+                ent, done = self._last_entered, self._last_completed
                 self.store.set(PROGRESS_KEY.format(rank=self.rank),
-                               json.dumps({"rank": self.rank, "entered": self._progress(*e) if e else None,
-                                           "completed": self._progress(*x) if x else None, "time": round(now, 3)}))
+                               json.dumps({"rank": self.rank, "entered": self._progress(*ent) if ent else None,
+                                           "completed": self._progress(*done) if done else None,
+                                           "time": round(now, 3)}))
             except Exception:  # noqa: BLE001 - the store went away (job ending): stop using it
                 self.store = None
 
