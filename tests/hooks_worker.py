@@ -205,6 +205,17 @@ def s_straggler(r: int, w: int) -> None:
         dist.all_reduce(t)  # SITE:straggler
 
 
+def s_stall(r: int, w: int) -> None:
+    """Rank 1 stops making calls for longer than the group's timeout (GLOO_TIMEOUT=3 in the test)."""
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if r == 1:
+        time.sleep(8)
+        return
+    mark()
+    dist.all_reduce(t)  # SITE:stall
+
+
 def s_ddp(r: int, w: int) -> None:
     """Rank 1's model is float64: DDP's shape check passes, its gradient buckets differ in dtype."""
     torch.manual_seed(0)
