@@ -12,7 +12,8 @@ Line kinds:
   backend and completing (``exit`` of an async call is written when its work
   completes). Fields: group, seq (per group), op, reduce_op, dtype, shapes,
   numel, peer (send/recv), root (broadcast/reduce/gather/scatter), device,
-  async_op, site ("file.py:LINE"), time.
+  async_op, site ("file.py:LINE"), time. An ``exit`` of a call the backend
+  refused carries ``error`` (the exception's text).
 - ``mismatch``: the hooks saw ranks disagree; ``detail`` holds every rank's call.
 - ``warning``: anything the hooks want a reader to know (side channel lost, ...).
 - ``alive``: a heartbeat (rank, time) every few seconds, so that a reader can

@@ -72,9 +72,29 @@ def s_ok(r: int, w: int) -> None:
 
     y = fc.all_reduce(torch.ones(3), "sum", dist.group.WORLD)
     assert torch.equal(fc.wait_tensor(y), torch.full((3,), float(w)))
+    # FSDP2 over a DeviceMesh: functional collectives from C++, on a group DeviceMesh made.
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (w,))
+    torch.manual_seed(0)
+    fs = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    fully_shard(fs, mesh=mesh)
+    fs(torch.randn(2, 8)).sum().backward()
+    OUT["fsdp_ops"] = sorted(_ops_seen())
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
     dist.destroy_process_group(sub) if r in (0, 1) else None
+
+
+def _ops_seen() -> set[str]:
+    """Ops this rank's hooks recorded so far (from its records file)."""
+    from commdoctor import records
+    from commdoctor.hooks import core
+
+    core.current().recorder.flush()
+    path = records.record_path(os.environ["COMMDOCTOR_HOOKS_DIR"], dist.get_rank())
+    return {d["op"] for d in records.iter_lines(path) if d and d.get("kind") == "enter"}
 
 
 def s_op(r: int, w: int) -> None:
@@ -183,6 +203,17 @@ def s_straggler(r: int, w: int) -> None:
         if r == 1 and i == 2:
             time.sleep(600)  # SITE:straggler_sleep
         dist.all_reduce(t)  # SITE:straggler
+
+
+def s_stall(r: int, w: int) -> None:
+    """Rank 1 stops making calls for longer than the group's timeout (GLOO_TIMEOUT=3 in the test)."""
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if r == 1:
+        time.sleep(8)
+        return
+    mark()
+    dist.all_reduce(t)  # SITE:stall
 
 
 def s_ddp(r: int, w: int) -> None:

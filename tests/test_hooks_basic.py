@@ -23,13 +23,15 @@ def test_agreeing_job_runs_as_without_hooks_and_records_progress(when: str, tmp_
     why = explain(res)
     assert all(r["error"] is None and r["returncode"] == 0 for r in res), why
     assert all(r["wrapped"] == "HookedProcessGroup" and r["backend"] == "gloo" for r in res), why
+    # FSDP2's functional collectives (called from C++) went through the wrapper too
+    assert all({"all_gather_into_tensor", "reduce_scatter_tensor"} <= set(r["fsdp_ops"]) for r in res), why
     assert not any("commdoctor.hooks:" in r["stderr"] for r in res), why  # no warning in a healthy job
     prog = records.read_progress([str(tmp_path)])
     assert sorted(prog) == [0, 1, 2]
     for rank, p in prog.items():
         assert p.world_size == 3 and p.pid and p.bad_lines == 0
         assert p.in_flight is None, (rank, p.last_entered, p.last_completed)
-        assert p.last_completed is not None and p.last_completed.op == "all_reduce"
+        assert p.last_completed is not None and p.last_completed.op == "reduce_scatter_tensor"  # FSDP2, last
         assert p.mismatches == [] and p.warnings == []
     lines = [d for d in records.iter_lines(records.record_path(str(tmp_path), 1)) if d]
     ops = [d["op"] for d in lines if d["kind"] == "enter"]
@@ -106,3 +108,28 @@ def _port() -> int:
     from hooks_support import free_port
 
     return free_port()
+
+
+def test_report_mode_logs_and_goes_on(tmp_path) -> None:
+    """mode=report: both ranks say what differs, once, and the call runs as it would without hooks."""
+    res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "report"}, records=str(tmp_path))
+    why = explain(res)
+    assert all(r["error"] is None for r in res), why
+    for r in res:
+        assert r["stderr"].count(f"commdoctor.hooks: [rank {r['rank']}] ranks disagree on collective #0") == 1, why
+        assert site("redop") in r["stderr"], why
+    # what plain gloo gives: neither the SUM [3, 3, 3, 3] nor the MAX [2, 2, 2, 2], silently
+    assert res[0]["result"] == res[1]["result"] and res[0]["result"] not in ([3.0] * 4, [2.0] * 4), why
+    prog = records.read_progress([str(tmp_path)])
+    assert all(len(p.mismatches) == 1 for p in prog.values())
+
+
+def test_rank_that_never_comes_ends_in_a_stall_error_naming_it() -> None:
+    res = run_job("stall", 2, env={"GLOO_TIMEOUT": "3"})
+    why = explain(res)
+    r0 = res[0]
+    assert r0["error"] == "CollectiveStallError", why
+    assert "waited 3 s in collective #1 of the default group" in r0["message"], why
+    assert "for rank 1, which never entered it" in r0["message"], why
+    assert "rank 1: last entered #0: all_reduce(SUM) float32 [4] at" in r0["message"], why
+    assert site("stall") in r0["message"], why

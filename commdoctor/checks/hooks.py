@@ -111,7 +111,7 @@ class HookMismatchCheck(Check):
         # 1. What the hooks recorded. Bystanders record "remote" copies: report the original.
         by_key: dict[tuple[str, int, str], list[tuple[int, int, dict[str, Any]]]] = {}
         for rank, line, d in rec.mismatches:
-            det = d.get("detail") if isinstance(d.get("detail"), dict) else {}
+            det = _detail(d)
             key = (str(det.get("group", d.get("group"))), int(det.get("seq", d.get("seq", -1)) or 0),
                    str(det.get("kind", "")))
             by_key.setdefault(key, []).append((rank, line, d))
@@ -133,10 +133,10 @@ class HookMismatchCheck(Check):
                 yield self._recorded(rec, group, seq, "fingerprint", items)
         # 2. What every rank entered, compared call by call.
         for g in sorted(rec.groups.values(), key=lambda g: g.group):
-            f = self._first_disagreement(g)
-            if f is None:
+            first_diff = self._first_disagreement(g)
+            if first_diff is None:
                 continue
-            seq, calls = f
+            seq, calls = first_diff
             if any(sg == g.group and s <= seq + 1 for sg, s in seen):
                 continue  # the hooks already named it (the order kinds name seq-1)
             found += 1
@@ -148,10 +148,10 @@ class HookMismatchCheck(Check):
     def _recorded(self, rec: HookRecords, group: str, seq: int, kind: str,
                   items: list[tuple[int, int, dict[str, Any]]]) -> Finding:
         rank0, line0, d0 = items[0]
-        det = d0.get("detail") if isinstance(d0.get("detail"), dict) else {}
+        det = _detail(d0)
         calls = [c for c in det.get("calls") or [] if isinstance(c, dict)]
         msg = str(d0.get("message", ""))
-        path = rec.ranks[rank0].path if rank0 in rec.ranks and rec.ranks[rank0].path else "records"
+        path = (rec.ranks[rank0].path if rank0 in rec.ranks else None) or "records"
         ev = [Evidence(path, ln.strip(), line=line0, rank=rank0) for ln in msg.splitlines() if ln.strip()]
         ranks = sorted({int(c["rank"]) for c in calls if "rank" in c} | {r for r, _, _ in items})
         differ = [str(x) for x in det.get("differ") or []]
@@ -309,8 +309,13 @@ class HookProgressCheck(Check):
                                detail=f"they waited {waited:.1f} s before the records end", severity=sev)
 
 
+def _detail(d: dict[str, Any]) -> dict[str, Any]:
+    det = d.get("detail")
+    return det if isinstance(det, dict) else {}
+
+
 def _first_code(rec: HookRecords) -> str:
-    kinds = {str((d.get("detail") or {}).get("kind", "")) for _, _, d in rec.mismatches if isinstance(d.get("detail"), dict)}
+    kinds = {str(_detail(d).get("kind", "")) for _, _, d in rec.mismatches}
     for kind, code in (("fingerprint", "HOOK001"), ("shift", "HOOK002"), ("order", "HOOK002"), ("left", "HOOK003"),
                        ("p2p", "HOOK004")):
         if kind in kinds:
@@ -321,9 +326,9 @@ def _first_code(rec: HookRecords) -> str:
 def _mismatch_seqs(rec: HookRecords) -> dict[str, int]:
     out: dict[str, int] = {}
     for _, _, d in rec.mismatches:
-        det = d.get("detail") if isinstance(d.get("detail"), dict) else {}
+        det = _detail(d)
         try:
-            g, s = str(det.get("group", d.get("group"))), int(det.get("seq", d.get("seq")))
+            g, s = str(det.get("group", d.get("group"))), int(det.get("seq", d.get("seq", -1)))
         except (TypeError, ValueError):
             continue
         out[g] = min(out.get(g, s), s)

@@ -27,6 +27,12 @@ def _init_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
         pkgs.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     except ImportError:  # pragma: no cover - hooks always run beside torch
         pass
+    try:  # torch's @deprecated wrappers (reduce_scatter_tensor, ...) live in typing_extensions
+        import typing_extensions
+
+        pkgs.append(os.path.abspath(typing_extensions.__file__))
+    except ImportError:
+        pass
     std = [os.path.abspath(p) + os.sep for k in ("stdlib", "platstdlib") if (p := sysconfig.get_paths().get(k))]
     return tuple(dict.fromkeys(pkgs)), tuple(dict.fromkeys(std))
 

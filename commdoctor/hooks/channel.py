@@ -22,6 +22,7 @@ send, and the one-way latency on loopback is 15 to 20 µs.
 
 from __future__ import annotations
 
+import collections
 import os
 import select
 import socket
@@ -84,7 +85,8 @@ class Mesh:
         self._lost: set[int] = set()
         self._closed = False
         self._rlock = threading.Lock()  # one reader at a time; others wait on the checker's condition
-        self._out: dict[int, list[bytes]] = {}  # peer -> messages queued by send(later=True)
+        self._later: collections.deque[tuple[Any, Any]] = collections.deque()  # (peers, fields) not yet encoded
+        self._out: dict[int, list[bytes]] = {}  # peer -> encoded messages not yet written
         self._out_lock = threading.Lock()
 
     # -- setup ----------------------------------------------------------------
@@ -168,15 +170,14 @@ class Mesh:
 
     def send(self, peers: "list[int] | tuple[int, ...]", fields: "tuple[str, ...] | list[str]", *,
              later: bool = False) -> None:
-        """Send one message to ``peers``; with ``later``, queue it for the next ``flush`` (one write
-        per peer for many messages, off the caller's path). Order per peer is kept either way."""
-        data = (SEP.join(fields) + "\n").encode("utf-8", "replace")
+        """Send one message to ``peers``; with ``later``, queue it for the next ``flush`` (encoded and
+        written there, one write per peer for many messages, off the caller's path). Order per peer
+        is kept either way: an immediate send first writes what is queued."""
         if later:
-            with self._out_lock:
-                for p in peers:
-                    if p != self.rank:
-                        self._out.setdefault(p, []).append(data)
+            self._later.append((peers, fields))  # deque.append: atomic, no lock on the caller's path
             return
+        self._encode_later()
+        data = (SEP.join(fields) + "\n").encode("utf-8", "replace")
         for p in peers:
             if p == self.rank or p in self._lost:
                 continue
@@ -190,6 +191,18 @@ class Mesh:
             except OSError as e:
                 self._lose(p, f"send failed: {e}")
 
+    def _encode_later(self) -> None:
+        q = self._later
+        if not q:
+            return
+        with self._out_lock:
+            while q:
+                peers, fields = q.popleft()
+                data = (SEP.join(fields) + "\n").encode("utf-8", "replace")
+                for p in peers:
+                    if p != self.rank:
+                        self._out.setdefault(p, []).append(data)
+
     def _take(self, p: int) -> bytes:
         if not self._out:
             return b""
@@ -199,6 +212,7 @@ class Mesh:
 
     def flush(self) -> None:
         """Write what ``send(later=True)`` queued."""
+        self._encode_later()
         if not self._out:
             return
         for p in list(self._out):

@@ -261,10 +261,19 @@ class Hooks:
         if r is not None:
             r._q.append(("enter", call, _now()))
 
-    def track(self, call: tuple[Any, ...], work: Any) -> None:
+    def failed(self, call: tuple[Any, ...], err: BaseException) -> None:
+        r = self.recorder
+        if r is not None:
+            r._q.append(("failed", call, _now(), f"{type(err).__name__}: {err}"[:500]))
+
+    def track(self, call: tuple[Any, ...], work: Any) -> list[Any] | None:
+        """Watch ``work`` for completion; the returned entry lets a wait mark it done at once."""
         r = self.recorder
         if r is not None and work is not None:
-            r._pending.append((work, call))
+            entry = [work, call, None]
+            r._pending.append(entry)
+            return entry
+        return None
 
     def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...]) -> bool:
         """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs."""

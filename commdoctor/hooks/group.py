@@ -268,18 +268,19 @@ class HookedWork(dist.Work):
     """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
     waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
 
-    def __init__(self, inner: Any, hooks: Any, group: str, seq: int) -> None:
+    def __init__(self, inner: Any, hooks: Any, group: str, seq: int, entry: list[Any] | None = None) -> None:
         super().__init__()
         self._cd_inner = inner
         self._cd_hooks = hooks
         self._cd_where = (group, seq)
+        self._cd_entry = entry  # the recorder's pending entry: a successful wait marks the call completed
 
     def _cd_check(self, err: BaseException | None = None) -> None:
         h = self._cd_hooks
         if h is not None:
             h.raise_if_known(self._cd_where, err)
 
-    def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:  # type: ignore[override]
+    def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
         inner, h = self._cd_inner, self._cd_hooks
         try:
             if h is None or self._cd_where[1] < 0:  # point-to-point: gloo's recv cannot be polled safely
@@ -292,6 +293,9 @@ class HookedWork(dist.Work):
             raise
         if h is not None:
             h.raise_if_known(self._cd_where, None)
+        entry = self._cd_entry
+        if entry is not None and entry[2] is None:
+            entry[2] = time.time()
         return bool(ok) if ok is not None else True
 
     def _cd_poll(self, inner: Any, h: Any, timeout: datetime.timedelta) -> Any:
@@ -300,9 +304,9 @@ class HookedWork(dist.Work):
         start = time.monotonic()
         while True:
             left = None if limit is None else limit - (time.monotonic() - start)
-            step = _SLICE if left is None else max(0.001, min(_SLICE_S, left))
+            step = _SLICE_S if left is None else max(0.001, min(_SLICE_S, left))
             try:
-                return inner.wait(step if left is None else datetime.timedelta(seconds=step))
+                return inner.wait(_SLICE if left is None else datetime.timedelta(seconds=step))
             except RuntimeError as e:
                 if "timed out" not in str(e).lower():
                     raise
@@ -352,7 +356,7 @@ class HookedProcessGroup(dist.ProcessGroup):
     """Records and checks every call, then hands it to ``inner`` unchanged."""
 
     def __init__(self, inner: dist.ProcessGroup, hooks: Any) -> None:
-        super().__init__(inner.rank(), inner.size())
+        super().__init__(inner.rank(), inner.size())  # type: ignore[call-arg]  # (rank, size) form
         self._cd_inner = inner
         self._cd_hooks = hooks
         self._cd_lock = threading.Lock()
@@ -383,7 +387,7 @@ class HookedProcessGroup(dist.ProcessGroup):
         return self._cd_inner.group_name
 
     def setGroupName(self, name: str) -> None:
-        self._cd_inner._set_group_name(name)
+        self._cd_inner._set_group_name(name)  # type: ignore[arg-type]
 
     def getGroupDesc(self) -> str:
         return self._cd_inner.group_desc
@@ -392,15 +396,15 @@ class HookedProcessGroup(dist.ProcessGroup):
         self._cd_inner._set_group_desc(desc)
 
     @property
-    def group_name(self) -> str:  # type: ignore[override]
+    def group_name(self) -> Any:
         return self._cd_inner.group_name
 
     @property
-    def group_desc(self) -> str:  # type: ignore[override]
+    def group_desc(self) -> str:
         return self._cd_inner.group_desc
 
     @property
-    def bound_device_id(self) -> Any:  # type: ignore[override]
+    def bound_device_id(self) -> Any:
         return self._cd_inner.bound_device_id
 
     @bound_device_id.setter
@@ -408,7 +412,7 @@ class HookedProcessGroup(dist.ProcessGroup):
         self._cd_inner.bound_device_id = v
 
     @property
-    def _device_types(self) -> Any:  # type: ignore[override]
+    def _device_types(self) -> Any:
         return self._cd_inner._device_types
 
     def _get_backend(self, device: Any) -> Any:
@@ -457,12 +461,16 @@ class HookedProcessGroup(dist.ProcessGroup):
             call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
             h.recorder_enter(call)
             h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
-            work = getattr(self._cd_inner, method)(*args, **kw)
-        h.track(call, work)
-        if work is not None and h.checker is not None:
+            try:
+                work = getattr(self._cd_inner, method)(*args, **kw)
+            except BaseException as e:  # the backend refused the call: it ended here, say so
+                h.failed(call, e)
+                raise
+        entry = h.track(call, work)
+        if work is not None and (h.checker is not None or entry is not None):
             # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
             # peer that raised and exited): its handle turns that into the mismatch it was.
-            return HookedWork(work, h, g.name, seq)
+            return HookedWork(work, h, g.name, seq, entry)
         return work
 
     def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
@@ -486,9 +494,13 @@ class HookedProcessGroup(dist.ProcessGroup):
             call = (g.name, g.p2p_seq, direction, None, dtype, shapes, peer, None, dev, True, site)
             h.recorder_enter(call)
             h.before_p2p(self, g, direction, peer, tag, make_fp(direction, None, dtype, shapes, None, dev), site)
-            work = getattr(self._cd_inner, method)(*args, **kw)
-        h.track(call, work)
-        return HookedWork(work, h, g.name, call[1]) if work is not None else work
+            try:
+                work = getattr(self._cd_inner, method)(*args, **kw)
+            except BaseException as e:
+                h.failed(call, e)
+                raise
+        entry = h.track(call, work)
+        return HookedWork(work, h, g.name, call[1], entry) if work is not None else work
 
     def send(self, *args: Any, **kw: Any) -> Any:
         return self._cd_p2p("send", "send", args, kw)
@@ -510,10 +522,10 @@ class HookedProcessGroup(dist.ProcessGroup):
                 call = (g.name, g.p2p_seq, "monitored_barrier", None, None, "[]", None, None, None, False, user_site(2))
                 h.recorder_enter(call)
             try:
-                return self._cd_inner.monitored_barrier(*args, **kw)
+                return getattr(self._cd_inner, "monitored_barrier")(*args, **kw)
             finally:
                 h.track(call, _Done())
-        return self._cd_inner.monitored_barrier(*args, **kw)
+        return getattr(self._cd_inner, "monitored_barrier")(*args, **kw)
 
 
 class _Done:

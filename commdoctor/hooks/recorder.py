@@ -44,12 +44,14 @@ class Recorder:
         self.torch_version = torch_version
         self.store: Any = None  # set once the side channel's store is known
         self._q: collections.deque[tuple[Any, ...]] = collections.deque()
-        self._pending: collections.deque[tuple[Any, Call]] = collections.deque()
+        # [work, call, time it was seen to complete or None]; a work handle's wait fills the time
+        # (some handles never say is_completed(), e.g. gloo's reduce_scatter with AVG).
+        self._pending: collections.deque[list[Any]] = collections.deque()
         self._static: dict[Call, str] = {}
         self._file: Any = None
         self._written = 0
-        self._last_entered: dict[str, Any] | None = None
-        self._last_completed: dict[str, Any] | None = None
+        self._last_entered: tuple[Call, float] | None = None
+        self._last_completed: tuple[Call, float] | None = None
         self._progress_dirty = False
         self._alive = 0.0
         self._stop = threading.Event()
@@ -66,7 +68,7 @@ class Recorder:
         t = time.time()
         self._q.append(("enter", call, t))
         if work is not None:
-            self._pending.append((work, call))
+            self._pending.append([work, call, None])
 
     def event(self, kind: str, payload: dict[str, Any]) -> None:
         """A mismatch / warning / bye line (rare)."""
@@ -140,11 +142,19 @@ class Recorder:
 
     def _flush_locked(self) -> None:
         q = self._q
+        writing = self._file is not None
         while q:
-            kind, obj, t = q.popleft()
+            item = q.popleft()
+            kind, obj, t = item[0], item[1], item[2]
             if kind == "enter":
-                self._write_line(self._line("enter", obj, t))
-                self._last_entered = self._progress(obj, t)
+                if writing:
+                    self._write_line(self._line("enter", obj, t))
+                self._last_entered = (obj, t)
+                self._progress_dirty = True
+            elif kind == "failed":  # the backend raised at once: the call ended, with this error
+                if writing:
+                    self._write_line(self._line("exit", obj, t)[:-1] + "," + json.dumps({"error": item[3]})[1:])
+                self._last_completed = (obj, t)
                 self._progress_dirty = True
             else:
                 self._write_line(json.dumps({"schema": records.SCHEMA, "kind": kind, "rank": self.rank, **obj,
@@ -159,17 +169,21 @@ class Recorder:
         pend = self._pending
         n = len(pend)
         for _ in range(n):
-            work, call = pend.popleft()
-            try:
-                done = work.is_completed()
-            except Exception:  # noqa: BLE001 - a failed or odd work handle: count it as ended
-                done = True
-            if done:
-                self._write_line(self._line("exit", call, now))
-                self._last_completed = self._progress(call, now)
+            entry = pend.popleft()
+            work, call, seen = entry
+            if seen is None:
+                try:
+                    done = work.is_completed()
+                except Exception:  # noqa: BLE001 - a failed or odd work handle: count it as ended
+                    done = True
+                seen = now if done else None
+            if seen is not None:
+                if writing:
+                    self._write_line(self._line("exit", call, seen))
+                self._last_completed = (call, seen)
                 self._progress_dirty = True
             else:
-                pend.append((work, call))
+                pend.append(entry)
         while len(pend) > 100000:  # handles nobody waits for must not pile up forever
             pend.popleft()
         if self._file is not None:
@@ -181,9 +195,11 @@ class Recorder:
         if self._progress_dirty and self.store is not None:
             self._progress_dirty = False
             try:
+                ent, done = self._last_entered, self._last_completed
                 self.store.set(PROGRESS_KEY.format(rank=self.rank),
-                               json.dumps({"rank": self.rank, "entered": self._last_entered,
-                                           "completed": self._last_completed, "time": round(now, 3)}))
+                               json.dumps({"rank": self.rank, "entered": self._progress(*ent) if ent else None,
+                                           "completed": self._progress(*done) if done else None,
+                                           "time": round(now, 3)}))
             except Exception:  # noqa: BLE001 - the store went away (job ending): stop using it
                 self.store = None
 
