@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from commdoctor import records
-from conftest import REPO, needs_torch
+from tests.conftest import REPO, needs_torch
 from hooks_support import explain, run_job, site
 
 pytestmark = needs_torch

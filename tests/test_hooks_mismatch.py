@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import needs_torch
+from tests.conftest import needs_torch
 from hooks_support import detection_delay, explain, run_job, site, sites_in
 
 pytestmark = needs_torch

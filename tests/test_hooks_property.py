@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import REPO, needs_torch
+from tests.conftest import REPO, needs_torch
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 
 from commdoctor import records
 from commdoctor.loaders import hook_records
-from conftest import findings, needs_torch, run_json
+from tests.conftest import findings, needs_torch, run_json
 from hooks_support import explain, run_job, site, start_job, stop_job
 
 pytestmark = needs_torch
@@ -120,7 +120,7 @@ def test_channel_off_is_reported(tmp_path: Path) -> None:
 
 
 def test_records_command_usage_errors(tmp_path: Path) -> None:
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     p = run_cli("records", str(tmp_path / "nope"))
     assert p.returncode == 2 and "no such file" in p.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from commdoctor import records
 from commdoctor.hooks.checker import STALL, UNVERIFIED, Checker, describe, make_fp, numel_of, ranks_text
-from conftest import REPO
+from tests.conftest import REPO
 
 AR4 = make_fp("all_reduce", "SUM", "float32", "[[4]]", None, "cpu")
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli
 
 OOM_LOG = """\
 nodeA:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
