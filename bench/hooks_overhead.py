@@ -117,13 +117,11 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def _ticker_cpu(h) -> float:  # type: ignore[no-untyped-def]
-    """CPU seconds the hooks' background thread has used (from /proc; 0 where there is none)."""
+    """CPU seconds the hooks' background thread has used (its per-thread CPU clock; 0 without one)."""
     t = getattr(h, "_ticker", None)
     try:
-        with open(f"/proc/self/task/{t.native_id}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (AttributeError, OSError, ValueError, IndexError):
+        return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    except (AttributeError, OSError, TypeError):
         return 0.0
 
 
