@@ -16,7 +16,7 @@ Line kinds:
   refused carries ``error`` (the exception's text).
 - ``mismatch``: the hooks saw ranks disagree; ``detail`` holds every rank's call.
 - ``warning``: anything the hooks want a reader to know (side channel lost, ...).
-- ``alive``: a heartbeat (rank, time) every few seconds, so that a reader can
+- ``alive``: a heartbeat (rank, time) every second, so that a reader can
   tell how long a rank had been waiting when its records end.
 
 Point-to-point calls (send/recv) and monitored_barrier are numbered apart from

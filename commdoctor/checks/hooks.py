@@ -211,8 +211,8 @@ class HookProgressCheck(Check):
         which rank is behind and on which line, without attaching a debugger.
     Known limits:
         The records end when a rank stops writing: a rank killed mid-step
-        looks like one that stopped. The hooks write a heartbeat every 5 s;
-        waits shorter than that are reported as information (a snapshot taken
+        looks like one that stopped. The hooks write a heartbeat every second;
+        waits shorter than 5 s are reported as information (a snapshot taken
         mid-step), not as a hang. Calls made outside the hooks are not seen.
     """
 
@@ -291,8 +291,8 @@ class HookProgressCheck(Check):
                 else:
                     where = f"never entered #{top} (its last call, {c.describe()}, completed)"
                 sev = None if waited >= HUNG_S else I
-                detail = (f"{_ranks(waiting)} waited {waited:.1f} s" + ("" if waited >= HUNG_S else
-                          " before the records end: maybe a snapshot taken mid-step rather than a hang"))
+                detail = (f"{_ranks(waiting)} had waited {waited:.1f} s when the records end" + ("" if waited >= HUNG_S else
+                          ": maybe a snapshot taken mid-step rather than a hang"))
                 ev = [Evidence(c.path, f"rank {b} last entered {c.describe()}", line=c.line, rank=b)]
                 ev += [Evidence(w.path, f"rank {r} entered {w.describe()}", line=w.line, rank=r)
                        for r, w in sorted(waiting.items())]

@@ -167,7 +167,7 @@ class Checker:
         """Record our own entry and tell the other members (call before ``wait``).
 
         ``later``: the entry of a call that does not wait for the verdict goes out with the next
-        batch (the hooks' ticker writes every 20 ms), sparing the caller a system call.
+        batch (the hooks' ticker writes every 50 ms), sparing the caller a system call.
         """
         if later:
             self._send(g.others, ("C", g.name, str(seq), fp, site), later=True)

@@ -46,6 +46,7 @@ from commdoctor.hooks.checker import STALL, UNVERIFIED, Checker, GroupState, Mis
 from commdoctor.hooks.errors import CollectiveMismatchError, CollectiveStallError
 
 MODES = ("raise", "report", "record", "off")
+TICK_S = 0.05
 GATES = ("novel", "always", "never")
 
 
@@ -170,9 +171,9 @@ class Hooks:
         self.mesh, self.checker = mesh, checker
 
     def _tick(self) -> None:
-        """One background thread: reads messages that arrive while no call waits (late entries of
-        unchecked calls, mismatch notices for bystanders, goodbyes) every 20 ms without waiting,
-        and writes the records every 50 ms. One thread, so a loaded machine is woken 50 times a second."""
+        """One background thread, every 50 ms: writes the queued entries of ungated calls, reads the
+        messages that arrived while no call waited (late entries, mismatch notices for bystanders,
+        goodbyes) without waiting, and writes the records. One thread woken 20 times a second."""
         last = 0.0
         while not self._stop.is_set():
             m = self.mesh
@@ -191,7 +192,7 @@ class Hooks:
                 except Exception as e:  # noqa: BLE001 - recording must never break training
                     self.warn(f"recording stopped: {e!r}")
                     self.recorder = None
-            self._stop.wait(0.02)
+            self._stop.wait(TICK_S)
 
     def end_world(self, why: str) -> None:
         """The default group is being destroyed, or the process exits: say goodbye and stop."""

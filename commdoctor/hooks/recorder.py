@@ -30,7 +30,7 @@ from commdoctor import records
 Call = tuple
 
 PROGRESS_KEY = "commdoctor.hooks/v1/progress/{rank}"
-ALIVE_S = 5.0
+ALIVE_S = 1.0
 
 
 class Recorder:
