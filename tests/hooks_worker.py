@@ -216,6 +216,23 @@ def s_stall(r: int, w: int) -> None:
     dist.all_reduce(t)  # SITE:stall
 
 
+def s_reinit(r: int, w: int) -> None:
+    """destroy_process_group, then init again (as an elastic restart does): still wrapped, still checked."""
+    from commdoctor.hooks.group import HookedProcessGroup
+
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+    assert isinstance(dist.group.WORLD, HookedProcessGroup)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(w)] * 4
+    mark()
+    dist.all_reduce(torch.ones(4, dtype=torch.float64 if r == 0 else torch.float32))  # SITE:reinit
+
+
 def s_ddp(r: int, w: int) -> None:
     """Rank 1's model is float64: DDP's shape check passes, its gradient buckets differ in dtype."""
     torch.manual_seed(0)
