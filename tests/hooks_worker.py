@@ -82,6 +82,14 @@ def s_ok(r: int, w: int) -> None:
     fully_shard(fs, mesh=mesh)
     fs(torch.randn(2, 8)).sum().backward()
     OUT["fsdp_ops"] = sorted(_ops_seen())
+    # The last entered/completed call is in the job's store too (written every 50 ms when it changes).
+    import json as _json
+
+    from commdoctor.hooks import core
+
+    core.current().recorder.flush()
+    store = dist.distributed_c10d._get_default_store()
+    OUT["store_progress"] = _json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}"))
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
     dist.destroy_process_group(sub) if r in (0, 1) else None
