@@ -82,6 +82,14 @@ def s_ok(r: int, w: int) -> None:
     fully_shard(fs, mesh=mesh)
     fs(torch.randn(2, 8)).sum().backward()
     OUT["fsdp_ops"] = sorted(_ops_seen())
+    # The last entered/completed call is in the job's store too (written every 50 ms when it changes).
+    import json as _json
+
+    from commdoctor.hooks import core
+
+    core.current().recorder.flush()
+    store = dist.distributed_c10d._get_default_store()
+    OUT["store_progress"] = _json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}"))
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
     dist.destroy_process_group(sub) if r in (0, 1) else None
@@ -214,6 +222,23 @@ def s_stall(r: int, w: int) -> None:
         return
     mark()
     dist.all_reduce(t)  # SITE:stall
+
+
+def s_reinit(r: int, w: int) -> None:
+    """destroy_process_group, then init again (as an elastic restart does): still wrapped, still checked."""
+    from commdoctor.hooks.group import HookedProcessGroup
+
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+    assert isinstance(dist.group.WORLD, HookedProcessGroup)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    assert t.tolist() == [float(w)] * 4
+    mark()
+    dist.all_reduce(torch.ones(4, dtype=torch.float64 if r == 0 else torch.float32))  # SITE:reinit
 
 
 def s_ddp(r: int, w: int) -> None:

@@ -23,6 +23,9 @@ def test_agreeing_job_runs_as_without_hooks_and_records_progress(when: str, tmp_
     why = explain(res)
     assert all(r["error"] is None and r["returncode"] == 0 for r in res), why
     assert all(r["wrapped"] == "HookedProcessGroup" and r["backend"] == "gloo" for r in res), why
+    for r in res:  # each rank's progress, in the job's store as well
+        sp = r["store_progress"]
+        assert sp["rank"] == r["rank"] and sp["entered"]["op"] and sp["completed"]["seq"] >= 0, sp
     # FSDP2's functional collectives (called from C++) went through the wrapper too
     assert all({"all_gather_into_tensor", "reduce_scatter_tensor"} <= set(r["fsdp_ops"]) for r in res), why
     assert not any("commdoctor.hooks:" in r["stderr"] for r in res), why  # no warning in a healthy job

@@ -26,6 +26,7 @@ CASES = {
     "ddp_model": (2, ["dtype"], ["ddp_model"], ["broadcast"]),
     "uneven": (3, ["shapes"], ["uneven"], ["ranks 0, 1:", "rank 2:"]),
     "later": (2, ["reduce_op"], ["later0", "later1"], ["all_reduce(SUM)", "all_reduce(MAX)"]),
+    "reinit": (2, ["dtype"], ["reinit"], ["float64", "float32", "collective #1 of the default group"]),
 }
 
 

@@ -27,7 +27,8 @@ def _parse(argv: list[str]) -> tuple[dict[str, str], str | None, str | None, lis
     while i < len(argv):
         a = argv[i]
         if a in ("-h", "--help"):
-            raise SystemExit(USAGE)
+            sys.stdout.write(USAGE)
+            raise SystemExit(0)
         name, eq, val = a.partition("=")
         if name in ("--mode", "--records-dir"):
             if not eq:

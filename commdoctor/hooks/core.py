@@ -236,7 +236,6 @@ class Hooks:
         name = str(w.group_name)
         desc = "the default group" if w is self.world else f"group {name}" + (
             f" ({w.group_desc})" if w.group_desc not in ("", "undefined") else "")
-        desc = desc if w is self.world else desc
         if self.checker is not None:
             g = self.checker.add_group(name, members, desc)
         else:
