@@ -5,16 +5,12 @@ namespace, a lowered memlock limit, a dropped CAP_SYS_PTRACE."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from tests.conftest import findings, needs_root, needs_tool, needs_torch, result, run_json
-
-CLEAN = {k: "" for k in ()}
-
 
 def clean_env(**kw: str) -> dict[str, str]:
     """The test's own environment less launcher and comm variables, plus ``kw``."""
@@ -27,7 +23,7 @@ def clean_env(**kw: str) -> dict[str, str]:
 
 def run_env(select: str, prefix: list[str] | None = None, **kw: str):  # type: ignore[no-untyped-def]
     p_env = clean_env(**kw)
-    # run_cli copies os.environ first; pass the variables to drop as empty and filter in the child via env -i.
+    # env -i: the child sees exactly p_env (run_cli would lay os.environ back over it).
     import json
 
     argv = [*(prefix or []), "env", "-i", *[f"{k}={v}" for k, v in p_env.items()],

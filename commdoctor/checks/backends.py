@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from commdoctor.checks.base import Check, Rule
-from commdoctor.checks.env import require_torch
+from commdoctor.checks.env import launchers, require_torch
 from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.probes.env import BACKEND_VARS
 
 if TYPE_CHECKING:
     from commdoctor.pipeline import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 BACKENDS = ("nccl", "gloo", "mpi", "ucc")
-#: Variables frameworks use to pass the backend to init_process_group.
-BACKEND_VARS = ("TORCH_DISTRIBUTED_BACKEND", "PL_TORCH_DISTRIBUTED_BACKEND", "DIST_BACKEND", "DDP_BACKEND")
 
 
 @dataclass
@@ -148,7 +147,7 @@ class BackendAdvisorCheck(Check):
             "built": t.get("backends") or {},
             "rdma_devices": memlock.get("rdma_devices") or [],
             "ipoib_interfaces": run.fact("ipoib"),
-            "launcher": _launchers(run.fact("launcher_env")),
+            "launcher": launchers(run.fact("launcher_env")),
         }
         adv = advise(facts)
         pg = {name.split(".", 1)[1]: r.data for name, r in run.ctx.results.items() if name.startswith("pg.") and r.data}
@@ -179,19 +178,6 @@ class BackendAdvisorCheck(Check):
         if facts["gpus"] and job.per_device.get("cuda") == "gloo":
             yield self.finding("BK002", job=job.text, gpus=facts["gpus"],
                                measured=f" ({measured})" if measured else "", evidence=ev)
-
-
-def _launchers(env: Mapping[str, str]) -> list[str]:
-    out = []
-    if "OMPI_COMM_WORLD_RANK" in env:
-        out.append("openmpi")
-    if "PMI_RANK" in env or "PMIX_RANK" in env:
-        out.append("pmi")
-    if "SLURM_PROCID" in env:
-        out.append("slurm")
-    if "TORCHELASTIC_RUN_ID" in env:
-        out.append("torchrun")
-    return out
 
 
 def _job_backend(run: CheckRun) -> JobBackend | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
@@ -210,17 +210,7 @@ class LauncherCheck(Check):
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
         env: dict[str, str] = run.fact("launcher_env")
-        launcher = []
-        if "TORCHELASTIC_RUN_ID" in env:
-            launcher.append("torchrun")
-        if "SLURM_JOB_ID" in env or "SLURM_PROCID" in env:
-            launcher.append("slurm")
-        if "OMPI_COMM_WORLD_RANK" in env:
-            launcher.append("openmpi")
-        if "PMI_RANK" in env or "PMIX_RANK" in env:
-            launcher.append("pmi")
-        if "KUBERNETES_SERVICE_HOST" in env:
-            launcher.append("kubernetes")
+        launcher = launchers(env)
         run.data["launcher"] = launcher
         run.data["environment"] = {"launcher": launcher}
 
@@ -273,6 +263,22 @@ class LauncherCheck(Check):
             if addr:
                 parts.append(f"master {addr}:{port or '?'}")
             run.summary(", ".join(parts))
+
+
+def launchers(env: Mapping[str, str]) -> list[str]:
+    """Which launchers' variables are present: torchrun, slurm, openmpi, pmi, kubernetes."""
+    out = []
+    if "TORCHELASTIC_RUN_ID" in env:
+        out.append("torchrun")
+    if "SLURM_JOB_ID" in env or "SLURM_PROCID" in env:
+        out.append("slurm")
+    if "OMPI_COMM_WORLD_RANK" in env:
+        out.append("openmpi")
+    if "PMI_RANK" in env or "PMIX_RANK" in env:
+        out.append("pmi")
+    if "KUBERNETES_SERVICE_HOST" in env:
+        out.append("kubernetes")
+    return out
 
 
 def _addr_problem(addr: str) -> str | None:

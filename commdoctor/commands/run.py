@@ -6,8 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from commdoctor.commands import watch
-from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
-from commdoctor.commands.common import add_tui_arguments, emit_or_tui
+from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
+                                        prefixes)
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Severity
 

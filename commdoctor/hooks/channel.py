@@ -30,6 +30,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from commdoctor.hooks.checker import ranks_text
+
 SEP = "\x1f"
 KEY_PREFIX = "commdoctor.hooks/v1/"
 
@@ -149,7 +151,7 @@ class Mesh:
             self._socks.update(accepted)
             missing = sorted(set(range(self.world_size)) - {self.rank} - set(self._socks))
             if missing:
-                raise ChannelError(f"ranks {_ranges(missing)} did not join the side channel within {timeout:g} s "
+                raise ChannelError(f"ranks {ranks_text(missing)} did not join the side channel within {timeout:g} s "
                                    "(are the hooks installed on every rank?)")
         except BaseException:
             for c in self._socks.values():
@@ -320,14 +322,3 @@ def _read_line(c: socket.socket, deadline: float, limit: int = 256) -> str:
     return buf[:-1].decode()
 
 
-def _ranges(ranks: "list[int]") -> str:
-    """1,2,3,5 -> '1-3, 5'."""
-    out: list[str] = []
-    i = 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        out.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ", ".join(out)

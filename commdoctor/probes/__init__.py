@@ -20,7 +20,8 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "shm": lambda ctx: env.shm_facts(),
         "memlock": lambda ctx: env.memlock_facts(),
         "ptrace": lambda ctx: env.ptrace_facts(),
-        "ipoib": lambda ctx: env.ipoib_interfaces(),
+        # IP over InfiniBand: the interfaces the network probe classifies as infiniband.
+        "ipoib": lambda ctx: [i["name"] for i in ctx.fact("net_interfaces") if i.get("kind") == "infiniband"],
         "backend_env": lambda ctx: env.backend_env(),
         # hang mode (commdoctor hang, run --attach, the wrapper): read only when a hang check asks
         "hang_snapshot": lambda ctx: _hang().snapshot(ctx),

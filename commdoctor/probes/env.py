@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import shutil
-import subprocess
 import sys
 from typing import Any
 
@@ -256,35 +254,11 @@ def container_kind() -> str | None:
     return None
 
 
-_NUM = re.compile(r"^\d+$")
-
-
-def as_int(v: str | None) -> int | None:
-    return int(v) if v is not None and _NUM.match(v.strip()) else None
-
-
-_IB_TYPE = 32  # ARPHRD_INFINIBAND in /sys/class/net/*/type
-
-
-def ipoib_interfaces(root: str = "/sys/class/net") -> list[str]:
-    """Interfaces that carry IP over InfiniBand."""
-    out: list[str] = []
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        return out
-    for n in names:
-        try:
-            with open(os.path.join(root, n, "type")) as f:
-                if int(f.read().strip()) == _IB_TYPE:
-                    out.append(n)
-        except (OSError, ValueError):
-            continue
-    return out
+#: Variables frameworks use to pass the backend to init_process_group.
+BACKEND_VARS = ("TORCH_DISTRIBUTED_BACKEND", "PL_TORCH_DISTRIBUTED_BACKEND", "DIST_BACKEND", "DDP_BACKEND")
 
 
 def backend_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """Variables frameworks use to choose the backend passed to init_process_group."""
     env = os.environ if environ is None else environ
-    keys = ("TORCH_DISTRIBUTED_BACKEND", "PL_TORCH_DISTRIBUTED_BACKEND", "DIST_BACKEND", "DDP_BACKEND")
-    return {k: env[k] for k in keys if k in env}
+    return {k: env[k] for k in BACKEND_VARS if k in env}

@@ -102,11 +102,8 @@ def run_local_group(
         rec["events"].append(ev)
         if ev.get("event") == "error" and first_error_at is None:
             first_error_at = time.monotonic()
-    else:
-        if open_streams:
-            out["timed_out"] = True
-    if open_streams and first_error_at is None:
-        out["timed_out"] = True
+    # Still-open streams without an error reported mean the ranks ran into our deadline.
+    out["timed_out"] = bool(open_streams) and first_error_at is None
     for r, p in procs.items():
         if p.poll() is None:
             kill_group(p)
