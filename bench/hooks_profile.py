@@ -1,0 +1,251 @@
+"""Where commdoctor.hooks spends its time per call: a profile of a 2-rank gloo job.
+
+usage: python bench/hooks_profile.py [--calls N] [--what allreduce|ddp] [--cprofile FILE]
+
+Starts 2 ranks on 127.0.0.1 with the hooks installed (mode "raise", records
+on) and runs N small all_reduce calls (4 KiB) or N small DDP steps. Rank 0
+prints the mean wall time per call, its calling thread's CPU time per call,
+the background thread's CPU time per call, and a breakdown of the hooks' own
+steps on the calling thread measured in a tight loop on the live objects
+(describe, call site, fingerprint, the checker's publish, recording, the work
+wrapper). With --cprofile, rank 0's loop is also profiled (cProfile) and the
+top entries are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ticker_cpu(h) -> float:  # type: ignore[no-untyped-def]
+    t = getattr(h, "_ticker", None)
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    except (AttributeError, OSError, TypeError):
+        return 0.0
+
+
+def worker(args: argparse.Namespace) -> None:
+    import torch
+    import torch.distributed as dist
+
+    sys.path.insert(0, REPO)
+    import commdoctor.hooks as hooks
+    from commdoctor.hooks import core
+
+    rank = int(os.environ["RANK"])
+    torch.set_num_threads(1)
+    if not args.plain:
+        hooks.install(mode="raise", records_dir=args.records_dir)
+    dist.init_process_group("gloo")
+    h = core.current()
+    t = torch.ones(1024)
+    if args.what == "ddp":
+        m = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                torch.nn.ReLU(), torch.nn.Linear(256, 10))
+        ddp = torch.nn.parallel.DistributedDataParallel(m, bucket_cap_mb=0.25)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+        x = torch.randn(32, 256)
+
+        def step() -> None:
+            opt.zero_grad(set_to_none=True)
+            ddp(x).square().mean().backward()
+            opt.step()
+    else:
+        def step() -> None:
+            dist.all_reduce(t)
+    for _ in range(20):
+        step()
+    dist.barrier()
+    if args.phases and h is not None and args.what == "allreduce":
+        ph = _phases(h, t, args.calls, rank)
+        dist.barrier()
+        if rank == 0:
+            print("RESULT " + json.dumps({"phases_us": ph}), flush=True)
+        hooks.uninstall()
+        dist.destroy_process_group()
+        return
+    prof = None
+    if args.cprofile and rank == 0:
+        import cProfile
+
+        prof = cProfile.Profile()
+    k0, c0, t0 = (_ticker_cpu(h) if h else 0.0), time.thread_time(), time.perf_counter()
+    if prof:
+        prof.enable()
+    for _ in range(args.calls):
+        step()
+    if prof:
+        prof.disable()
+    wall = (time.perf_counter() - t0) / args.calls
+    cpu = (time.thread_time() - c0) / args.calls
+    tick = ((_ticker_cpu(h) - k0) / args.calls) if h else 0.0
+    dist.barrier()
+    out = {"wall_us": wall * 1e6, "cpu_us": cpu * 1e6, "ticker_us": tick * 1e6}
+    if h is not None and rank == 0:
+        out["parts_us"] = _parts(h, t)
+    if rank == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+        if prof:
+            import pstats
+
+            prof.dump_stats(args.cprofile)
+            pstats.Stats(args.cprofile).sort_stats("tottime").print_stats(25)
+    hooks.uninstall()
+    dist.destroy_process_group()
+
+
+def _phases(h, t, calls: int, rank: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Rank 0 runs a copy of HookedProcessGroup._cd_collective with a clock between its steps (the
+    other rank calls dist.all_reduce as usual): µs per call spent in each step, wall clock."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    from commdoctor.hooks import group as gm
+    from commdoctor.hooks.callsite import user_site
+    from commdoctor.hooks.checker import make_fp
+
+    w = c10d._get_default_group()
+    assert isinstance(w, gm.HookedProcessGroup)
+    if rank != 0:
+        for _ in range(calls):
+            dist.all_reduce(t)
+        return {}
+    pc = time.thread_time if os.environ.get("PHASE_CLOCK") == "cpu" else time.perf_counter
+    acc: dict[str, float] = {}
+    names = ("describe", "site", "lock+seq", "record", "fp", "before", "enqueue", "track", "HookedWork", "wait",
+             "inner_wait")
+    for k in names:
+        acc[k] = 0.0
+    bare = os.environ.get("PHASE_BARE") == "1"
+    for _ in range(calls):
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = dist.ReduceOp.SUM
+        opts.asyncOp = False
+        args, kw = ([t], opts), {}
+        t0 = pc()
+        op, red, dtype, shapes, fp_shapes, root, dev, async_op = gm.describe_call("allreduce", args, kw)
+        t1 = pc()
+        site = user_site(1)
+        t2 = pc()
+        w._cd_lock.acquire()
+        g = w._cd_state or h.group_state(w)
+        seq = g.seq
+        g.seq = seq + 1
+        call = (g.name, seq, "all_reduce", red, dtype, shapes, None, root, dev, async_op, site)
+        t3 = pc()
+        h.recorder_enter(call)
+        t4 = pc()
+        fp = make_fp(op, red, dtype, fp_shapes, root, dev)
+        t5 = pc()
+        h.before(w, g, seq, fp, site, async_op, call)
+        t6 = pc()
+        work = w._cd_inner.allreduce(*args)
+        w._cd_lock.release()
+        t7 = pc()
+        entry = h.track(call, work)
+        t8 = pc()
+        hw = gm.HookedWork(work, h, g.name, seq, entry) if not bare else work
+        t9 = pc()
+        hw.wait()
+        t10 = pc()
+        for k, a, b in zip(names, (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9), (t1, t2, t3, t4, t5, t6, t7, t8, t9, t10)):
+            acc[k] += b - a
+    # the wait's own cost: a plain work handle's wait on the same group, for comparison
+    for _ in range(0):
+        pass
+    return {k: v / calls * 1e6 for k, v in acc.items() if k != "inner_wait"}
+
+
+def _parts(h, t) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each hot-path step on the live objects, timed in a loop of its own (µs per call)."""
+    import torch.distributed as dist
+
+    from commdoctor.hooks import group as gm
+    from commdoctor.hooks.callsite import user_site
+    from commdoctor.hooks.checker import make_fp
+
+    opts = dist.AllreduceOptions()
+    opts.reduceOp = dist.ReduceOp.SUM
+    opts.asyncOp = False
+    args = ([t], opts)
+    n = 20000
+    res: dict[str, float] = {}
+
+    def timeit(name: str, fn) -> None:  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        res[name] = (time.perf_counter() - t0) / n * 1e6
+
+    timeit("describe_call", lambda: gm.describe_call("allreduce", args, {}))
+    timeit("user_site", lambda: user_site(1))
+    d = gm.describe_call("allreduce", args, {})
+    timeit("make_fp", lambda: make_fp(d[0], d[1], d[2], d[4], d[5], d[6]))
+    return res
+
+
+def launch(extra: list[str], env_extra: dict[str, str]) -> tuple[dict | None, str]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    procs = []
+    for r in range(2):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   OMP_NUM_THREADS="1", **env_extra)
+        env.setdefault("PYTHONPATH", REPO)
+        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", *extra], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    res, text = None, ""
+    for p in procs:
+        so, se = p.communicate(timeout=600)
+        for line in so.splitlines():
+            if line.startswith("RESULT "):
+                res = json.loads(line[7:])
+            else:
+                text += line + "\n"
+        if p.returncode:
+            text += se[-2000:]
+    return res, text
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--what", choices=("allreduce", "ddp"), default="allreduce")
+    p.add_argument("--cprofile", default="")
+    p.add_argument("--plain", action="store_true", help="no hooks (the baseline)")
+    p.add_argument("--phases", action="store_true", help="time each step of the hot path on the live job")
+    p.add_argument("--records-dir", default=None)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    import tempfile
+
+    extra = ["--calls", str(args.calls), "--what", args.what]
+    if args.cprofile:
+        extra += ["--cprofile", args.cprofile]
+    if args.plain:
+        extra += ["--plain"]
+    if args.phases:
+        extra += ["--phases"]
+    extra += ["--records-dir", args.records_dir or tempfile.mkdtemp(prefix="cd-prof-hooks-")]
+    res, text = launch(extra, {})
+    print(text)
+    print(json.dumps(res, indent=1))
+    return 0 if res else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
