@@ -1,22 +1,30 @@
 """What commdoctor.hooks costs, beside what TORCH_DISTRIBUTED_DEBUG=DETAIL costs, measured side by side.
 
-usage: python bench/hooks_overhead.py [--reps N] [--quick] [--json]
+usage: python bench/hooks_overhead.py [--reps N] [--quick] [--json] [--code DIR]
 
-Starts one gloo job of 2 ranks on 127.0.0.1 with three groups over the same
-two ranks: a plain gloo group, a group created under DETAIL (torch wraps it
-in _ProcessGroupWrapper), and a group wrapped by commdoctor.hooks (mode
-"raise": recorded, and checked across ranks before every call). Timing blocks
-of all_reduce at 4 KiB, 64 KiB, 1 MiB and 16 MiB, and of a small DDP training
-step, rotate between the three groups (interleaved, so a load spike from other
-processes on the machine hits all three alike). The table shows the median
-wall time per call of each, the ratios to plain (median over repetitions of
-the ratio of a block to the plain block beside it, with the 25th to 75th
-percentile), the ratio of the fastest block of each (least touched by load
-from other processes), and the hooks' own CPU time per call: the calling
-thread's CPU beyond plain's, plus the hooks' background thread's (which wakes
-50 times a second, so at large sizes its share per call is its cost per 20 ms). DDP under DETAIL segfaults in
-torch 2.13 (FIELD-NOTES), so it runs in a job of its own and the table says
-what became of it.
+Starts one gloo job of 2 ranks on 127.0.0.1 with four groups over the same
+two ranks: a plain gloo group, a group created under DETAIL (torch wraps it in
+_ProcessGroupWrapper), and two groups wrapped by commdoctor.hooks (mode
+"raise", records on): "hooks" with the default gate, "always" with every call
+gated (``gate="always"``). For all_reduce at 4 KiB, 64 KiB, 1 MiB and 16 MiB
+the four take turns call by call (one round = one call on each, in an order
+that rotates every round), so that load from other processes on the machine
+hits all of them alike; a small DDP training step alternates the same way
+between a plain and a hooked model.
+
+The table shows, per size: the median time per call of each; hooks/plain, the
+median over blocks of rounds of (hooks' time in the block / plain's time in
+the same block), with the 25th-75th percentile of those block ratios; the
+same for DETAIL and gate=always; and the hooks' own CPU time per call in µs
+(the calling thread's CPU beyond plain's, plus the hooks' background thread's,
+per hooked call), also as a share of plain's time per call. The CPU figure is
+the precise one: on a loaded machine the time ratios move by several percent
+from run to run, the CPU cost does not. DDP under DETAIL segfaults in torch
+2.13 (FIELD-NOTES), so it runs in a job of its own and the table says what
+became of it.
+
+``--code DIR`` measures the hooks of another checkout (e.g. main's) with this
+same script, for before/after figures taken back to back.
 
 Goal (issue 5): hooks/plain <= 1.05 from 64 KiB up, and below DETAIL at every size.
 """
@@ -34,17 +42,21 @@ import time
 
 SIZES = [(4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (16 << 20, "16 MiB")]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Which commdoctor's hooks to measure (a checkout's root); this one by default (--code).
+CODE = os.environ.get("COMMDOCTOR_BENCH_CODE") or REPO
+KINDS = ("plain", "hooks", "always", "detail")
 
 
-def _iters(nbytes: int) -> int:
-    return 100 if nbytes <= 64 << 10 else (30 if nbytes <= 1 << 20 else 4)
+def _block(nbytes: int) -> int:
+    """Rounds per block (a block ratio compares sums over this many rounds)."""
+    return 20 if nbytes <= 64 << 10 else (10 if nbytes <= 1 << 20 else 2)
 
 
 def worker(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
 
-    sys.path.insert(0, REPO)
+    sys.path.insert(0, CODE)
     import commdoctor.hooks as hooks
     from commdoctor.hooks import core
 
@@ -56,7 +68,8 @@ def worker(args: argparse.Namespace) -> None:
         dist.set_debug_level(dist.DebugLevel.DETAIL)
         g = dist.new_group([0, 1])
         dist.set_debug_level(dist.DebugLevel.OFF)
-        t = _ddp_block(torch, g, steps=5, reps=3)
+        ddp, opt, x = _ddp(torch, g)
+        t = [_timed_step(ddp, opt, x)[0] for _ in range(15)]
         if rank == 0:
             print("RESULT " + json.dumps({"ddp_detail": t}), flush=True)
         dist.destroy_process_group()
@@ -70,48 +83,53 @@ def worker(args: argparse.Namespace) -> None:
     # install() after init wraps every group, and the handles held from before stay aliases of
     # the real groups: calls through ``plain`` and ``detail`` go straight to them, unhooked.
     hooked = dist.new_group([0, 1])
+    always = dist.new_group([0, 1])
     assert type(hooked).__name__ == "HookedProcessGroup" and type(plain) is dist.ProcessGroup
-    groups = {"plain": plain, "hooks": hooked, "always": hooked, "detail": detail}
-    order = ["plain", "hooks", "always", "detail"]
+    groups = {"plain": plain, "hooks": hooked, "always": always, "detail": detail}
+    gates = {"plain": "novel", "hooks": "novel", "always": "always", "detail": "novel"}
     h = core.current()
+    cfg = h.config
+    pc, tt = time.perf_counter, time.thread_time
     out: dict[str, dict[str, list[float]]] = {}
     for nbytes, label in SIZES:
-        t = torch.ones(nbytes // 4)
-        n = _iters(nbytes)
-        reps = max(3, args.reps if nbytes < 16 << 20 else (args.reps + 1) // 2)
-        for name in order:  # warm up every group at this size
-            h.config.gate = "always" if name == "always" else "novel"
+        t = torch.zeros(nbytes // 4)  # zeros: the sums stay finite call after call
+        rounds = _block(nbytes) * max(3, args.reps if nbytes < 16 << 20 else (args.reps + 1) // 2)
+        for name in KINDS:  # warm up every group at this size
+            cfg.gate = gates[name]
             for _ in range(3):
                 dist.all_reduce(t, group=groups[name])
-        times: dict[str, list[float]] = {k: [] for k in order}
-        cpu: dict[str, list[float]] = {k: [] for k in order}
-        tick: list[float] = []
-        for rep in range(reps):
-            for name in order[rep % 4:] + order[:rep % 4]:
+        wall: dict[str, list[float]] = {k: [] for k in KINDS}
+        cpu: dict[str, list[float]] = {k: [] for k in KINDS}
+        dist.barrier(group=plain)
+        k0 = _ticker_cpu(h)
+        for i in range(rounds):
+            j = i % 4
+            for name in KINDS[j:] + KINDS[:j]:
                 g = groups[name]
-                # "always": the same hooked group with every call gated (the gate="always" setting)
-                h.config.gate = "always" if name == "always" else "novel"
-                dist.barrier(group=plain)
-                k0, c0, t0 = _ticker_cpu(h), time.thread_time(), time.perf_counter()
-                for _ in range(n):
-                    dist.all_reduce(t, group=g)
-                times[name].append((time.perf_counter() - t0) / n)
-                cpu[name].append((time.thread_time() - c0) / n)
-                if name == "hooks":
-                    tick.append((_ticker_cpu(h) - k0) / n)
-        out[label] = {**times, **{"cpu_" + k: v for k, v in cpu.items()}, "cpu_ticker": tick}
+                cfg.gate = gates[name]
+                c0, t0 = tt(), pc()
+                dist.all_reduce(t, group=g)
+                t1, c1 = pc(), tt()
+                wall[name].append(t1 - t0)
+                cpu[name].append(c1 - c0)
+        ticker = (_ticker_cpu(h) - k0) / (2 * rounds)  # per hooked call (hooks and always)
+        out[label] = {**wall, **{"cpu_" + k: v for k, v in cpu.items()}, "ticker": [ticker],
+                      "block": [_block(nbytes)]}
+    cfg.gate = "novel"
     # A small DDP step: forward, backward (bucketed all_reduce by the reducer), optimizer.
-    ddp_times: dict[str, list[float]] = {"plain": [], "hooks": [], "cpu_plain": [], "cpu_hooks": [], "cpu_ticker": []}
     models = {k: _ddp(torch, groups[k]) for k in ("plain", "hooks")}
-    for rep in range(args.reps):
-        for name in (["plain", "hooks"] if rep % 2 == 0 else ["hooks", "plain"]):
-            dist.barrier(group=plain)
-            k0, c0 = _ticker_cpu(h), time.thread_time()
-            ddp_times[name].append(_ddp_steps(torch, *models[name], steps=10))
-            ddp_times["cpu_" + name].append((time.thread_time() - c0) / 10)
-            if name == "hooks":
-                ddp_times["cpu_ticker"].append((_ticker_cpu(h) - k0) / 10)
-    out["DDP step"] = ddp_times
+    ddp: dict[str, list[float]] = {"plain": [], "hooks": [], "cpu_plain": [], "cpu_hooks": []}
+    dist.barrier(group=plain)
+    k0 = _ticker_cpu(h)
+    steps = 20 * args.reps
+    for i in range(steps):
+        for name in (("plain", "hooks") if i % 2 == 0 else ("hooks", "plain")):
+            w, c = _timed_step(*models[name])
+            ddp[name].append(w)
+            ddp["cpu_" + name].append(c)
+    ddp["ticker"] = [(_ticker_cpu(h) - k0) / steps]
+    ddp["block"] = [20]
+    out["DDP step"] = ddp
     if rank == 0:
         print("RESULT " + json.dumps(out), flush=True)
     hooks.uninstall()
@@ -145,16 +163,11 @@ def _step(ddp, opt, x) -> None:  # type: ignore[no-untyped-def]
     opt.step()
 
 
-def _ddp_steps(torch, ddp, opt, x, steps: int) -> float:  # type: ignore[no-untyped-def]
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        _step(ddp, opt, x)
-    return (time.perf_counter() - t0) / steps
-
-
-def _ddp_block(torch, group, steps: int, reps: int) -> list[float]:  # type: ignore[no-untyped-def]
-    ddp, opt, x = _ddp(torch, group)
-    return [_ddp_steps(torch, ddp, opt, x, steps) for _ in range(reps)]
+def _timed_step(ddp, opt, x) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(wall, calling thread's CPU) of one step."""
+    c0, t0 = time.thread_time(), time.perf_counter()
+    _step(ddp, opt, x)
+    return time.perf_counter() - t0, time.thread_time() - c0
 
 
 def _launch(extra: list[str], timeout: float) -> tuple[dict | None, str]:
@@ -165,7 +178,7 @@ def _launch(extra: list[str], timeout: float) -> tuple[dict | None, str]:
     procs = []
     for r in range(2):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   PYTHONPATH=REPO, OMP_NUM_THREADS="1")
+                   PYTHONPATH=CODE, OMP_NUM_THREADS="1")
         env.pop("TORCH_DISTRIBUTED_DEBUG", None)
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", *extra], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -191,9 +204,13 @@ def _launch(extra: list[str], timeout: float) -> tuple[dict | None, str]:
     return result, "; ".join(notes)
 
 
-def _paired(a: list[float], b: list[float]) -> tuple[float, float, float]:
-    """Median and quartiles of a[i] / b[i]: each block against the plain block measured beside it."""
-    ratios = sorted(x / y for x, y in zip(a, b))
+def _blocks(a: list[float], b: list[float], block: int) -> tuple[float, float, float]:
+    """Median and quartiles over blocks of ``block`` rounds of sum(a) / sum(b): each kind's time
+    against plain's in the same rounds."""
+    n = min(len(a), len(b)) // block
+    ratios = sorted(sum(a[i * block:(i + 1) * block]) / sum(b[i * block:(i + 1) * block]) for i in range(n))
+    if not ratios:
+        return float("nan"), float("nan"), float("nan")
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
     return statistics.median(ratios), q[0], q[2]
 
@@ -202,11 +219,18 @@ def _fmt_t(s: float) -> str:
     return f"{s * 1e6:.1f} us" if s < 1e-2 else f"{s * 1e3:.2f} ms"
 
 
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> int:
+    global CODE
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=int, default=15, help="timing blocks per group and size (default 15)")
+    p.add_argument("--reps", type=int, default=30, help="blocks of rounds per size (default 30; 16 MiB: half)")
     p.add_argument("--quick", action="store_true", help="5 blocks: a smoke run, not a measurement")
     p.add_argument("--json", action="store_true", help="print the raw timings as JSON")
+    p.add_argument("--code", default=None, help="root of the commdoctor checkout whose hooks to measure")
+    p.add_argument("--no-ddp-detail", action="store_true", help="skip the job that runs DDP under DETAIL")
     p.add_argument("--records-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--ddp-detail", action="store_true", help=argparse.SUPPRESS)
@@ -216,52 +240,60 @@ def main() -> int:
     if args.worker:
         worker(args)
         return 0
+    if args.code:
+        CODE = os.environ["COMMDOCTOR_BENCH_CODE"] = os.path.abspath(args.code)
     import tempfile
 
     rec = tempfile.mkdtemp(prefix="cd-bench-hooks-")
+    load0, t0 = _load(), time.time()
     res, note = _launch(["--reps", str(args.reps), "--records-dir", rec], timeout=900)
     if res is None:
         print(f"the benchmark job failed: {note}", file=sys.stderr)
         return 1
-    ddp_detail, dnote = _launch(["--ddp-detail"], timeout=300)
+    ddp_detail, dnote = (None, "skipped") if args.no_ddp_detail else _launch(["--ddp-detail"], timeout=300)
     if args.json:
-        print(json.dumps({"timings": res, "ddp_detail": ddp_detail, "ddp_detail_note": dnote}))
+        print(json.dumps({"timings": res, "ddp_detail": ddp_detail, "ddp_detail_note": dnote, "code": CODE}))
         return 0
     import torch
 
-    print(f"commdoctor.hooks overhead: gloo, 2 ranks on 127.0.0.1, torch {torch.__version__}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}; {args.reps} interleaved blocks per cell")
-    print(f"{'':9} {'plain':>10} {'hooks':>10} {'hooks/plain [p25-p75]':>23} {'best/best':>10} {'DETAIL':>10}"
-          f" {'DETAIL/plain':>13} {'gate=always/plain':>18} {'hooks CPU/call':>15}")
-    met = True
+    print(f"commdoctor.hooks overhead: gloo, 2 ranks on 127.0.0.1, torch {torch.__version__}, {os.cpu_count()} CPUs; "
+          f"hooks from {CODE}")
+    print(f"load average (1/5/15 min) {load0} at the start, {_load()} at the end; {time.time() - t0:.0f} s; "
+          f"calls taken in turn, ratios over blocks of rounds ({args.reps} blocks per size)")
+    print(f"{'':9} {'plain':>9} {'hooks':>9} {'hooks/plain [p25-p75]':>22} {'DETAIL/plain [p25-p75]':>23}"
+          f" {'always/plain':>12} {'hooks CPU/call':>15} {'of plain':>8}")
+    met_median = met_strict = below_detail = True
     for label in [lbl for _, lbl in SIZES] + ["DDP step"]:
         t = res[label]
+        block = t["block"][0]
         pl, hk = statistics.median(t["plain"]), statistics.median(t["hooks"])
-        r, lo, hi = _paired(t["hooks"], t["plain"])
+        r, lo, hi = _blocks(t["hooks"], t["plain"], block)
         if "detail" in t:
-            dt = statistics.median(t["detail"])
-            dcol, dratio = _fmt_t(dt), f"{_paired(t['detail'], t['plain'])[0]:12.2f}x"
+            dr, dlo, dhi = _blocks(t["detail"], t["plain"], block)
+            dcol = f"{dr:6.2f}x [{dlo:.2f}-{dhi:.2f}]"
+            if not (hk < statistics.median(t["detail"]) and r < dr):
+                below_detail = False
         elif ddp_detail:
             dt = statistics.median(ddp_detail["ddp_detail"])
-            dcol, dratio = _fmt_t(dt) + "*", f"{dt / pl:12.2f}x"
+            dcol = f"{dt / pl:6.2f}x (own job)"
+            if hk >= dt:
+                below_detail = False
         else:
-            dt, dcol, dratio = None, f"{'crashed':>10}", f"{'-':>13}"
-        # The hooks' own CPU per call: the caller thread's CPU beyond plain's, plus the background thread's.
-        extra = statistics.median(t["cpu_hooks"]) - statistics.median(t["cpu_plain"])
-        extra += statistics.mean(t["cpu_ticker"]) if t.get("cpu_ticker") else 0.0
-        always = f"{_paired(t['always'], t['plain'])[0]:17.2f}x" if "always" in t else f"{'-':>18}"
-        best = min(t["hooks"]) / min(t["plain"])  # the fastest block of each: least touched by load spikes
-        print(f"{label:9} {_fmt_t(pl):>10} {_fmt_t(hk):>10} {r:9.3f}x [{lo:.2f}-{hi:.2f}] {best:9.3f}x {dcol:>10} {dratio}"
-              f" {always} {_fmt_t(extra):>15}")
-        if label not in ("4 KiB", "DDP step") and r > 1.05:
-            met = False
-        if dt is not None and hk >= dt:
-            met = False
+            dcol = "crashed"
+        always = f"{_blocks(t['always'], t['plain'], block)[0]:11.3f}x" if "always" in t else f"{'-':>12}"
+        # The hooks' own CPU per call: the caller thread's beyond plain's, plus the background thread's.
+        extra = statistics.mean(t["cpu_hooks"]) - statistics.mean(t["cpu_plain"]) + t["ticker"][0]
+        print(f"{label:9} {_fmt_t(pl):>9} {_fmt_t(hk):>9} {r:8.3f}x [{lo:.3f}-{hi:.3f}] {dcol:>23} {always}"
+              f" {extra * 1e6:12.1f} us {extra / pl * 100:7.1f}%")
+        if label not in ("4 KiB", "DDP step"):
+            met_median &= r <= 1.05
+            met_strict &= hi <= 1.05
     if ddp_detail is None:
         print(f"DDP under DETAIL: {dnote or 'no result'} (torch 2.13 segfaults there; see FIELD-NOTES)")
-    else:
-        print("* DDP under DETAIL ran in a job of its own")
-    print(f"goal (hooks <= 1.05x plain from 64 KiB up, below DETAIL at every size): {'met' if met else 'NOT met'}")
+    print("goal (issue 5): hooks <= 1.05x plain from 64 KiB up: "
+          + ("met, p75 included" if met_strict else "met by the medians, not by every p75" if met_median
+             else "NOT met")
+          + "; below DETAIL at every size: " + ("met" if below_detail else "NOT met"))
     return 0
 
 

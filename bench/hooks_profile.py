@@ -23,6 +23,9 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Which commdoctor to measure (a checkout's root); this repository's by default. Lets the same
+#: script time another version of the hooks, e.g. main's: ``--code /path/to/main``.
+CODE = os.environ.get("COMMDOCTOR_BENCH_CODE") or REPO
 
 
 def _ticker_cpu(h) -> float:  # type: ignore[no-untyped-def]
@@ -37,7 +40,7 @@ def worker(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
 
-    sys.path.insert(0, REPO)
+    sys.path.insert(0, CODE)
     import commdoctor.hooks as hooks
     from commdoctor.hooks import core
 
@@ -65,6 +68,14 @@ def worker(args: argparse.Namespace) -> None:
     for _ in range(20):
         step()
     dist.barrier()
+    if args.stub:
+        out = _stub(h, t, args.calls, rank)
+        dist.barrier()
+        if rank == 0:
+            print("RESULT " + json.dumps(out), flush=True)
+        hooks.uninstall()
+        dist.destroy_process_group()
+        return
     if args.phases and h is not None and args.what == "allreduce":
         ph = _phases(h, t, args.calls, rank)
         dist.barrier()
@@ -101,6 +112,66 @@ def worker(args: argparse.Namespace) -> None:
             pstats.Stats(args.cprofile).sort_stats("tottime").print_stats(25)
     hooks.uninstall()
     dist.destroy_process_group()
+
+
+class _StubGroup:
+    """Stands in for gloo under the wrapper: every allreduce returns an already completed handle."""
+
+    def __init__(self, done) -> None:  # type: ignore[no-untyped-def]
+        self.done = done
+
+    def allreduce(self, *args, **kw):  # type: ignore[no-untyped-def]
+        return self.done
+
+
+def _stub(h, t, calls: int, rank: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """The hooks' own cost per dist.all_reduce, without the backend: the wrapper's real group is
+    replaced by a stub returning a completed handle. Both ranks run the loop (entries go out and are
+    checked as usual). Compared with the same loop over the stub without the wrapper."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    w = c10d._get_default_group()
+    real = w._cd_inner
+    done = real.allreduce([t])
+    done.wait()
+    stub = _StubGroup(done)
+    out: dict[str, float] = {}
+    if os.environ.get("STUB_PROFILE") and rank == 0:
+        import cProfile
+        import pstats
+
+        w._cd_inner = stub
+        cProfile.runctx("for _ in range(calls): dist.all_reduce(t)", globals(), {"calls": calls, "dist": dist, "t": t},
+                        "/tmp/hp/stub.prof")
+        w._cd_inner = real
+        pstats.Stats("/tmp/hp/stub.prof").sort_stats("tottime").print_stats(22)
+    elif os.environ.get("STUB_PROFILE"):
+        w._cd_inner = stub
+        for _ in range(calls):
+            dist.all_reduce(t)
+        w._cd_inner = real
+    # "bare": the same loop through the wrapper with the hooks off (dist.all_reduce's own Python
+    # work, the wrapper's delegation and the stub): the floor under the hooks' own cost.
+    for name in ("bare", "hooks", "bare", "hooks"):
+        dist.barrier()
+        k0, c0, t0 = _ticker_cpu(h), time.thread_time(), time.perf_counter()
+        w._cd_inner = stub
+        if name == "bare":
+            w._cd_hooks = None
+        try:
+            for _ in range(calls):
+                dist.all_reduce(t)
+        finally:
+            w._cd_inner, w._cd_hooks = real, h
+        wall, cpu, tick = time.perf_counter() - t0, time.thread_time() - c0, _ticker_cpu(h) - k0
+        for k, v in (("wall", wall), ("cpu", cpu), ("ticker", tick)):
+            key = f"{name}_{k}_us"
+            out[key] = min(out.get(key, 1e9), v / calls * 1e6)
+        time.sleep(0.2)  # let the background thread catch up (its work is counted for the block)
+        if name == "hooks":
+            out["hooks_ticker_us"] = min(out.get("hooks_ticker_us", 1e9), (_ticker_cpu(h) - k0) / calls * 1e6)
+    return out
 
 
 def _phases(h, t, calls: int, rank: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -202,7 +273,7 @@ def launch(extra: list[str], env_extra: dict[str, str]) -> tuple[dict | None, st
     for r in range(2):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    OMP_NUM_THREADS="1", **env_extra)
-        env.setdefault("PYTHONPATH", REPO)
+        env["PYTHONPATH"] = CODE
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", *extra], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     res, text = None, ""
@@ -225,12 +296,17 @@ def main() -> int:
     p.add_argument("--cprofile", default="")
     p.add_argument("--plain", action="store_true", help="no hooks (the baseline)")
     p.add_argument("--phases", action="store_true", help="time each step of the hot path on the live job")
+    p.add_argument("--stub", action="store_true", help="the hooks' own cost per call, gloo replaced by a stub")
     p.add_argument("--records-dir", default=None)
+    p.add_argument("--code", default=None, help="root of the commdoctor checkout to measure (default: this one)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         worker(args)
         return 0
+    if args.code:
+        global CODE
+        CODE = os.environ["COMMDOCTOR_BENCH_CODE"] = os.path.abspath(args.code)
     import tempfile
 
     extra = ["--calls", str(args.calls), "--what", args.what]
@@ -240,6 +316,8 @@ def main() -> int:
         extra += ["--plain"]
     if args.phases:
         extra += ["--phases"]
+    if args.stub:
+        extra += ["--stub"]
     extra += ["--records-dir", args.records_dir or tempfile.mkdtemp(prefix="cd-prof-hooks-")]
     res, text = launch(extra, {})
     print(text)

@@ -213,6 +213,14 @@ def s_straggler(r: int, w: int) -> None:
         dist.all_reduce(t)  # SITE:straggler
 
 
+def s_crash(r: int, w: int) -> None:
+    """50 all_reduce calls, then both ranks wait (the test reads the store, then kills them with SIGKILL)."""
+    t = torch.ones(4)
+    for _ in range(50):
+        dist.all_reduce(t)  # SITE:crash
+    time.sleep(600)
+
+
 def s_stall(r: int, w: int) -> None:
     """Rank 1 stops making calls for longer than the group's timeout (GLOO_TIMEOUT=3 in the test)."""
     t = torch.ones(4)

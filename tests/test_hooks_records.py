@@ -130,3 +130,48 @@ def test_records_command_usage_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"\x00" * 100 + b"\nnot json\n")
     doc, p = run_json("records", str(tmp_path))
     assert p.returncode == 0 and codes(doc) == ["HOOK021"], doc
+
+
+def test_killed_job_loses_nothing_already_flushed(tmp_path: Path) -> None:
+    """SIGKILL leaves no chance to flush: what the background thread wrote on its timer (records every
+    50 ms, the store's progress key at most every 0.5 s) must already hold every call made before."""
+    import datetime
+
+    import torch.distributed as dist
+
+    from hooks_support import free_port
+
+    port = free_port()
+    procs = start_job("crash", 2, str(tmp_path), env={"MASTER_PORT": str(port)})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            prog = records.read_progress([str(tmp_path)])
+            if all(r in prog and prog[r].last_entered is not None and prog[r].last_entered.seq == 49 for r in (0, 1)):
+                break
+            assert all(p.poll() is None for p in procs), explain_procs(procs)
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the ranks never reached their 50th all_reduce: " + explain_procs(procs))
+        time.sleep(1.0)  # the store's progress is at most 0.5 s (+ one 50 ms tick) behind
+        client = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=datetime.timedelta(seconds=30))
+        store = dist.PrefixStore("0/", dist.PrefixStore("default_pg", client))  # the default group's store
+        stored = {r: json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}")) for r in (0, 1)}
+    finally:
+        for p in procs:
+            p.kill()  # SIGKILL: no atexit, no last flush
+        stop_job(procs)
+    for r in (0, 1):
+        assert stored[r]["entered"]["seq"] == 49 and stored[r]["completed"]["seq"] == 49, stored
+        assert stored[r]["completed"]["site"] == site("crash")
+        lines = [d for d in records.iter_lines(records.record_path(str(tmp_path), r)) if d]
+        enters = [d["seq"] for d in lines if d.get("kind") == "enter"]
+        exits = [d["seq"] for d in lines if d.get("kind") == "exit"]
+        assert enters == list(range(50)) and sorted(exits) == list(range(50)), (enters, exits)
+    prog = records.read_progress([str(tmp_path)])
+    assert prog[0].last_completed.seq == 49 and prog[1].last_completed.seq == 49
+
+
+def explain_procs(procs: list[Any]) -> str:
+    return " | ".join(f"rank {i} rc={p.poll()}" for i, p in enumerate(procs))
+

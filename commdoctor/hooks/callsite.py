@@ -2,7 +2,7 @@
 
 Promise: standard library only, and cheap on the hot path. Frames are walked
 with ``sys._getframe``; whether a code object is "internal" is decided once per
-code object and cached, and the ``file:line`` text is cached per (code, line),
+code object and cached, and the ``file:line`` text is cached per (code, instruction offset),
 so a call costs a few dictionary lookups.
 """
 
@@ -15,6 +15,7 @@ from types import CodeType, FrameType
 
 _internal: dict[CodeType, bool] = {}
 _text: dict[tuple[CodeType, int], str] = {}
+_at: dict[tuple[CodeType, int], str] = {}  # (code, instruction offset) -> text
 _cwd = ""
 
 
@@ -85,6 +86,15 @@ def user_site(depth: int = 2) -> str:
         if flag is None:
             flag = internal[code] = is_internal(code.co_filename)
         if not flag:
-            return fmt(code, f.f_lineno)
+            # Keyed by the instruction offset: f_lineno is computed by scanning the code's line
+            # table from its start on every read, which costs microseconds in long functions.
+            key = (code, f.f_lasti)
+            s = _at.get(key)
+            if s is None:
+                s = fmt(code, f.f_lineno)
+                if len(_at) > 65536:
+                    _at.clear()
+                _at[key] = s
+            return s
         f = f.f_back
     return ""

@@ -88,6 +88,9 @@ class Mesh:
         self._closed = False
         self._rlock = threading.Lock()  # one reader at a time; others wait on the checker's condition
         self._later: collections.deque[tuple[Any, Any]] = collections.deque()  # (peers, fields) not yet encoded
+        #: Queue (peers, fields) for the next ``flush``: ``send(peers, fields, later=True)`` without
+        #: the call's overhead (deque.append is atomic: no lock on the caller's path).
+        self.queue = self._later.append
         self._out: dict[int, list[bytes]] = {}  # peer -> encoded messages not yet written
         self._out_lock = threading.Lock()
 
@@ -197,13 +200,23 @@ class Mesh:
         q = self._later
         if not q:
             return
+        # Gathered as text per peer and encoded once per peer: a batch of many short lines.
+        texts: dict[int, list[str]] = {}
+        rank = self.rank
+        while q:
+            peers, fields = q.popleft()
+            line = SEP.join(fields)
+            for p in peers:
+                if p != rank:
+                    t = texts.get(p)
+                    if t is None:
+                        texts[p] = [line]
+                    else:
+                        t.append(line)
         with self._out_lock:
-            while q:
-                peers, fields = q.popleft()
-                data = (SEP.join(fields) + "\n").encode("utf-8", "replace")
-                for p in peers:
-                    if p != self.rank:
-                        self._out.setdefault(p, []).append(data)
+            for p, t in texts.items():
+                t.append("")
+                self._out.setdefault(p, []).append("\n".join(t).encode("utf-8", "replace"))
 
     def _take(self, p: int) -> bytes:
         if not self._out:
@@ -271,11 +284,14 @@ class Mesh:
                     self._lose(peer, "connection closed")
                     continue
                 buf = self._bufs[peer] + chunk
-                *lines, rest = buf.split(b"\n")
-                self._bufs[peer] = rest
-                for line in lines:
+                end = buf.rfind(b"\n") + 1
+                self._bufs[peer] = buf[end:]
+                if not end:
+                    continue
+                on_message = self._on_message
+                for line in buf[:end - 1].decode("utf-8", "replace").split("\n"):
                     try:
-                        self._on_message(peer, line.decode("utf-8", "replace").split(SEP))
+                        on_message(peer, line.split(SEP))
                     except Exception as e:  # noqa: BLE001 - a bad message must not break the reader
                         self._on_lost_safe(peer, f"bad message from rank {peer}: {e!r}")
             return True

@@ -112,7 +112,7 @@ class GroupState:
     gone: dict[int, tuple[str, int]] = field(default_factory=dict)  # rank -> (why, its last seq) once it left
     p2p_count: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (dir, peer, tag) -> next index
     others: tuple[int, ...] = ()  # members but this rank (set by the checker)
-    last_key: Any = None  # (site, fp) of this rank's previous call in this group
+    last_key: Any = None  # (fp, site) of this rank's previous call in this group
     steps: set[Any] = field(default_factory=set)  # (previous call, call) pairs this rank has made
 
     def title(self) -> str:
@@ -125,9 +125,13 @@ class Checker:
 
     def __init__(self, rank: int, send: Callable[..., None], *,
                  on_mismatch: Callable[[Mismatch], None], check_sites: bool = True,
-                 pump: Callable[[float], bool] | None = None) -> None:
+                 pump: Callable[[float], bool] | None = None,
+                 queue: Callable[[tuple[Any, Any]], None] | None = None) -> None:
         self.rank = rank
         self._send = send
+        # Takes (peers, fields) of a message that may go out with the next batch (the mesh's queue);
+        # without one, such messages are sent with ``send(..., later=True)``.
+        self._queue = queue
         # Reads and files peers' messages, waiting up to its argument; False when another thread reads.
         self._pump = pump
         # Poll this long before sleeping in select: a peer entering the same call within it is seen
@@ -135,7 +139,9 @@ class Checker:
         self.spin_s = 0.0
         self._on_mismatch = on_mismatch
         self.check_sites = check_sites
-        self.cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self.cond = threading.Condition(self._lock)
+        self._waiting = 0  # threads in cond.wait: nobody to wake, no notify (it costs a few µs)
         self.groups: dict[str, GroupState] = {}
         self.stopped: set[int] = set()  # peers that stopped checking (uninstall, lost channel)
         self.active = True
@@ -163,21 +169,26 @@ class Checker:
 
     # -- collectives ----------------------------------------------------------
 
-    def publish(self, g: GroupState, seq: int, fp: str, site: str, later: bool = False) -> None:
+    def publish(self, g: GroupState, seq: int, fp: str, site: str, later: bool = False,
+                entry: tuple[str, str] | None = None) -> None:
         """Record our own entry and tell the other members (call before ``wait``).
 
         ``later``: the entry of a call that does not wait for the verdict goes out with the next
         batch (the hooks' ticker writes every 50 ms), sparing the caller a system call.
+        ``entry``: the caller's ``(fp, site)`` tuple, if it has one (saves building another).
         """
-        if later:
-            self._send(g.others, ("C", g.name, str(seq), fp, site), later=True)
-        else:  # send first: the peers learn of it as early as possible
-            self._send(g.others, ("C", g.name, str(seq), fp, site))
-        with self.cond:
+        msg = ("C", g.name, str(seq), fp, site)
+        if not later:  # send first: the peers learn of it as early as possible
+            self._send(g.others, msg)
+        elif self._queue is not None:
+            self._queue((g.others, msg))
+        else:
+            self._send(g.others, msg, later=True)
+        with self._lock:
             e = g.entries.get(seq)
             if e is None:
                 e = g.entries[seq] = {}
-            e[self.rank] = (fp, site)
+            e[self.rank] = entry or (fp, site)
             if len(e) >= len(g.members) or self.stopped or g.gone:
                 self._maybe_verify(g, seq)
             if not seq & 15:
@@ -210,7 +221,11 @@ class Checker:
                         g.verdicts[seq] = UNVERIFIED
                     return expired
                 if self._pump is None:
-                    self.cond.wait(min(deadline - now, 0.5))
+                    self._waiting += 1
+                    try:
+                        self.cond.wait(min(deadline - now, 0.5))
+                    finally:
+                        self._waiting -= 1
                     continue
             # Read the peers' messages in this thread: the kernel wakes it when they arrive.
             if spin_until is None:
@@ -219,10 +234,16 @@ class Checker:
             if not self._pump(wait_s):
                 with self.cond:  # another thread is reading; it notifies when it files something
                     if seq not in g.verdicts:
-                        self.cond.wait(0.005)
+                        self._waiting += 1
+                        try:
+                            self.cond.wait(0.005)
+                        finally:
+                            self._waiting -= 1
 
     def _left_before(self, g: GroupState, seq: int) -> Mismatch | None:
         """A member that left the group (destroyed it, uninstalled, exited) before reaching ``seq``."""
+        if not g.gone:
+            return None
         mine = g.entries.get(seq, {}).get(self.rank)
         if mine is None:
             return None
@@ -249,9 +270,26 @@ class Checker:
             self._conclude(g, seq, left)
             return
         got = g.entries.get(seq, {})
-        need = [m for m in g.members if m not in self.stopped and m not in g.gone]
-        if any(m not in got for m in need):
-            return
+        if self.stopped or g.gone:
+            need: Any = [m for m in g.members if m not in self.stopped and m not in g.gone]
+        else:
+            need = g.members
+        for m in need:
+            if m not in got:
+                return
+        if len(got) == len(need):
+            # The common case: every member sent the same entry (same fingerprint, same site), so
+            # neither the fingerprints nor the sites can disagree. Compared by identity first:
+            # a rank's own entries are the same tuple object call after call.
+            first = None
+            for v in got.values():
+                if first is None:
+                    first = v
+                elif v is not first and v != first:
+                    break
+            else:
+                self._conclude(g, seq, None)
+                return
         verdict = self._compare(g, seq, got)
         self._conclude(g, seq, verdict)
 
@@ -259,7 +297,9 @@ class Checker:
         g.verdicts[seq] = verdict
         if verdict is not None:
             self._raise_flag(verdict)
-        self.cond.notify_all()
+            self.cond.notify_all()
+        elif self._waiting:
+            self.cond.notify_all()
         return verdict
 
     def _raise_flag(self, m: Mismatch) -> None:
@@ -390,7 +430,7 @@ class Checker:
     def on_message(self, peer: int, f: list[str]) -> None:
         kind = f[0]
         if kind == "C":  # collective entry: group, seq, fp, site
-            with self.cond:
+            with self._lock:
                 g = self.groups.get(f[1])
                 if g is None:  # the group is not created here yet: keep the entry for when it is
                     g = self.groups[f[1]] = GroupState(name=f[1], members=())
@@ -401,7 +441,8 @@ class Checker:
                 e[peer] = (f[3], f[4])
                 if g.members and (len(e) >= len(g.members) or self.stopped or g.gone):
                     self._maybe_verify(g, seq)
-                    self.cond.notify_all()
+                    if self._waiting:
+                        self.cond.notify_all()
         elif kind == "P":
             self._p2p_entry(f[1], int(f[2]), int(f[3]), int(f[4]), int(f[5]), f[6], f[7], f[8])
         elif kind == "D":  # peer destroyed a group (or left): group, its last seq, why

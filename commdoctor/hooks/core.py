@@ -158,7 +158,7 @@ class Hooks:
 
         mesh = Mesh(self.rank, self.world_size, on_message, self._on_lost)
         checker = Checker(self.rank, mesh.send, on_mismatch=self._on_mismatch, check_sites=self.config.check_sites,
-                          pump=mesh.pump)
+                          pump=mesh.pump, queue=mesh.queue)
         checker_box.append(checker)
         try:
             global _epoch
@@ -188,7 +188,7 @@ class Hooks:
             if r is not None and now - last >= r.interval:
                 last = now
                 try:
-                    r.flush()
+                    r.flush(force=False)
                 except Exception as e:  # noqa: BLE001 - recording must never break training
                     self.warn(f"recording stopped: {e!r}")
                     self.recorder = None
@@ -286,11 +286,11 @@ class Hooks:
         if self._lost:
             self._say_lost(g)
         gate = self.config.gate
+        key = (fp, site)  # also this rank's entry, as the checker stores it
         if gate == "novel":
             # Gate a call when this rank has not made this call after the previous one before:
             # the first time round a loop, and wherever this rank's path changes. A loop that
             # repeats itself runs ungated and is checked as the entries arrive.
-            key = (site, fp)
             step = (g.last_key, key)
             g.last_key = key
             gated = step not in g.steps
@@ -300,7 +300,7 @@ class Hooks:
                 g.steps.add(step)
         else:
             gated = gate == "always"
-        c.publish(g, seq, fp, site, later=not gated)
+        c.publish(g, seq, fp, site, later=not gated, entry=key)
         if not gated:
             v = c.poison or g.verdicts.get(seq)  # the others may be ahead: then it is decided already
             if v is not None and v is not UNVERIFIED and raising:

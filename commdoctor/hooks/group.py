@@ -28,8 +28,11 @@ from commdoctor.hooks.callsite import user_site
 from commdoctor.hooks.checker import make_fp
 from commdoctor.hooks.errors import CollectiveMismatchError
 
+_now = time.time
+
 _SLICE_S = 0.05
 _SLICE = datetime.timedelta(seconds=_SLICE_S)
+_NO_TIMEOUT = datetime.timedelta(0)
 
 _Tensor = torch.Tensor
 _ReduceOp = dist.ReduceOp
@@ -264,6 +267,48 @@ def describe_call(method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> tup
     return op, red, dtype, shapes, fp_shapes or shapes, root, dev, async_op
 
 
+_BroadcastOptions = dist.BroadcastOptions
+#: (method, dtype, size, device, reduce op, async) -> describe_call's answer with the fingerprint made.
+_fast_cache: dict[tuple[Any, ...], tuple[str, str | None, str | None, str, str, int | None, str | None, bool]] = {}
+
+
+def _fast_describe(method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """describe_call with the fingerprint, for the commonest form (one tensor in a list and an
+    options object: dist.all_reduce, dist.broadcast and DDP's buckets), from a cache keyed on what
+    the answer depends on; None for every other form (the caller describes it in full).
+
+    Reading the key costs a few attribute reads; the answer (names, shape text, fingerprint) is
+    formatted once per distinct call instead of on every call."""
+    if kw or len(args) != 2:
+        return None
+    ts, opts = args
+    if type(ts) is not list or len(ts) != 1:
+        return None
+    t = ts[0]
+    if not isinstance(t, _Tensor):
+        return None
+    to = type(opts)
+    if to is _AllreduceOptions:
+        if method != "allreduce":
+            return None
+        key: tuple[Any, ...] = (t.dtype, t.size(), t.is_cpu or t.device.type, opts.reduceOp.op.value,
+                                opts.asyncOp)
+    elif to is _BroadcastOptions:
+        if method != "broadcast":
+            return None
+        key = (t.dtype, t.size(), t.is_cpu or t.device.type, -1 - opts.rootRank, opts.asyncOp)
+    else:
+        return None
+    d = _fast_cache.get(key)
+    if d is None:
+        op, red, dtype, shapes, fp_shapes, root, dev, async_op = describe_call(method, args, kw)
+        d = (op, red, dtype, shapes, make_fp(op, red, dtype, fp_shapes, root, dev), root, dev, async_op)
+        if len(_fast_cache) > 4096:
+            _fast_cache.clear()
+        _fast_cache[key] = d
+    return d
+
+
 class HookedWork(dist.Work):
     """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
     waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
@@ -280,19 +325,30 @@ class HookedWork(dist.Work):
         if h is not None:
             h.raise_if_known(self._cd_where, err)
 
-    def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
+    def wait(self, timeout: datetime.timedelta = _NO_TIMEOUT) -> bool:
         inner, h = self._cd_inner, self._cd_hooks
         try:
             if h is None or self._cd_where[1] < 0:  # point-to-point: gloo's recv cannot be polled safely
                 ok = inner.wait(timeout) if timeout else inner.wait()
-            else:
+            elif timeout:
                 ok = self._cd_poll(inner, h, timeout)
+            else:
+                try:  # the first slice inline: most calls end within it
+                    ok = inner.wait(_SLICE)
+                except RuntimeError as e:
+                    if "timed out" not in str(e).lower():
+                        raise
+                    if h.poisoned() is not None:
+                        h.raise_if_known(self._cd_where, None)
+                    ok = self._cd_poll(inner, h, timeout)
         except RuntimeError as e:
             if h is not None and not isinstance(e, CollectiveMismatchError):
                 h.raise_if_known(self._cd_where, e)
             raise
         if h is not None:
-            h.raise_if_known(self._cd_where, None)
+            c = h.checker
+            if c is not None and c.poison is not None:
+                h.raise_if_known(self._cd_where, None)
         entry = self._cd_entry
         if entry is not None and entry[2] is None:
             entry[2] = time.time()
@@ -452,26 +508,39 @@ class HookedProcessGroup(dist.ProcessGroup):
         h = self._cd_hooks
         if h is None or not h.enabled:
             return getattr(self._cd_inner, method)(*args, **kw)
-        op, red, dtype, shapes, fp_shapes, root, dev, async_op = describe_call(method, args, kw)
+        d = _fast_describe(method, args, kw)
+        if d is None:
+            op, red, dtype, shapes, fp_shapes, root, dev, async_op = describe_call(method, args, kw)
+            fp = make_fp(op, red, dtype, fp_shapes, root, dev)
+        else:
+            op, red, dtype, shapes, fp, root, dev, async_op = d
         site = user_site(3)
+        r = h.recorder
         with self._cd_lock:
             g = self._cd_state or h.group_state(self)
             seq = g.seq
             g.seq = seq + 1
             call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
-            h.recorder_enter(call)
-            h.before(self, g, seq, make_fp(op, red, dtype, fp_shapes, root, dev), site, async_op, call)
+            if r is not None:
+                r._q.append(("enter", call, _now()))
+            h.before(self, g, seq, fp, site, async_op, call)
             try:
                 work = getattr(self._cd_inner, method)(*args, **kw)
             except BaseException as e:  # the backend refused the call: it ended here, say so
                 h.failed(call, e)
                 raise
-        entry = h.track(call, work)
-        if work is not None and (h.checker is not None or entry is not None):
-            # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
-            # peer that raised and exited): its handle turns that into the mismatch it was.
-            return HookedWork(work, h, g.name, seq, entry)
-        return work
+        if work is None:
+            return work
+        if r is not None:
+            entry: list[Any] | None = [work, call, None]
+            r._pending.append(entry)
+        elif h.checker is None:
+            return work
+        else:
+            entry = None
+        # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
+        # peer that raised and exited): its handle turns that into the mismatch it was.
+        return HookedWork(work, h, g.name, seq, entry)
 
     def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         h = self._cd_hooks
