@@ -309,6 +309,54 @@ def _fast_describe(method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> An
     return d
 
 
+def _wait(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
+          timeout: datetime.timedelta = _NO_TIMEOUT) -> Any:
+    """Wait for a collective's real work handle in slices, so that a mismatch found meanwhile releases
+    this rank (the call never completes then), and turn a failure caused by a mismatch (a peer that
+    raised and left) into that mismatch. A successful wait marks the recorder's entry completed.
+    Returns what the real handle's wait returned."""
+    try:
+        if timeout:
+            ok = _poll(inner, h, where, timeout)
+        else:
+            try:  # the first slice inline: most calls end within it
+                ok = inner.wait(_SLICE)
+            except RuntimeError as e:
+                if "timed out" not in str(e).lower():
+                    raise
+                if h.poisoned() is not None:
+                    h.raise_if_known(where, None)
+                ok = _poll(inner, h, where, timeout)
+    except RuntimeError as e:
+        if not isinstance(e, CollectiveMismatchError):
+            h.raise_if_known(where, e)
+        raise
+    c = h.checker
+    if c is not None and c.poison is not None:
+        h.raise_if_known(where, None)
+    if entry is not None and entry[2] is None:
+        entry[2] = time.time()
+    return ok
+
+
+def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelta) -> Any:
+    """inner.wait(timeout) in slices of 50 ms, checking for a mismatch between them."""
+    limit = timeout.total_seconds() if timeout else None
+    start = time.monotonic()
+    while True:
+        left = None if limit is None else limit - (time.monotonic() - start)
+        step = _SLICE_S if left is None else max(0.001, min(_SLICE_S, left))
+        try:
+            return inner.wait(_SLICE if left is None else datetime.timedelta(seconds=step))
+        except RuntimeError as e:
+            if "timed out" not in str(e).lower():
+                raise
+            if h.poisoned() is not None:
+                h.raise_if_known(where, None)
+            if left is not None and left <= step:
+                raise
+
+
 class HookedWork(dist.Work):
     """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
     waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
@@ -327,49 +375,21 @@ class HookedWork(dist.Work):
 
     def wait(self, timeout: datetime.timedelta = _NO_TIMEOUT) -> bool:
         inner, h = self._cd_inner, self._cd_hooks
-        try:
-            if h is None or self._cd_where[1] < 0:  # point-to-point: gloo's recv cannot be polled safely
-                ok = inner.wait(timeout) if timeout else inner.wait()
-            elif timeout:
-                ok = self._cd_poll(inner, h, timeout)
-            else:
-                try:  # the first slice inline: most calls end within it
-                    ok = inner.wait(_SLICE)
-                except RuntimeError as e:
-                    if "timed out" not in str(e).lower():
-                        raise
-                    if h.poisoned() is not None:
-                        h.raise_if_known(self._cd_where, None)
-                    ok = self._cd_poll(inner, h, timeout)
+        if h is not None and self._cd_where[1] >= 0:
+            ok = _wait(inner, h, self._cd_where, self._cd_entry, timeout)
+            return bool(ok) if ok is not None else True
+        try:  # unhooked, or point-to-point: gloo's recv cannot be polled safely
+            ok = inner.wait(timeout) if timeout else inner.wait()
         except RuntimeError as e:
             if h is not None and not isinstance(e, CollectiveMismatchError):
                 h.raise_if_known(self._cd_where, e)
             raise
         if h is not None:
-            c = h.checker
-            if c is not None and c.poison is not None:
-                h.raise_if_known(self._cd_where, None)
+            h.raise_if_known(self._cd_where, None)
         entry = self._cd_entry
         if entry is not None and entry[2] is None:
             entry[2] = time.time()
         return bool(ok) if ok is not None else True
-
-    def _cd_poll(self, inner: Any, h: Any, timeout: datetime.timedelta) -> Any:
-        """Wait in slices, so that a mismatch found meanwhile releases this rank (the call never completes then)."""
-        limit = timeout.total_seconds() if timeout else None
-        start = time.monotonic()
-        while True:
-            left = None if limit is None else limit - (time.monotonic() - start)
-            step = _SLICE_S if left is None else max(0.001, min(_SLICE_S, left))
-            try:
-                return inner.wait(_SLICE if left is None else datetime.timedelta(seconds=step))
-            except RuntimeError as e:
-                if "timed out" not in str(e).lower():
-                    raise
-                if h.poisoned() is not None:
-                    h.raise_if_known(self._cd_where, None)
-                if left is not None and left <= step:
-                    raise
 
     def is_completed(self) -> bool:
         return bool(self._cd_inner.is_completed())
@@ -539,7 +559,15 @@ class HookedProcessGroup(dist.ProcessGroup):
         else:
             entry = None
         # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
-        # peer that raised and exited): its handle turns that into the mismatch it was.
+        # peer that raised and exited): waiting for it in slices turns that into the mismatch it was.
+        if not async_op and dev == "cpu":
+            # A blocking call on CPU tensors (dist.* with async_op=False): its caller waits for it at
+            # once anyway, so wait here, and hand back the real handle, already complete: its
+            # wait() returns at once. This spares a Work object and a Python wait per call (~9 µs
+            # of CPU per call on this loaded 2-core box). Other devices keep their handle's own
+            # wait semantics (NCCL's wait only orders streams).
+            _wait(work, h, (g.name, seq), entry)
+            return work
         return HookedWork(work, h, g.name, seq, entry)
 
     def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
