@@ -191,49 +191,48 @@ def _phases(h, t, calls: int, rank: int) -> dict[str, float]:  # type: ignore[no
             dist.all_reduce(t)
         return {}
     pc = time.thread_time if os.environ.get("PHASE_CLOCK") == "cpu" else time.perf_counter
-    acc: dict[str, float] = {}
-    names = ("describe", "site", "lock+seq", "record", "fp", "before", "enqueue", "track", "HookedWork", "wait",
-             "inner_wait")
-    for k in names:
-        acc[k] = 0.0
-    bare = os.environ.get("PHASE_BARE") == "1"
+    names = ("describe", "site", "lock+seq+record", "gate+publish", "enqueue", "entry", "wait")
+    acc = dict.fromkeys(names, 0.0)
+    fast = getattr(gm, "_fast_describe", None)
     for _ in range(calls):
         opts = dist.AllreduceOptions()
         opts.reduceOp = dist.ReduceOp.SUM
         opts.asyncOp = False
         args, kw = ([t], opts), {}
         t0 = pc()
-        op, red, dtype, shapes, fp_shapes, root, dev, async_op = gm.describe_call("allreduce", args, kw)
+        d = fast("allreduce", args, kw) if fast else None
+        if d is None:
+            op, red, dtype, shapes, fp_shapes, root, dev, async_op = gm.describe_call("allreduce", args, kw)
+            fp = make_fp(op, red, dtype, fp_shapes, root, dev)
+        else:
+            op, red, dtype, shapes, fp, root, dev, async_op = d
         t1 = pc()
         site = user_site(1)
         t2 = pc()
+        r = h.recorder
         w._cd_lock.acquire()
         g = w._cd_state or h.group_state(w)
         seq = g.seq
         g.seq = seq + 1
-        call = (g.name, seq, "all_reduce", red, dtype, shapes, None, root, dev, async_op, site)
+        call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
+        r._q.append(("enter", call, time.time()))
         t3 = pc()
-        h.recorder_enter(call)
-        t4 = pc()
-        fp = make_fp(op, red, dtype, fp_shapes, root, dev)
-        t5 = pc()
         h.before(w, g, seq, fp, site, async_op, call)
-        t6 = pc()
+        t4 = pc()
         work = w._cd_inner.allreduce(*args)
         w._cd_lock.release()
+        t5 = pc()
+        entry = [work, call, None]
+        r._pending.append(entry)
+        t6 = pc()
+        if hasattr(gm, "_wait"):
+            gm._wait(work, h, (g.name, seq), entry)
+        else:
+            gm.HookedWork(work, h, g.name, seq, entry).wait()
         t7 = pc()
-        entry = h.track(call, work)
-        t8 = pc()
-        hw = gm.HookedWork(work, h, g.name, seq, entry) if not bare else work
-        t9 = pc()
-        hw.wait()
-        t10 = pc()
-        for k, a, b in zip(names, (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9), (t1, t2, t3, t4, t5, t6, t7, t8, t9, t10)):
-            acc[k] += b - a
-    # the wait's own cost: a plain work handle's wait on the same group, for comparison
-    for _ in range(0):
-        pass
-    return {k: v / calls * 1e6 for k, v in acc.items() if k != "inner_wait"}
+        for k, x, y in zip(names, (t0, t1, t2, t3, t4, t5, t6), (t1, t2, t3, t4, t5, t6, t7)):
+            acc[k] += y - x
+    return {k: round(v / calls * 1e6, 1) for k, v in acc.items()}
 
 
 def _parts(h, t) -> dict[str, float]:  # type: ignore[no-untyped-def]
