@@ -283,7 +283,9 @@ def main() -> int:
     print(f"{'':9} {'plain':>9} {'hooks':>9} {'hooks/plain [p25-p75]':>22} {'total [95% CI]':>21}"
           f" {'DETAIL/plain [p25-p75]':>23} {'always/plain':>12} {'hooks CPU/call':>14} {'of plain':>8}"
           f" {'(caller+bg)':>14}")
-    met_median = met_strict = below_detail = True
+    below_detail = True
+    verdicts: list[str] = []
+    shares: list[str] = []
     for label in [lbl for _, lbl in SIZES] + ["DDP step"]:
         t = res[label]
         block = t["block"][0]
@@ -309,15 +311,18 @@ def main() -> int:
         print(f"{label:9} {_fmt_t(pl):>9} {_fmt_t(hk):>9} {r:8.3f}x [{lo:.3f}-{hi:.3f}] {tot:7.3f}x [{clo:.3f}-{chi:.3f}]"
               f" {dcol:>23} {always} {extra * 1e6:11.1f} us {extra / pl * 100:7.1f}%"
               f" ({caller * 1e6:.0f}+{t['ticker'][0] * 1e6:.0f} us)")
-        if label not in ("4 KiB", "DDP step"):
-            met_median &= r <= 1.05
-            met_strict &= hi <= 1.05
+        if label != "4 KiB":
+            # The total ratio's confidence interval decides: below 1.05, above it, or not resolved.
+            v = "met" if chi <= 1.05 else "NOT met" if clo > 1.05 else "not resolved"
+            verdicts.append(f"{label} {v} (total {tot:.3f}x, 95% CI {clo:.3f}-{chi:.3f})")
+            shares.append(f"{label} {extra / pl * 100:.1f}%")
     if ddp_detail is None:
         print(f"DDP under DETAIL: {dnote or 'no result'} (torch 2.13 segfaults there; see FIELD-NOTES)")
-    print("goal (issue 5): hooks <= 1.05x plain from 64 KiB up: "
-          + ("met, p75 included" if met_strict else "met by the medians, not by every p75" if met_median
-             else "NOT met")
-          + "; below DETAIL at every size: " + ("met" if below_detail else "NOT met"))
+    print("goal (issue 5), hooks <= 1.05x plain from 64 KiB up (and the DDP step), by the total time ratio's 95% CI:")
+    print("  " + "; ".join(verdicts))
+    print("  the hooks' CPU per call as a share of plain's time per call (the overhead if all of it lay on the "
+          "critical path): " + ", ".join(shares))
+    print("below DETAIL at every size: " + ("met" if below_detail else "NOT met"))
     return 0
 
 
