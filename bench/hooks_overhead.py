@@ -2,24 +2,28 @@
 
 usage: python bench/hooks_overhead.py [--reps N] [--quick] [--json] [--code DIR]
 
-Starts one gloo job of 2 ranks on 127.0.0.1 with four groups over the same
-two ranks: a plain gloo group, a group created under DETAIL (torch wraps it in
+Starts one gloo job of 2 ranks on 127.0.0.1 with five groups over the same
+two ranks: a plain gloo group, a second plain group (the A/A control: its
+ratio to the first shows how far this machine lets the measurement itself
+be off), a group created under DETAIL (torch wraps it in
 _ProcessGroupWrapper), and two groups wrapped by commdoctor.hooks (mode
 "raise", records on): "hooks" with the default gate, "always" with every call
 gated (``gate="always"``). For all_reduce at 4 KiB, 64 KiB, 1 MiB and 16 MiB
-the four take turns call by call (one round = one call on each, in an order
+the five take turns call by call (one round = one call on each, in an order
 that rotates every round), so that load from other processes on the machine
-hits all of them alike; a small DDP training step alternates the same way
-between a plain and a hooked model.
+hits all of them alike; a small DDP training step rotates the same way
+between a plain, a hooked and a second plain model.
 
 The table shows, per size: the median time per call of each; hooks/plain, the
 median over blocks of rounds of (hooks' time in the block / plain's time in
 the same block), with the 25th-75th percentile of those block ratios; the
-same for DETAIL and gate=always; and the hooks' own CPU time per call in µs
-(the calling thread's CPU beyond plain's, plus the hooks' background thread's,
-per hooked call), also as a share of plain's time per call. The CPU figure is
-the precise one: on a loaded machine the time ratios move by several percent
-from run to run, the CPU cost does not. DDP under DETAIL segfaults in torch
+total ratio over all rounds with a 95% confidence interval (bootstrap over
+blocks); DETAIL/plain and gate=always/plain the same way; the A/A control;
+and the hooks' own CPU time per call in µs (the calling thread's CPU beyond
+plain's, plus the hooks' background thread's, per hooked call), also as a
+share of plain's time per call. The CPU figure is the precise one: on a loaded
+machine the time ratios move by several percent from run to run (watch the
+A/A column), the CPU cost does not. DDP under DETAIL segfaults in torch
 2.13 (FIELD-NOTES), so it runs in a job of its own and the table says what
 became of it.
 
@@ -44,7 +48,7 @@ SIZES = [(4 << 10, "4 KiB"), (64 << 10, "64 KiB"), (1 << 20, "1 MiB"), (16 << 20
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Which commdoctor's hooks to measure (a checkout's root); this one by default (--code).
 CODE = os.environ.get("COMMDOCTOR_BENCH_CODE") or REPO
-KINDS = ("plain", "hooks", "always", "detail")
+KINDS = ("plain", "hooks", "always", "detail", "plain2")
 
 
 def _block(nbytes: int) -> int:
@@ -76,6 +80,7 @@ def worker(args: argparse.Namespace) -> None:
         return
 
     plain = dist.new_group([0, 1])
+    plain2 = dist.new_group([0, 1])  # a second plain group: the A/A control of the measurement itself
     dist.set_debug_level(dist.DebugLevel.DETAIL)
     detail = dist.new_group([0, 1])
     dist.set_debug_level(dist.DebugLevel.OFF)
@@ -85,8 +90,8 @@ def worker(args: argparse.Namespace) -> None:
     hooked = dist.new_group([0, 1])
     always = dist.new_group([0, 1])
     assert type(hooked).__name__ == "HookedProcessGroup" and type(plain) is dist.ProcessGroup
-    groups = {"plain": plain, "hooks": hooked, "always": always, "detail": detail}
-    gates = {"plain": "novel", "hooks": "novel", "always": "always", "detail": "novel"}
+    groups = {"plain": plain, "hooks": hooked, "always": always, "detail": detail, "plain2": plain2}
+    gates = {"plain": "novel", "hooks": "novel", "always": "always", "detail": "novel", "plain2": "novel"}
     h = core.current()
     cfg = h.config
     pc, tt = time.perf_counter, time.thread_time
@@ -103,7 +108,7 @@ def worker(args: argparse.Namespace) -> None:
         dist.barrier(group=plain)
         k0 = _ticker_cpu(h)
         for i in range(rounds):
-            j = i % 4
+            j = i % len(KINDS)
             for name in KINDS[j:] + KINDS[:j]:
                 g = groups[name]
                 cfg.gate = gates[name]
@@ -117,13 +122,15 @@ def worker(args: argparse.Namespace) -> None:
                       "block": [_block(nbytes)]}
     cfg.gate = "novel"
     # A small DDP step: forward, backward (bucketed all_reduce by the reducer), optimizer.
-    models = {k: _ddp(torch, groups[k]) for k in ("plain", "hooks")}
-    ddp: dict[str, list[float]] = {"plain": [], "hooks": [], "cpu_plain": [], "cpu_hooks": []}
+    dk = ("plain", "hooks", "plain2")
+    models = {k: _ddp(torch, groups[k]) for k in dk}
+    ddp: dict[str, list[float]] = {k: [] for k in dk}
+    ddp.update({"cpu_" + k: [] for k in dk})
     dist.barrier(group=plain)
     k0 = _ticker_cpu(h)
     steps = 20 * args.reps
     for i in range(steps):
-        for name in (("plain", "hooks") if i % 2 == 0 else ("hooks", "plain")):
+        for name in dk[i % 3:] + dk[:i % 3]:
             w, c = _timed_step(*models[name])
             ddp[name].append(w)
             ddp["cpu_" + name].append(c)
@@ -279,10 +286,11 @@ def main() -> int:
           f"hooks from {CODE}")
     print(f"load average (1/5/15 min) {load0} at the start, {_load()} at the end; {time.time() - t0:.0f} s; "
           f"calls taken in turn; ratios: median over {args.reps} blocks of rounds (16 MiB: half as many) of the"
-          f" block's time over plain's in the same block; total: all rounds' time over plain's")
+          f" block's time over plain's in the same block; total: all rounds' time over plain's; A/A: a second"
+          f" plain group over the first (1 when the measurement is fair)")
     print(f"{'':9} {'plain':>9} {'hooks':>9} {'hooks/plain [p25-p75]':>22} {'total [95% CI]':>21}"
-          f" {'DETAIL/plain [p25-p75]':>23} {'always/plain':>12} {'hooks CPU/call':>14} {'of plain':>8}"
-          f" {'(caller+bg)':>14}")
+          f" {'DETAIL/plain [p25-p75]':>23} {'always/plain':>12} {'A/A total [95% CI]':>23}"
+          f" {'hooks CPU/call':>14} {'of plain':>8} {'(caller+bg)':>14}")
     below_detail = True
     verdicts: list[str] = []
     shares: list[str] = []
@@ -305,15 +313,19 @@ def main() -> int:
         else:
             dcol = "crashed"
         always = f"{_blocks(t['always'], t['plain'], block)[0]:11.3f}x" if "always" in t else f"{'-':>12}"
+        aa, alo, ahi = _overall(t["plain2"], t["plain"], block)  # plain against plain: should be 1
         # The hooks' own CPU per call: the caller thread's beyond plain's, plus the background thread's.
         caller = statistics.mean(t["cpu_hooks"]) - statistics.mean(t["cpu_plain"])
         extra = caller + t["ticker"][0]
         print(f"{label:9} {_fmt_t(pl):>9} {_fmt_t(hk):>9} {r:8.3f}x [{lo:.3f}-{hi:.3f}] {tot:7.3f}x [{clo:.3f}-{chi:.3f}]"
-              f" {dcol:>23} {always} {extra * 1e6:11.1f} us {extra / pl * 100:7.1f}%"
+              f" {dcol:>23} {always} {aa:9.3f}x [{alo:.3f}-{ahi:.3f}]"
+              f" {extra * 1e6:11.1f} us {extra / pl * 100:7.1f}%"
               f" ({caller * 1e6:.0f}+{t['ticker'][0] * 1e6:.0f} us)")
         if label != "4 KiB":
             # The total ratio's confidence interval decides: below 1.05, above it, or not resolved.
             v = "met" if chi <= 1.05 else "NOT met" if clo > 1.05 else "not resolved"
+            if not alo <= 1.0 <= ahi:  # the control itself is off: this run's intervals cannot be trusted
+                v = f"not resolved (the A/A control is {aa:.3f}x)"
             verdicts.append(f"{label} {v} (total {tot:.3f}x, 95% CI {clo:.3f}-{chi:.3f})")
             shares.append(f"{label} {extra / pl * 100:.1f}%")
     if ddp_detail is None:
