@@ -175,3 +175,19 @@ def test_killed_job_loses_nothing_already_flushed(tmp_path: Path) -> None:
 def explain_procs(procs: list[Any]) -> str:
     return " | ".join(f"rank {i} rc={p.poll()}" for i, p in enumerate(procs))
 
+
+def test_ranks_killed_right_after_the_mismatch_keep_it_in_their_records(tmp_path: Path) -> None:
+    """Each rank is SIGKILLed the moment CollectiveMismatchError reaches it (as when a launcher kills
+    the job): the mismatch and the call that met it must already be in its records."""
+    res = run_job("redop", 2, env={"HOOKS_KILL_ON_ERROR": "1"}, records=str(tmp_path))
+    assert all(r["returncode"] == -9 for r in res), explain(res)
+    for r in (0, 1):
+        lines = [d for d in records.iter_lines(records.record_path(str(tmp_path), r)) if d]
+        kinds = [d.get("kind") for d in lines]
+        assert "mismatch" in kinds, kinds
+        assert any(d.get("kind") == "enter" and d.get("reduce_op") == ("MAX" if r == 1 else "SUM")
+                   and d.get("site") == site("redop") for d in lines), lines[-3:]
+    doc, p = run_json("records", str(tmp_path))
+    assert p.returncode == 1
+    assert codes(doc) == ["HOOK001"], doc["findings"]
+

@@ -362,6 +362,16 @@ class Hooks:
     # -- outcomes ----------------------------------------------------------------------------
 
     def _error(self, m: Mismatch) -> CollectiveMismatchError:
+        # About to raise: put the records (the mismatch line, the call that met it) on disk now, not
+        # at the next tick. A launcher that sees one rank fail kills the others at once (torchrun
+        # sends SIGTERM: no atexit), which would lose up to 50 ms of their records. No store
+        # write here: the store may be gone with the rank that hosted it.
+        r = self.recorder
+        if r is not None:
+            try:
+                r.flush(force=False, store=False)
+            except Exception:  # noqa: BLE001 - recording must never hide the mismatch
+                pass
         return CollectiveMismatchError(f"[rank {self.rank}] {m.text}", m, self.rank)
 
     def _stall(self, g: GroupState, seq: int, fp: str, site: str, timeout: float) -> CollectiveStallError:

@@ -157,13 +157,14 @@ class Recorder:
     def _progress(self, call: Call, t: float) -> dict[str, Any]:
         return {"group": call[0], "seq": call[1], "op": call[2], "site": call[10] or None, "time": round(t, 6)}
 
-    def flush(self, force: bool = True) -> None:
+    def flush(self, force: bool = True, store: bool = True) -> None:
         """Write what is queued. ``force``: the progress goes to the store now if it changed (the
-        ticker passes False: then at most every ``store_interval`` s)."""
+        ticker passes False: then at most every ``store_interval`` s). ``store=False``: the
+        records file only."""
         with self._lock:
-            self._flush_locked(force)
+            self._flush_locked(force, store)
 
-    def _flush_locked(self, force: bool = True) -> None:
+    def _flush_locked(self, force: bool = True, store: bool = True) -> None:
         q = self._q
         writing = self._file is not None
         # Call lines are gathered and written at once; other lines (rare) keep their place in order.
@@ -231,7 +232,8 @@ class Recorder:
             except OSError as e:
                 self.error = f"cannot write records: {e}"
                 self._file = None
-        if self._progress_dirty and self.store is not None and (force or now - self._stored >= self.store_interval):
+        if (store and self._progress_dirty and self.store is not None
+                and (force or now - self._stored >= self.store_interval)):
             self._progress_dirty = False
             self._stored = now
             try:
