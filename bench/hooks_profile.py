@@ -1,15 +1,25 @@
-"""Where commdoctor.hooks spends its time per call: a profile of a 2-rank gloo job.
+"""Where commdoctor.hooks spends its time per call: profiles of a 2-rank gloo job.
 
-usage: python bench/hooks_profile.py [--calls N] [--what allreduce|ddp] [--cprofile FILE]
+usage: python bench/hooks_profile.py [--calls N] [--what allreduce|ddp] [--plain]
+                                     [--cprofile FILE] [--phases] [--stub] [--code DIR]
 
 Starts 2 ranks on 127.0.0.1 with the hooks installed (mode "raise", records
-on) and runs N small all_reduce calls (4 KiB) or N small DDP steps. Rank 0
-prints the mean wall time per call, its calling thread's CPU time per call,
-the background thread's CPU time per call, and a breakdown of the hooks' own
-steps on the calling thread measured in a tight loop on the live objects
-(describe, call site, fingerprint, the checker's publish, recording, the work
-wrapper). With --cprofile, rank 0's loop is also profiled (cProfile) and the
-top entries are printed.
+on; ``--plain``: without) and runs N all_reduce calls of 4 KiB or N small DDP
+steps. Rank 0 prints the mean wall time per call, its calling thread's CPU
+time per call, the background thread's CPU time per call, and the cost of
+describe_call / user_site / make_fp each in a tight loop. Other modes:
+
+- ``--cprofile FILE``: rank 0's loop under cProfile, top entries printed.
+- ``--phases``: rank 0 runs a copy of the hot path of a blocking all_reduce
+  with a clock between its steps (``PHASE_CLOCK=cpu``: the thread's CPU clock),
+  the other rank calls dist.all_reduce as usual: µs per call per step, live.
+  Keep the copy in step with ``HookedProcessGroup._cd_collective``.
+- ``--stub``: the hooks' own cost without the backend: the wrapper's real group
+  is replaced by a stub returning a completed handle, beside the same loop
+  through the wrapper with the hooks off (warm caches: a floor, not the live
+  cost; a collective's wait leaves the caches cold, 3 to 5 times slower).
+- ``--code DIR``: measure the hooks of another checkout (e.g. main's, exported
+  with ``git archive main commdoctor | tar -x -C DIR``).
 """
 
 from __future__ import annotations
