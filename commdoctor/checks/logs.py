@@ -524,9 +524,15 @@ def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
                          detail="Open MPI reads btl_tcp_if_include / btl_tcp_if_exclude (MPI traffic) and oob_tcp_if_include "
                                 "/ oob_tcp_if_exclude (the runtime's own traffic): names must exist on every node, CIDR "
                                 "subnets must match an interface's network exactly, and include and exclude cannot both be set."))
-    nodev = hs("ucx_no_devices")
+    left_out = [h for h in hs("ucx_no_devices") if h.groups.get("dev")]
+    if left_out:
+        out.append(_cand("LOG027", "wrong_interface", 1, left_out,
+                         params={"what": f"the peer is reached through {left_out[0].groups['dev']}, which UCX_NET_DEVICES leaves out"}))
+    nodev = [h for h in hs("ucx_no_devices") if h not in left_out]
     if nodev:
-        out.append(_cand("LOG021", "wrong_interface", 1, nodev, params={"iface": f"UCX asked for ({nodev[0].groups.get('asked') or '?'})"},
+        g = nodev[0].groups
+        out.append(_cand("LOG021", "wrong_interface", 1, nodev,
+                         params={"iface": f"UCX asked for ({g.get('asked') or '?'})"},
                          detail="UCX_NET_DEVICES / UCX_TLS name devices or transports this host does not have "
                                 "(ucx_info -d lists the ones it has)."))
     unreach = hs("ucx_unreachable")
@@ -571,13 +577,13 @@ def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
     pmi = hs("pmi_error")
     if pmi:
         g = next((h.groups for h in pmi if h.groups.get("launcher")), {})
-        what = (f"the job was started by {g['launcher']} but this MPI was built without its PMI support" if g.get("launcher")
+        what = (f"the job was started directly by {g['launcher']}, and this MPI has no support for its PMI" if g.get("launcher")
                 else "the processes could not initialise the launcher's PMI/PMIx")
         out.append(_cand("LOG064", "launcher_misconfig", 1, pmi, params={"what": what}))
     sig = hs("mpirun_signal")
     if sig:
         g = sig[0].groups
-        name = g.get("name") or _signal_name(g.get("sig"))
+        name = f"signal {g.get('sig')} ({g['name']})" if g.get("name") else _signal_name(g.get("sig"))
         c = _cand("LOG060", "peer_process_died", 5, sig,
                   params={"what": f"rank {g.get('rank')} on {g.get('host')} was killed by {name} ({g.get('tool')} reports it)"})
         if g.get("rank"):
@@ -588,11 +594,14 @@ def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
     bad = hs("mpich_bad_termination")
     if bad:
         code = next((h.groups.get("code") for h in bad if h.groups.get("code")), None)
-        what = (f"a rank was killed by {_signal_name(code)} (Hydra: EXIT CODE {code})" if code
-                else "a rank ended badly (Hydra: BAD TERMINATION)")
+        said = next((h.groups.get("what") for h in bad if h.groups.get("what")), None)
+        # Hydra's EXIT CODE is the signal number, or 128 + the signal as a shell reports it (139: SIGSEGV).
+        sig = str(int(code) - 128) if code and int(code) > 128 else code
+        what = (f"a rank was killed by {_signal_name(sig)} (Hydra: EXIT CODE {code}" + (f", {said})" if said else ")")
+                if sig else "a rank ended badly (Hydra: BAD TERMINATION)")
         out.append(_cand("LOG060", "peer_process_died", 5, bad, params={"what": what},
-                         detail="Hydra prints BAD TERMINATION only for a process ended by a signal; EXIT CODE is the signal "
-                                "number (9 is SIGKILL: the OOM killer, a scheduler limit or a manual kill)."))
+                         detail="SIGKILL (9) usually comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed "
+                                "process'), a scheduler enforcing limits or a manual kill; SIGSEGV (11) is a crash."))
     ex = hs("mpirun_exit")
     if ex:
         g = next((h.groups for h in ex if h.groups.get("rank")), {})

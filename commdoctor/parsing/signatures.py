@@ -92,7 +92,8 @@ SIGNATURES: tuple[Signature, ...] = (
        "wrong_interface", ROOT, 1, "Open MPI's interface include/exclude setting names nothing usable here"),
     _s("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
                               "unable to reliably start", "lost communication with a remote daemon"),
-       r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the specified daemon"
+       # Help texts wrap at about 70 columns: match only what fits on their first line.
+       r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the"
        r"|daemon has unexpectedly failed after launch|was unable to reliably start one or more daemons"
        r"|has lost communication with a remote daemon)",
        "launcher_misconfig", ROOT, 3, "mpirun's runtime could not start or reach its daemons on the other nodes"),
@@ -100,15 +101,16 @@ SIGNATURES: tuple[Signature, ...] = (
        r"unable to connect from \"?(?P<src>[^\"\s]{1,255})\"? to \"?(?P<dst>[^\"\s]{1,255})\"? \((?P<err>[^)]{1,80})\)",
        "wrong_interface", ROOT, 2, "MPICH's launcher (Hydra) could not connect between nodes"),
     _s("pmi_error", ("direct launched using", "PMI_Init", "PMI2_Init", "PMIx_Init", "PMIX ERROR", "PMI2 init failed", "pmi_init"),
-       r"appears to have been direct launched using \"?(?P<launcher>\w+)\"?, but OMPI was not built with"
+       r"appears to have been direct launched using \"?(?P<launcher>\w+)\"?"
        r"|PMI2?_Init(?: returned \d+| failed)|PMIx_Init failed|PMIX ERROR|PMI2 init failed",
        "launcher_misconfig", ROOT, 1, "the processes could not talk to the launcher's process-management interface (PMI/PMIx)"),
     # UCX (openucx/ucx: src/ucp/core/ucp_context.c, src/ucp/wireup/select.c, ompi pml_ucx.c).
-    _s("ucx_no_devices", ("no usable transports",),
-       r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)",
+    _s("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
+       r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
+       r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
        "wrong_interface", ROOT, 1, "UCX_TLS / UCX_NET_DEVICES name transports or devices this host does not have"),
     _s("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
-       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>\S{1,120}):|ucp_ep_create\(proc=(?P<proc>\d+)\) failed"
+       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed"
        r"|Destination is unreachable",
        "wrong_interface", ROOT, 2, "UCX found no transport between two processes (no common reachable device)"),
     # mpirun's and Hydra's own reports of a rank that ended badly.
