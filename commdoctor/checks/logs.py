@@ -576,8 +576,8 @@ def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
                                                        "(getent hosts NAME), fix the name; -iface / HYDRA_IFACE pins the interface")]))
     pmi = hs("pmi_error")
     if pmi:
-        g = next((h.groups for h in pmi if h.groups.get("launcher")), {})
-        what = (f"the job was started directly by {g['launcher']}, and this MPI has no support for its PMI" if g.get("launcher")
+        gp: dict[str, str | None] = next((h.groups for h in pmi if h.groups.get("launcher")), {})
+        what = (f"the job was started directly by {gp['launcher']}, and this MPI has no support for its PMI" if gp.get("launcher")
                 else "the processes could not initialise the launcher's PMI/PMIx")
         out.append(_cand("LOG064", "launcher_misconfig", 1, pmi, params={"what": what}))
     sig = hs("mpirun_signal")
@@ -604,9 +604,9 @@ def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
                                 "process'), a scheduler enforcing limits or a manual kill; SIGSEGV (11) is a crash."))
     ex = hs("mpirun_exit")
     if ex:
-        g = next((h.groups for h in ex if h.groups.get("rank")), {})
+        gx: dict[str, str | None] = next((h.groups for h in ex if h.groups.get("rank")), {})
         out.append(_cand("LOG060", "peer_process_died", 7, ex, consequence=True,
-                         params={"what": f"rank {g['rank']} exited with an error status" if g.get("rank")
+                         params={"what": f"rank {gx['rank']} exited with an error status" if gx.get("rank")
                                  else "a rank exited with an error status (mpirun reports it)"}))
     nb = sorted(hs("backend_not_built"), key=lambda h: "built in" not in h.ev.text)  # torch's error before its warning
     if nb:
