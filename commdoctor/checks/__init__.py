@@ -23,6 +23,8 @@ def all_checks() -> tuple[type[Check], ...]:
         from commdoctor.checks.backends import BACKEND_CHECKS
         from commdoctor.checks.env import ENV_CHECKS
         from commdoctor.checks.hooks import HOOK_CHECKS
+        from commdoctor.checks.hooks_backend import HOOK_BACKEND_CHECKS
+        from commdoctor.checks.mpi import MPI_CHECKS
         from commdoctor.checks.hang import HANG_CHECKS
         from commdoctor.checks.logs import LOG_CHECKS
         from commdoctor.checks.net import NET_CHECKS
@@ -31,6 +33,7 @@ def all_checks() -> tuple[type[Check], ...]:
 
         _BUILTIN = (*ENV_CHECKS, *NET_CHECKS, *RDZV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS, *HOOK_CHECKS)
         _BUILTIN = (*_BUILTIN, *HANG_CHECKS)
+        _BUILTIN = (*_BUILTIN, *MPI_CHECKS, *HOOK_BACKEND_CHECKS)
     return _BUILTIN
 
 

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 BACKENDS = ("nccl", "gloo", "mpi", "ucc")
 
+#: What to do when a job asks for a backend its torch build lacks (shared with the log rule LOG043).
+FALLBACK: dict[str, str] = {
+    "nccl": "Use gloo on this host (backend=\"gloo\"), or install a CUDA build of torch on a host with GPUs",
+    "mpi": "Build torch from source against your MPI (official wheels have no MPI), or use gloo",
+    "ucc": "Build torch with USE_UCC=1, or use gloo for CPU tensors and nccl for CUDA tensors",
+    "gloo": "Install an official torch wheel (gloo is built into every Linux and macOS wheel)",
+}
+
 
 @dataclass
 class JobBackend:
@@ -166,12 +174,7 @@ class BackendAdvisorCheck(Check):
             yield self.finding("BK004", text=f"backend {job.text!r}: {err}", evidence=ev)
         for be in sorted(job.backends & set(BACKENDS)):
             if not facts["built"].get(be):
-                fallback = {
-                    "nccl": "Use gloo on this host (backend=\"gloo\"), or install a CUDA build of torch on a host with GPUs",
-                    "mpi": "Build torch from source against your MPI (official wheels have no MPI), or use gloo",
-                    "ucc": "Build torch with USE_UCC=1, or use gloo for CPU tensors and nccl for CUDA tensors",
-                    "gloo": "Install an official torch wheel (gloo is built into every Linux and macOS wheel)",
-                }[be]
+                fallback = FALLBACK[be]
                 yield self.finding("BK003", backend=be, fallback=fallback, evidence=ev)
             elif be == "nccl" and not facts["gpus"]:
                 yield self.finding("BK005", evidence=ev)

@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import signal
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
+from commdoctor.checks.backends import FALLBACK
 from commdoctor.errors import SkipCheck
+from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.pipeline import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 IFNAME_ENV = {"NCCL_SOCKET_IFNAME": "<iface>", "GLOO_SOCKET_IFNAME": "<iface>"}
+ALL_IFACE_VARS = frozenset(iface_env(()))
+#: Findings about which interface a library uses, and the libraries their remedy always concerns.
+IFACE_CODES: dict[str, set[str]] = {
+    "LOG013": set(), "LOG020": set(), "LOG021": set(), "LOG022": set(), "LOG024": set(),
+    "LOG023": {"openmpi"}, "LOG026": {"openmpi"}, "LOG027": {"ucx"},
+}
 NCCL_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 
 # -- candidates ---------------------------------------------------------------------------------
@@ -149,9 +158,18 @@ def diagnose(m: Any) -> list[Cand]:
         out.append(_cand("LOG013", "hostname_resolution", 1, h, params={"addr": addr}, alts=[
             ("wrong_interface", "if GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME=lo was set explicitly, the setting (not the "
                                 "resolver) chose loopback; `getent hosts $(hostname)` printing 127.x says it is the resolver")]))
-    if hs("mpi_btl_tcp"):
-        out.append(_cand("LOG023", "wrong_interface", 1, hs("mpi_btl_tcp")))
-    refused = hs("peer_refused", exclude=("connect_loopback", "mpi_btl_tcp", "port_in_use"))
+    if hs("mpi_btl_tcp") or hs("mpi_tcp_peer", exclude=("mpi_btl_tcp",)):
+        peer = hs("mpi_tcp_peer", exclude=("mpi_btl_tcp",))
+        reach = [h for h in peer if "reach each other" in h.ev.text]
+        tcp = hs("mpi_btl_tcp") + [h for h in peer if h not in reach]
+        if tcp:
+            out.append(_cand("LOG023", "wrong_interface", 1, tcp))
+        if reach:
+            out.append(_cand("LOG026", "wrong_interface", 2, reach, alts=[
+                ("environment_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "
+                                          "so does a list that keeps only a fabric one of the hosts lacks (openib, ofi)")]))
+    out.extend(_mpi_ucx(m, hs))
+    refused = hs("peer_refused", exclude=("connect_loopback", "mpi_btl_tcp", "port_in_use", "hydra_connect", "ucx_unreachable"))
     store_ref = [h for h in refused if _STORE_WORDS.search(h.ev.text)]
     peer_ref = [h for h in refused if h not in store_ref]
     if store_ref:
@@ -474,6 +492,133 @@ def diagnose(m: Any) -> list[Cand]:
     return order(merge(out))
 
 
+def libraries(m: Any) -> set[str]:
+    """Which communication libraries wrote the logs (keys of commdoctor.ifvars.LIBRARIES)."""
+    seen = {lib for lib in LIBRARIES if m.hit_counts.get(f"lib_{lib}")}
+    if m.versions or m.comms:
+        seen.add("nccl")
+    if any(m.hit_counts.get(k) for k in ("mpi_btl_tcp", "mpi_tcp_peer", "mpi_if_setting", "mpirun_signal", "mpirun_exit")):
+        seen.add("openmpi")
+    if any(m.hit_counts.get(k) for k in ("ucx_no_devices", "ucx_unreachable")):
+        seen.add("ucx")
+    if any(m.hit_counts.get(k) for k in ("hydra_connect", "mpich_bad_termination")):
+        seen.add("mpich")
+    return seen
+
+
+def _signal_name(num: str | None) -> str:
+    try:
+        return signal.Signals(int(num or "")).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _mpi_ucx(m: Any, hs: Any) -> list[Cand]:
+    """Open MPI, MPICH/Hydra, PMI and UCX failures, in the same causes as NCCL's and gloo's."""
+    out: list[Cand] = []
+    setting = hs("mpi_if_setting")
+    if setting:
+        param = next((h.groups.get("param") for h in setting if h.groups.get("param")), None)
+        out.append(_cand("LOG021", "wrong_interface", 1, setting,
+                         params={"iface": f"in {param}" if param else "in Open MPI's interface include/exclude list"},
+                         detail="Open MPI reads btl_tcp_if_include / btl_tcp_if_exclude (MPI traffic) and oob_tcp_if_include "
+                                "/ oob_tcp_if_exclude (the runtime's own traffic): names must exist on every node, CIDR "
+                                "subnets must match an interface's network exactly, and include and exclude cannot both be set."))
+    left_out = [h for h in hs("ucx_no_devices") if h.groups.get("dev")]
+    if left_out:
+        out.append(_cand("LOG027", "wrong_interface", 1, left_out,
+                         params={"what": f"the peer is reached through {left_out[0].groups['dev']}, which UCX_NET_DEVICES leaves out"}))
+    nodev = [h for h in hs("ucx_no_devices") if h not in left_out]
+    if nodev:
+        g = nodev[0].groups
+        out.append(_cand("LOG021", "wrong_interface", 1, nodev,
+                         params={"iface": f"UCX asked for ({g.get('asked') or '?'})"},
+                         detail="UCX_NET_DEVICES / UCX_TLS name devices or transports this host does not have "
+                                "(ucx_info -d lists the ones it has)."))
+    unreach = hs("ucx_unreachable")
+    if unreach:
+        what = next((f"no {h.groups['what']} transport to {h.groups.get('peer') or 'a peer'}" for h in unreach if h.groups.get("what")),
+                    "Destination is unreachable")
+        out.append(_cand("LOG027", "wrong_interface", 2, unreach, params={"what": what}, alts=[
+            ("ib_misconfig", "when the hosts share an InfiniBand/RoCE fabric, a device list or GID that differs between "
+                             "hosts (UCX_NET_DEVICES=mlx5_0:1 on one, mlx5_1:1 on the other) leaves no common transport"),
+            ("firewall_or_port_blocked", "UCX's TCP transport and its connection setup need open ports between the hosts")]))
+    daemons = hs("mpi_daemon_connect")
+    if daemons:
+        lost = [h for h in daemons if "lost communication" in h.ev.text]
+        start = [h for h in daemons if h not in lost]
+        rt = (daemons[0].groups.get("rt") or "mpirun").upper()
+        if start:
+            noconn = any("establish a communication connection" in h.ev.text for h in start)
+            out.append(_cand("LOG063", "wrong_interface" if noconn else "launcher_misconfig", 2 if noconn else 3, start,
+                             params={"what": f"{rt} could not start or reach its daemons on the other nodes"},
+                             detail=f"{rt}'s daemons connect back to mpirun over TCP (the oob_tcp interfaces). Besides a "
+                                    "missing route or interface, daemons fail to start when the MPI installation is not on "
+                                    "the same path on every node or ssh to a node is refused.",
+                             alts=[("launcher_misconfig" if noconn else "wrong_interface",
+                                    "if `ssh NODE which orted prted` works from the first node, it is the network: pin "
+                                    "oob_tcp_if_include to the interface the nodes share; if not, fix PATH/LD_LIBRARY_PATH "
+                                    "(or mpirun --prefix)"),
+                                   ("firewall_or_port_blocked", "a firewall between the nodes stops the daemons' connection "
+                                                                "back to mpirun the same way")]))
+        if lost:
+            out.append(_cand("LOG063", "peer_process_died", 5, lost, params={"what": f"{rt} lost a daemon on another node"},
+                             alts=[("hardware_fault", "a node that dropped off the network (a failing NIC or link) loses its "
+                                                      "daemon the same way: check the node's own logs and dmesg")]))
+    hydra = hs("hydra_connect")
+    if hydra:
+        g = hydra[0].groups
+        err = (g.get("err") or "").lower()
+        cause = "firewall_or_port_blocked" if "refused" in err or "timed out" in err else "wrong_interface"
+        out.append(_cand("LOG063", cause, 2, hydra,
+                         params={"what": f"Hydra could not connect from {g.get('src')} to {g.get('dst')} ({g.get('err')})"},
+                         alts=[("hostname_resolution", f"if {g.get('dst')} resolves to another address on {g.get('src')} "
+                                                       "(getent hosts NAME), fix the name; -iface / HYDRA_IFACE pins the interface")]))
+    pmi = hs("pmi_error")
+    if pmi:
+        gp: dict[str, str | None] = next((h.groups for h in pmi if h.groups.get("launcher")), {})
+        what = (f"the job was started directly by {gp['launcher']}, and this MPI has no support for its PMI" if gp.get("launcher")
+                else "the processes could not initialise the launcher's PMI/PMIx")
+        out.append(_cand("LOG064", "launcher_misconfig", 1, pmi, params={"what": what}))
+    sig = hs("mpirun_signal")
+    if sig:
+        g = sig[0].groups
+        name = f"signal {g.get('sig')} ({g['name']})" if g.get("name") else _signal_name(g.get("sig"))
+        c = _cand("LOG060", "peer_process_died", 5, sig,
+                  params={"what": f"rank {g.get('rank')} on {g.get('host')} was killed by {name} ({g.get('tool')} reports it)"})
+        if g.get("rank"):
+            c.ranks.add(int(g["rank"]))
+        if g.get("host"):
+            c.hosts.add(g["host"])
+        out.append(c)
+    bad = hs("mpich_bad_termination")
+    if bad:
+        code = next((h.groups.get("code") for h in bad if h.groups.get("code")), None)
+        said = next((h.groups.get("what") for h in bad if h.groups.get("what")), None)
+        # Hydra's EXIT CODE is the signal number, or 128 + the signal as a shell reports it (139: SIGSEGV).
+        sig = str(int(code) - 128) if code and int(code) > 128 else code
+        what = (f"a rank was killed by {_signal_name(sig)} (Hydra: EXIT CODE {code}" + (f", {said})" if said else ")")
+                if sig else "a rank ended badly (Hydra: BAD TERMINATION)")
+        out.append(_cand("LOG060", "peer_process_died", 5, bad, params={"what": what},
+                         detail="SIGKILL (9) usually comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed "
+                                "process'), a scheduler enforcing limits or a manual kill; SIGSEGV (11) is a crash."))
+    ex = hs("mpirun_exit")
+    if ex:
+        gx: dict[str, str | None] = next((h.groups for h in ex if h.groups.get("rank")), {})
+        out.append(_cand("LOG060", "peer_process_died", 7, ex, consequence=True,
+                         params={"what": f"rank {gx['rank']} exited with an error status" if gx.get("rank")
+                                 else "a rank exited with an error status (mpirun reports it)"}))
+    nb = sorted(hs("backend_not_built"), key=lambda h: "built in" not in h.ev.text)  # torch's error before its warning
+    if nb:
+        g = nb[0].groups
+        be = (g.get("backend") or g.get("backend2") or "?").lower()
+        c = _cand("LOG043", "backend_unavailable", 1, nb, params={"backend": be, "fallback": FALLBACK.get(be, FALLBACK["gloo"])},
+                  detail=f"This torch build has no {be.upper()} backend. gloo is built into every torch wheel and carries "
+                         "CPU tensors (and CUDA tensors, slowly) everywhere.")
+        out.append(c)
+    return out
+
+
 def _watchdog(m: Any, found: list[Cand]) -> list[Cand]:
     """Watchdog timeouts: a straggler, a hang in the library, or the echo of an earlier failure."""
     recs = [w for w in m.watchdog if w.timed_out]
@@ -731,6 +876,13 @@ class LogDiagnosisCheck(Check):
         Rule("LOG023", "mpi-interface", E, "Open MPI's TCP transport connected over an interface the peers cannot use",
              "Restrict Open MPI to the routable interface: mpirun --mca btl_tcp_if_include <iface> --mca oob_tcp_if_include <iface>",
              cause="wrong_interface", env={"OMPI_MCA_btl_tcp_if_include": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"}),
+        Rule("LOG026", "mpi-peers-unreachable", E, "Open MPI found no transport that reaches every peer",
+             "Let Open MPI use a transport the hosts share: keep 'self' in the btl list and restrict tcp to the shared network "
+             "(btl_tcp_if_include), or use UCX (--mca pml ucx)",
+             cause="wrong_interface", env={"OMPI_MCA_btl": "self,tcp (plus vader/sm on one host)", "OMPI_MCA_btl_tcp_if_include": "<iface>"}),
+        Rule("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
+             "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
+             cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
         Rule("LOG024", "subnets-differ", W, "hosts bootstrap over addresses in different networks ({nets})",
              "Check that every host uses the interface of the shared network (NCCL_SOCKET_IFNAME) and that routes exist between them",
              cause="wrong_interface"),
@@ -777,6 +929,10 @@ class LogDiagnosisCheck(Check):
              "Run the same torch build on every node", cause="version_mismatch"),
         Rule("LOG042", "env-overrides-differ", W, "{var} is set differently across ranks ({values})",
              "Set NCCL_* variables the same way on every node (one launcher environment)", cause="environment_misconfig"),
+        Rule("LOG043", "backend-not-built", E, "the job asked for {backend}, which this torch build does not have",
+             "{fallback}", cause="backend_unavailable",
+             steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
+                    "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
         Rule("LOG050", "collective-mismatch", E, "ranks called different collectives, or the same one with different sizes",
              "Make every rank issue the same collectives in the same order with the same shapes (no rank-dependent control flow around them)",
              cause="collective_mismatch", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
@@ -800,6 +956,15 @@ class LogDiagnosisCheck(Check):
              cause="peer_process_died"),
         Rule("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
              "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
+             cause="launcher_misconfig"),
+        Rule("LOG063", "mpi-runtime-unreachable", E, "the MPI launcher's runtime failed between nodes: {what}",
+             "Check that every node runs the same MPI install on the same path and that the nodes reach each other on the "
+             "interface the runtime uses (pin it: oob_tcp_if_include for Open MPI, -iface / HYDRA_IFACE for Hydra)",
+             cause="launcher_misconfig", env={"OMPI_MCA_oob_tcp_if_include": "<iface>", "HYDRA_IFACE": "<iface>"},
+             steps=("ssh NODE 'which mpirun; echo $LD_LIBRARY_PATH' from the first node",)),
+        Rule("LOG064", "pmi-mismatch", E, "the MPI processes could not use the launcher's PMI: {what}",
+             "Launch with the PMI the MPI library was built for (srun --mpi=pmix; `srun --mpi=list` shows the choices), or "
+             "start the job with that MPI's own mpirun/mpiexec",
              cause="launcher_misconfig"),
         Rule("LOG070", "nccl-internal-error", E, "NCCL failed internally: {what}",
              "Try another NCCL release (newer, or the previous one that worked) after ruling out mixed versions",
@@ -826,6 +991,8 @@ class LogDiagnosisCheck(Check):
     def run(self, run: CheckRun) -> Iterator[Finding]:
         m = _log_model(run)
         cands = diagnose(m)
+        libs = libraries(m)
+        run.data["libraries"] = sorted(libs)
         summary = self._summary(run, m)
         run.summary(summary + ("" if cands else "; no failure found"))
         if not cands:
@@ -841,7 +1008,7 @@ class LogDiagnosisCheck(Check):
         cons = [c for c in cands if c.consequence]
         for i, c in enumerate(roots):
             sev = W if c.weak else E
-            yield self._emit(c, sev, None)
+            yield self._emit(c, sev, None, libs)
             if i == 0:
                 shown = {c.cause}
                 for alt, tell in c.alts:
@@ -852,17 +1019,23 @@ class LogDiagnosisCheck(Check):
                                        evidence=c.evidence[:1], detail=f"An alternative to {c.code} ({c.cause}).")
         for c in cons:
             c.detail = (c.detail + " " if c.detail else "") + f"Follows from {primary.code} ({primary.cause}){where}."
-            yield self._emit(c, E, primary.code)
+            yield self._emit(c, E, primary.code, libs)
 
-    def _emit(self, c: Cand, sev: Severity, after: str | None) -> Finding:
+    def _emit(self, c: Cand, sev: Severity, after: str | None, libs: set[str]) -> Finding:
         rule = self.rule(c.code)
         params = dict(c.params)
         for k in ("what", "how", "who", "op", "timeout", "endpoint", "joined", "world", "addr", "host", "addrs",
-                  "iface", "port", "nets", "var", "values", "versions", "late", "a", "b", "bus"):
+                  "iface", "port", "nets", "var", "values", "versions", "late", "a", "b", "bus", "backend", "fallback"):
             params.setdefault(k, "?")
+        env, detail = None, c.detail
+        if c.cause == "wrong_interface" or c.code in IFACE_CODES:
+            # Name the setting of the library that carries this job (all of them when the logs do not say).
+            libs = libs | IFACE_CODES.get(c.code, set())
+            env = {**{k: v for k, v in rule.env.items() if k not in ALL_IFACE_VARS}, **iface_env(libs)}
+            detail = (detail + " " if detail else "") + f"Interface settings by library: {applies_to(libs)}."
         return self.finding(c.code, evidence=c.evidence[:6], ranks=sorted(c.ranks), hosts=sorted(c.hosts),
                             cause=c.cause if c.cause != rule.cause else None, severity=sev if sev != rule.severity else None,
-                            detail=c.detail, consequence_of=after, **params)
+                            detail=detail, consequence_of=after, env=env, **params)
 
     def _summary(self, run: CheckRun, m: Any) -> str:
         rows = m.summary_rows()

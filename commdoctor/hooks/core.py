@@ -517,7 +517,13 @@ def _wrap(pg: Any, h: Hooks, keep_old: bool = False) -> Any:
 
 
 def _patched_helper(*args: Any, **kwargs: Any) -> Any:
-    pg, store = _orig_helper(*args, **kwargs)
+    try:
+        pg, store = _orig_helper(*args, **kwargs)
+    except RuntimeError as e:  # e.g. "doesn't have NCCL built in": name the cause and the fallback, then torch's error
+        from commdoctor.hooks import backendwatch
+
+        backendwatch.init_failed(e)
+        raise
     h = _current
     if h is None or not h.enabled:
         return pg, store

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from commdoctor.hooks import backendwatch
 from commdoctor.hooks.callsite import user_site
 from commdoctor.hooks.checker import make_fp
 from commdoctor.hooks.errors import CollectiveMismatchError
@@ -438,6 +439,7 @@ class HookedProcessGroup(dist.ProcessGroup):
         self._cd_lock = threading.Lock()
         self._cd_state: Any = None
         self._cd_timeout: float | None = None
+        self._cd_watch = backendwatch.for_group(inner, hooks)  # None unless CUDA tensors would go through gloo
         # C++ code that does not go through the virtual methods (DDP's logger,
         # ProcessGroup::getBackend) must find the real backends on this object.
         default = _BACKEND_TYPES.get(inner.name(), BT.CUSTOM)
@@ -545,7 +547,10 @@ class HookedProcessGroup(dist.ProcessGroup):
                 r._q.append(("enter", call, _now()))
             h.before(self, g, seq, fp, site, async_op, call)
             try:
-                work = getattr(self._cd_inner, method)(*args, **kw)
+                if self._cd_watch is not None and dev in self._cd_watch.devices:
+                    work = self._cd_watch.call(method, args, kw, op, dev)
+                else:
+                    work = getattr(self._cd_inner, method)(*args, **kw)
             except BaseException as e:  # the backend refused the call: it ended here, say so
                 h.failed(call, e)
                 raise

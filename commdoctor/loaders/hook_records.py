@@ -86,6 +86,7 @@ class HookRecords:
     last_time: float | None  # the latest time any record carries: "now" for the records
     last_seen: dict[int, float] = field(default_factory=dict)  # rank -> latest time in its records (heartbeats too)
     truncated: bool = False  # histories were cut to the last KEEP calls
+    backend: list[tuple[int, int, str, dict[str, Any]]] = field(default_factory=list)  # (rank, line, path, record)
 
     def summary(self) -> str:
         n = sum(1 for g in self.groups.values() for _ in g.entered)
@@ -126,6 +127,7 @@ def load(paths: Iterable[str]) -> HookRecords | None:
     groups: dict[str, GroupPicture] = {}
     mismatches: list[tuple[int, int, dict[str, Any]]] = []
     warnings: list[tuple[int, int, str, str]] = []
+    backend: list[tuple[int, int, str, dict[str, Any]]] = []
     world: int | None = None
     bad = 0
     last_time: float | None = None
@@ -176,11 +178,13 @@ def load(paths: Iterable[str]) -> HookRecords | None:
                     mismatches.append((rank, n, d))
                 elif kind == "warning":
                     warnings.append((rank, n, path, str(d.get("message", ""))))
+                elif kind == "backend" and len(backend) < 4096:  # commdoctor.hooks.backendwatch's notice
+                    backend.append((rank, n, path, d))
             except (KeyError, TypeError, ValueError):
                 bad += 1
     return HookRecords(paths=files, ranks=ranks, groups=groups, mismatches=mismatches, warnings=warnings,
                        world_size=world, bad_lines=bad, last_time=last_time, last_seen=last_seen,
-                       truncated=truncated)
+                       truncated=truncated, backend=backend)
 
 
 def _numbered(path: str) -> Iterable[tuple[int, dict[str, Any] | None]]:

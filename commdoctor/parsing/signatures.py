@@ -78,6 +78,59 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
        r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
        "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach"),
+    # Open MPI's help texts (opal/mca/btl/tcp/help-mpi-btl-tcp.txt, ompi/mca/bml/r2, orte|prrte errmgr and oob/tcp):
+    # each says in words which side of the job could not use the network it was given.
+    _s("mpi_tcp_peer", ("failed to TCP connect to a peer", "cannot find a corresponding process", "inbound MPI TCP connection",
+                        "unable to reach each other for"),
+       r"Open MPI failed to TCP connect to a peer MPI process|cannot find a corresponding process\s*(?:entry)?"
+       r"|detected an inbound MPI TCP connection request|unable to reach each other for(?: MPI communications)?",
+       "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface or address the peer cannot reach"),
+    _s("mpi_if_setting", ("btl_tcp_if_", "oob_tcp_if_", "TCP interface include and exclude", "specified to be included for out-of-band",
+                          "to be excluded for TCP out-of-band"),
+       r"invalid value was given for (?P<param>(?:btl|oob)_tcp_if_\w+)|Both TCP interface include and exclude lists"
+       r"|None of the TCP networks specified to be included for out-of-band|networks to be excluded for TCP out-of-band",
+       "wrong_interface", ROOT, 1, "Open MPI's interface include/exclude setting names nothing usable here"),
+    _s("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
+                              "unable to reliably start", "lost communication with a remote daemon"),
+       # Help texts wrap at about 70 columns: match only what fits on their first line.
+       r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the"
+       r"|daemon has unexpectedly failed after launch|was unable to reliably start one or more daemons"
+       r"|has lost communication with a remote daemon)",
+       "launcher_misconfig", ROOT, 3, "mpirun's runtime could not start or reach its daemons on the other nodes"),
+    _s("hydra_connect", ("unable to connect from",),
+       r"unable to connect from \"?(?P<src>[^\"\s]{1,255})\"? to \"?(?P<dst>[^\"\s]{1,255})\"? \((?P<err>[^)]{1,80})\)",
+       "wrong_interface", ROOT, 2, "MPICH's launcher (Hydra) could not connect between nodes"),
+    _s("pmi_error", ("direct launched using", "PMI_Init", "PMI2_Init", "PMIx_Init", "PMIX ERROR", "PMI2 init failed", "pmi_init"),
+       r"appears to have been direct launched using \"?(?P<launcher>\w+)\"?"
+       r"|PMI2?_Init(?: returned \d+| failed)|PMIx_Init failed|PMIX ERROR|PMI2 init failed",
+       "launcher_misconfig", ROOT, 1, "the processes could not talk to the launcher's process-management interface (PMI/PMIx)"),
+    # UCX (openucx/ucx: src/ucp/core/ucp_context.c, src/ucp/wireup/select.c, ompi pml_ucx.c).
+    _s("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
+       r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
+       r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
+       "wrong_interface", ROOT, 1, "UCX_TLS / UCX_NET_DEVICES name transports or devices this host does not have"),
+    _s("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
+       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed"
+       r"|Destination is unreachable",
+       "wrong_interface", ROOT, 2, "UCX found no transport between two processes (no common reachable device)"),
+    # mpirun's and Hydra's own reports of a rank that ended badly.
+    _s("mpirun_signal", ("noticed that process rank",),
+       r"(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
+       r" (?P<sig>\d+)(?: \((?P<name>[^)]{1,40})\))?",
+       "peer_process_died", ROOT, 5, "mpirun saw a rank die from a signal"),
+    _s("mpirun_exit", ("terminated normally, but", "exited with non-zero status", "exiting improperly", "has exited due to process rank"),
+       r"terminated normally, but \d+ process(?:es)? returned|detected that one or more processes exited with non-zero status"
+       r"|has exited due to process rank (?P<rank>\d+) with PID (?P<pid>\d+) on",
+       "peer_process_died", CONSEQUENCE, 7, "mpirun saw a rank exit with an error status (its own error comes first)"),
+    _s("mpich_bad_termination", ("BAD TERMINATION", "EXIT CODE:", "EXIT STRING:"),
+       r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|=\s+EXIT CODE: (?P<code>\d+)"
+       r"|TERMINATED WITH THE EXIT STRING: (?P<what>[^\r\n]{1,80})",
+       "peer_process_died", ROOT, 5, "Hydra (MPICH, Intel MPI) saw a rank end badly"),
+    # torch asked for a backend it was built without (torch/distributed/distributed_c10d.py).
+    _s("backend_not_built", ("doesn't have", "support is not compiled"),
+       r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo|\w+) built in"
+       r"|for (?P<backend2>nccl|mpi|ucc) backend, but (?:NCCL|MPI|UCC) support is not compiled",
+       "backend_unavailable", ROOT, 1, "init_process_group asked for a backend this torch build does not have"),
     _s("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH"),
        r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH",
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route"),
@@ -114,9 +167,10 @@ SIGNATURES: tuple[Signature, ...] = (
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error"),
     # -- InfiniBand / RoCE ---------------------------------------------------------------------
-    _s("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory"),
-       r"(?:ibv_\w+|mlx5dv_\w+)(?:\([^)]{0,60}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
-       r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)",
+    _s("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
+       r"(?:ibv_\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
+       r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
+       r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory"),
     _s("memlock_limit", ("max locked memory",),
        r"max locked memory\s+\(kbytes, -l\)\s+(?P<kb>\d+)",
@@ -213,6 +267,23 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Saving", "valuat", "map "),
        r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:model )?checkpoint|[Ee]valuat\w+",
        None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
+    # Which communication library wrote a line: decides which setting a remedy names (commdoctor.ifvars).
+    _s("lib_nccl", ("ProcessGroupNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
+                    "NCCL version", "NCCL_SOCKET_IFNAME"),
+       r"ProcessGroupNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
+       None, CONTEXT, 9, "a line written by NCCL or torch's NCCL process group"),
+    _s("lib_gloo", ("ProcessGroupGloo", "gloo", "Gloo", "GLOO_"),
+       r"ProcessGroupGloo|\bgloo(?:/|::|\b)|\bGloo\b|GLOO_SOCKET_IFNAME",
+       None, CONTEXT, 9, "a line written by gloo or torch's gloo process group"),
+    _s("lib_openmpi", ("btl_", "oob_", "ORTE", "PRTE", "OMPI", "Open MPI", "mpirun", "prterun", "orterun", "pml_", "mca_"),
+       r"btl_\w+|oob_\w+|\bORTE\b|\bPRR?TE\b|OMPI|Open MPI|\b(?:mpirun|prterun|orterun)\b|pml_\w+|mca_\w+",
+       None, CONTEXT, 9, "a line written by Open MPI or its launcher"),
+    _s("lib_ucx", ("UCX", "ucp_", "uct_", "ProcessGroupUCC", "UCC_"),
+       r"\bUCX\s+(?:ERROR|WARN|DIAG|INFO)|UCX_\w+|\bucp_\w+|\buct_\w+|ProcessGroupUCC|UCC_\w+",
+       None, CONTEXT, 9, "a line written by UCX (Open MPI's pml ucx, UCC)"),
+    _s("lib_mpich", ("HYD", "mpiexec@", "proxy:", "MPICH", "Intel(R) MPI", "I_MPI_", "MPIR_", "MPIDI_", "BAD TERMINATION"),
+       r"\bHYD\w*|\[mpiexec@|\[proxy:|MPICH|Intel\(R\) MPI|I_MPI_\w+|MPIR_\w+|MPIDI_\w+|BAD TERMINATION",
+       None, CONTEXT, 9, "a line written by MPICH, Intel MPI or their launcher (Hydra)"),
     _s("ibverbs_missing", ("libibverbs",),
        r"Failed to open libibverbs", None, CONTEXT, 9, "no InfiniBand verbs library: NCCL uses sockets (harmless on non-IB hosts)"),
 )

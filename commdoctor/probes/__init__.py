@@ -23,6 +23,7 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         # IP over InfiniBand: the interfaces the network probe classifies as infiniband.
         "ipoib": lambda ctx: [i["name"] for i in ctx.fact("net_interfaces") if i.get("kind") == "infiniband"],
         "backend_env": lambda ctx: env.backend_env(),
+        "mpi_env": lambda ctx: _mpi().mpi_env(),
         # hang mode (commdoctor hang, run --attach, the wrapper): read only when a hang check asks
         "hang_snapshot": lambda ctx: _hang().snapshot(ctx),
         "hook_progress": lambda ctx: _hang().hook_progress(ctx),
@@ -53,3 +54,9 @@ def _hang() -> Any:
     from commdoctor.probes import hang_facts
 
     return hang_facts
+
+
+def _mpi() -> Any:
+    from commdoctor.probes import mpi
+
+    return mpi

@@ -30,6 +30,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+#: What a launcher sets for the job's own process group; the local test is a group of its own.
+_JOB_VARS = frozenset({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                       "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"})
+
+
 def _reader(stream: Any, rank: int, kind: str, q: queue.Queue[tuple[int, str, str | None]]) -> None:
     for line in iter(stream.readline, ""):
         q.put((rank, kind, line))
@@ -52,6 +57,11 @@ def run_local_group(
     # The ranks' own timeout stays inside ours, so that they report before we kill them.
     rank_timeout = max(5.0, timeout - 5.0)
     child_env = dict(os.environ if env is None else env)
+    # Run under a launcher (torchrun -m commdoctor run), the test ranks must not join the job's own group:
+    # TORCHELASTIC_USE_AGENT_STORE makes init_process_group dial the agent's store at MASTER_ADDR:MASTER_PORT
+    # instead of ours, so every test rank waited there until its timeout.
+    for k in [k for k in child_env if k.startswith("TORCHELASTIC_") or k in _JOB_VARS]:
+        del child_env[k]
     child_env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()

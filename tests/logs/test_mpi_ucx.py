@@ -1,0 +1,124 @@
+"""MPI, UCX, PMI and backend-not-built signatures: real output from public threads and from this machine.
+
+Fixtures under fixtures/logs/ hold the real lines with their provenance (PROVENANCE.md: the thread, or the
+command that captured them here). Unit lines below are built from the format strings in the libraries'
+sources (file named beside each), filled as the libraries fill them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commdoctor.parsing.signatures import match_all
+from logs.test_corpus import diagnose_file
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
+
+
+def _roots(doc: dict) -> list[dict]:
+    return [f for f in doc["findings"] if f["code"].startswith("LOG") and f["code"] not in ("LOG090",)]
+
+
+@pytest.mark.parametrize("scenario, code, cause, words", [
+    ("mpirun-rank-killed", "LOG060", "peer_process_died", ["rank 7", "HOSTNAME", "signal 9"]),
+    ("mpich-bad-termination", "LOG060", "peer_process_died", ["SIGKILL", "EXIT CODE 9"]),
+    ("ucx-destination-unreachable", "LOG027", "wrong_interface", ["no active messages transport"]),
+    ("ucx-device-not-enabled", "LOG027", "wrong_interface", ["br-vsw-1", "UCX_NET_DEVICES"]),
+    ("backend-nccl-cpu-build", "LOG043", "backend_unavailable", ["nccl"]),
+    ("backend-mpi-cpu-build", "LOG043", "backend_unavailable", ["mpi"]),
+])
+def test_real_output_is_diagnosed(scenario: str, code: str, cause: str, words: list[str]) -> None:
+    folder = FIX / scenario
+    assert (folder / "PROVENANCE.md").is_file()
+    log = next(p for p in folder.iterdir() if p.suffix in (".txt", ".log"))
+    doc = diagnose_file(log)
+    first = _roots(doc)[0]
+    assert (first["code"], first["cause"]) == (code, cause)
+    for w in words:
+        assert w in first["title"]
+    lines = log.read_text().splitlines()
+    for e in first["evidence"]:
+        assert e["text"] in lines[e["line"] - 1]
+
+
+@pytest.mark.parametrize("backend, fallback", [("nccl", "Use gloo on this host"), ("mpi", "Build torch from source against your MPI")])
+def test_backend_not_built_names_cause_and_fallback(backend: str, fallback: str) -> None:
+    """The real 2-rank torchrun job asking for a backend this CPU build lacks: the cause first, the exits after it."""
+    doc = diagnose_file(FIX / f"backend-{backend}-cpu-build" / "torchrun.log")
+    first = _roots(doc)[0]
+    assert first["remedy"]["summary"].startswith(fallback)
+    assert "gloo" in first["detail"]
+    assert "doesn't have" in first["evidence"][0]["text"]
+    died = [f for f in doc["findings"] if f["code"] == "LOG060"]
+    assert died and all(f["consequence_of"] == "LOG043" for f in died)
+
+
+def test_ucx_remedy_names_ucx_settings_only() -> None:
+    doc = diagnose_file(FIX / "ucx-destination-unreachable" / "log.txt")
+    env = _roots(doc)[0]["remedy"]["env"]
+    assert "UCX_NET_DEVICES" in env and "NCCL_SOCKET_IFNAME" not in env and "GLOO_SOCKET_IFNAME" not in env
+
+
+# Lines built from the libraries' format strings (source file named), as the libraries print them.
+UNIT = [
+    # opal/mca/btl/tcp/help-mpi-btl-tcp.txt [client connect fail] (Open MPI 5)
+    ("WARNING: Open MPI failed to TCP connect to a peer MPI process.  This", "mpi_tcp_peer"),
+    # opal/mca/btl/tcp/help-mpi-btl-tcp.txt [server accept cannot find guid]
+    ("another Open MPI process but cannot find a corresponding process", "mpi_tcp_peer"),
+    # ompi/mca/bml/r2/help-mca-bml-r2.txt [unreachable proc]
+    ("At least one pair of MPI processes are unable to reach each other for", "mpi_tcp_peer"),
+    # opal/mca/btl/tcp/help-mpi-btl-tcp.txt [invalid if_inexclude]
+    ("WARNING: An invalid value was given for btl_tcp_if_include.  This", "mpi_if_setting"),
+    # orte/mca/oob/tcp/help-oob-tcp.txt [no-included-found] (v4.1)
+    ("None of the TCP networks specified to be included for out-of-band communications", "mpi_if_setting"),
+    # orte/mca/errmgr/base/help-errmgr-base.txt [failed-daemon-launch], [node-died], [no-connect]
+    ("ORTE was unable to reliably start one or more daemons.", "mpi_daemon_connect"),
+    ("PRTE has lost communication with a remote daemon.", "mpi_daemon_connect"),
+    ("ORTE is unable to establish a communication connection to the", "mpi_daemon_connect"),
+    # orte/tools/orterun/help-orterun.txt [orterun:proc-aborted-strsignal]
+    ("mpirun noticed that process rank 3 with PID 4242 on node node07 exited on signal 11 (Segmentation fault).", "mpirun_signal"),
+    # orte/mca/errmgr/base/help-errmgr-base.txt [normal-termination-but] (line broken as printed)
+    ("Primary job  terminated normally, but 1 process returned", "mpirun_exit"),
+    # orte/mca/ess/base/help-ess-base.txt [slurm-error]
+    ('The application appears to have been direct launched using "srun",', "pmi_error"),
+    # src/pm/hydra/lib/utils/sock.c (MPICH)
+    ('[proxy:0:1@node2] HYDU_sock_connect (lib/utils/sock.c:141): unable to connect from "node2" to "node1" (No route to host)',
+     "hydra_connect"),
+    # src/pm/hydra/mpiexec/pmiserv_cb.c
+    ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", "mpich_bad_termination"),
+    # src/ucp/core/ucp_context.c
+    ("[1700000000.1] [n1:77:0]    ucp_context.c:1770 UCX  ERROR no usable transports/devices (asked tcp on eth9)", "ucx_no_devices"),
+    # ompi/mca/pml/ucx/pml_ucx.c
+    ("[n1:77] pml_ucx.c:437  Error: ucp_ep_create(proc=1) failed: Destination is unreachable", "ucx_unreachable"),
+    # src/uct/ib/base/ib_md.c + ib_log.c: a registration refused for lack of locked memory
+    ("[1700000000.2] [n1:77:0]  ib_md.c:540  UCX  ERROR ibv_reg_mr(address=0x7f0000000000, length=4194304, access=0xf) "
+     "failed: Cannot allocate memory : Please set max locked memory (ulimit -l) to 'unlimited' (current: 65536 kbytes)", "memlock"),
+    # torch/distributed/distributed_c10d.py
+    ("RuntimeError: Distributed package doesn't have UCC built in", "backend_not_built"),
+]
+
+
+@pytest.mark.parametrize("line, sig", UNIT, ids=[s for _, s in UNIT])
+def test_signature_from_the_source_format(line: str, sig: str) -> None:
+    assert sig in [s.id for s, _ in match_all(line)]
+
+
+@pytest.mark.parametrize("line", [
+    "mpirun -np 2 --mca btl_tcp_if_include eth0 python train.py",  # a command line, not a failure
+    "UCX_NET_DEVICES=mlx5_0:1",
+    "NCCL INFO Using network Socket",
+])
+def test_settings_are_not_failures(line: str) -> None:
+    roots = [s.id for s, _ in match_all(line) if s.role != "context"]
+    assert roots == []
+
+
+def test_hydra_refused_is_a_firewall_reading(tmp_path: Path) -> None:
+    log = tmp_path / "hydra.log"
+    log.write_text('[proxy:0:1@node2] HYDU_sock_connect (lib/utils/sock.c:141): unable to connect from "node2" to "node1" '
+                   "(Connection refused)\n")
+    first = _roots(diagnose_file(log))[0]
+    assert (first["code"], first["cause"]) == ("LOG063", "firewall_or_port_blocked")
+    assert "HYDRA_IFACE" in first["remedy"]["env"]
