@@ -136,3 +136,16 @@ def test_rank_that_never_comes_ends_in_a_stall_error_naming_it() -> None:
     assert "for rank 1, which never entered it" in r0["message"], why
     assert "rank 1: last entered #0: all_reduce(SUM) float32 [4] at" in r0["message"], why
     assert site("stall") in r0["message"], why
+
+
+def test_backend_timeout_of_an_unchecked_call_surfaces_as_without_hooks() -> None:
+    """A call that went into gloo unchecked (gate "never") while the peer stays away: gloo's own
+    timeout ("Timed out waiting 2000ms for recv ...") must reach the caller after 2 s, as without
+    hooks. It used to be taken for the end of one of the hooks' 50 ms wait slices and retried,
+    spinning, until something else ended the wait (here the peer leaving at 8 s)."""
+    res = run_job("stall", 2, env={"GLOO_TIMEOUT": "2", "COMMDOCTOR_HOOKS_GATE": "never"}, timeout=90)
+    why = explain(res)
+    r0 = res[0]
+    assert not r0.get("killed") and r0["error"] in ("RuntimeError", "DistBackendError"), why
+    assert "timed out" in r0["message"].lower(), why
+    assert r0["t_raise"] - max(r0["marks"]) < 30, why

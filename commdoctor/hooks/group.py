@@ -323,7 +323,7 @@ def _wait(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
             try:  # the first slice inline: most calls end within it
                 ok = inner.wait(_SLICE)
             except RuntimeError as e:
-                if "timed out" not in str(e).lower():
+                if not _slice_ended(inner, e):
                     raise
                 if h.poisoned() is not None:
                     h.raise_if_known(where, None)
@@ -340,6 +340,18 @@ def _wait(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
     return ok
 
 
+def _slice_ended(inner: Any, e: RuntimeError) -> bool:
+    """True when ``e`` only says that a slice of the wait ran out. The backend's own failures can say
+    "timed out" too (gloo: "Timed out waiting 1800000ms for recv operation"), but then the work
+    has completed, with that error: waiting again would rethrow it at once, for ever."""
+    if "timed out" not in str(e).lower():
+        return False
+    try:
+        return not inner.is_completed()
+    except RuntimeError:
+        return False
+
+
 def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelta) -> Any:
     """inner.wait(timeout) in slices of 50 ms, checking for a mismatch between them."""
     limit = timeout.total_seconds() if timeout else None
@@ -350,7 +362,7 @@ def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelt
         try:
             return inner.wait(_SLICE if left is None else datetime.timedelta(seconds=step))
         except RuntimeError as e:
-            if "timed out" not in str(e).lower():
+            if not _slice_ended(inner, e):
                 raise
             if h.poisoned() is not None:
                 h.raise_if_known(where, None)
