@@ -25,12 +25,14 @@ def all_checks() -> tuple[type[Check], ...]:
         from commdoctor.checks.hooks import HOOK_CHECKS
         from commdoctor.checks.hang import HANG_CHECKS
         from commdoctor.checks.logs import LOG_CHECKS
+        from commdoctor.checks.multinode import MN_CHECKS
         from commdoctor.checks.net import NET_CHECKS
         from commdoctor.checks.pg import PG_CHECKS
         from commdoctor.checks.rdzv import RDZV_CHECKS
 
         _BUILTIN = (*ENV_CHECKS, *NET_CHECKS, *RDZV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS, *HOOK_CHECKS)
         _BUILTIN = (*_BUILTIN, *HANG_CHECKS)
+        _BUILTIN = (*_BUILTIN, *MN_CHECKS)
     return _BUILTIN
 
 
