@@ -356,6 +356,14 @@ class NodeRun:
         nodes: list[dict[str, Any]] = []
         for i in range(job.expected_nodes):
             nodes.append(self.node_record(i, local))
+        # Nodes the rendezvous never numbered (torchrun --nnodes MIN:MAX) have no index of their own: name
+        # them from the expected host names (--expect-hosts) that no node reported as its own.
+        if job.node_names and job.nnodes < job.expected_nodes:
+            seen = {(n.get("info") or {}).get("host") for n in nodes}
+            spare = [h for h in job.node_names if h not in seen]
+            for n in nodes:
+                if n["node"] >= job.nnodes and spare:
+                    n["host"] = spare.pop(0)
         data = {"job": self.job_section(), "roster": self.roster, "nodes": nodes, "store_error": self.store_error,
                 "local_node": job.node}
         mctx = Context(options=replace(self.options, mode="multinode"), facts=Facts())
@@ -383,7 +391,8 @@ class NodeRun:
         st = self.store
         peek = (lambda k: st.peek(k)) if st is not None else (lambda k: None)
         info = self.info if i == self.job.node else peek(self.key(i, "info"))
-        rec: dict[str, Any] = {"node": i, "info": info, "host": node_label(info, i, self.job),
+        label = node_label(info, i, self.job) if i < self.job.nnodes else f"node-{i:02d}"
+        rec: dict[str, Any] = {"node": i, "info": info, "host": label,
                                "last": peek(self.key(i, "last")), "stages": {}}
         for s in STAGES:
             v = peek(self.key(i, f"stage/{s}"))

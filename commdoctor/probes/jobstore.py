@@ -145,23 +145,24 @@ def pair_bandwidth(store: JobStore, me: int, size: int, nbytes: int = 4 << 20, i
     small_in = torch.empty_like(small)
     big = torch.ones(nbytes, dtype=torch.uint8)
     big_in = torch.empty_like(big)
-    tag = 0
+    pair_no = 0
     for rnd in pairings(size):
         for a, b in rnd:
+            pair_no += 1
             if me not in (a, b):
                 continue
             peer = b if me == a else a
+            # Both sides derive the same tags from the pair's place in the schedule.
+            tag = pair_no * 16
             try:
                 # A small swap first: the connection is set up and both sides are here before the clock starts.
-                tag += 1
                 w = [pg.send([small], peer, tag), pg.recv([small_in], peer, tag)]
                 for x in w:
                     x.wait()
                 times = []
-                for _ in range(iters):
-                    tag += 1
+                for k in range(iters):
                     s = time.perf_counter()
-                    w = [pg.send([big], peer, tag), pg.recv([big_in], peer, tag)]
+                    w = [pg.send([big], peer, tag + 1 + k), pg.recv([big_in], peer, tag + 1 + k)]
                     for x in w:
                         x.wait()
                     times.append(time.perf_counter() - s)
@@ -169,7 +170,6 @@ def pair_bandwidth(store: JobStore, me: int, size: int, nbytes: int = 4 << 20, i
                 out["pairs"][str(peer)] = {"time_s": round(best, 6), "gbps": round(nbytes / best / 1e9, 4)}
             except Exception as e:  # noqa: BLE001 - one failed pair does not end the test of the others
                 out["pairs"][str(peer)] = {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"}
-                tag += iters + 1
     out["elapsed_s"] = round(time.monotonic() - t0, 3)
     try:
         del pg

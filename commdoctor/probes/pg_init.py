@@ -21,6 +21,8 @@ from typing import Any, Sequence
 from commdoctor.probes.proc import kill_group
 
 DEFAULT_SIZES = (64 << 10, 1 << 20, 16 << 20)
+LAUNCHER_PREFIXES = ("TORCHELASTIC_", "MASTER_", "GROUP_", "ROLE_")
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -52,6 +54,10 @@ def run_local_group(
     # The ranks' own timeout stays inside ours, so that they report before we kill them.
     rank_timeout = max(5.0, timeout - 5.0)
     child_env = dict(os.environ if env is None else env)
+    # Under torchrun (or srun/mpirun) the launcher's variables would make the local ranks join the job's store
+    # instead of their own: TORCHELASTIC_USE_AGENT_STORE turns even rank 0 into a client that nobody serves.
+    for k in [k for k in child_env if k.startswith(LAUNCHER_PREFIXES) or k in LAUNCHER_VARS]:
+        del child_env[k]
     child_env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()
