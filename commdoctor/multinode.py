@@ -275,7 +275,7 @@ class NodeRun:
         if job.coordinator:
             from commdoctor.checks.multinode import MN_CHECKS
 
-            cross = [c() for c in MN_CHECKS]
+            cross = sorted((c() for c in MN_CHECKS), key=lambda c: c.stage.order)
         if self.open_store():
             try:
                 self.say(f"node {job.node} ({self.host}): joined the job's store at {job.master_addr}:{job.master_port}")

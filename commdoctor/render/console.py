@@ -18,7 +18,7 @@ from rich.text import Text
 from commdoctor.model import Report, Stage
 from commdoctor.pipeline import CheckFinished, CheckStarted, Event, RunFinished, RunStarted
 from commdoctor.render.theme import STYLE, glyphs
-from commdoctor.render.views import result_view, summary_view
+from commdoctor.render.views import nodes_view, result_view, summary_view
 
 
 def plain_wanted(stream: IO[str]) -> bool:
@@ -73,6 +73,9 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
         if status is not None:
             status.stop()
     assert report is not None, "the pipeline always ends with RunFinished"
+    if report.nodes:  # a multi-node run: one line per node before the verdict
+        con.print()
+        con.print(nodes_view(report, g))
     con.print()
     con.print(summary_view(report, g, time.monotonic() - start))
     return report
