@@ -106,6 +106,7 @@ class NodeRun:
         self.listeners: list[Any] = []
         self.notes: list[str] = []
         self.info: dict[str, Any] = {}
+        self.remote: list[Any] = []  # NodeReported events for the other nodes, made at the gather
 
     # -- store helpers ---------------------------------------------------------------------------
 
@@ -226,18 +227,25 @@ class NodeRun:
         if self.job.coordinator:
             keys = [self.key(i, "mesh") for i in members]
             self.store.wait(keys, time.monotonic() + 20.0)
-            bad: dict[int, int] = {i: 0 for i in members}
+            # Edges where either direction failed; drop the node with most of them until none is left.
+            broken: set[tuple[int, int]] = set()
+            silent = []
             for i in members:
                 m = self.store.peek(self.key(i, "mesh"))
                 if m is None:
-                    bad[i] += len(members)
+                    silent.append(i)
                     continue
                 for p in m.get("probes") or ():
-                    j, kind = str(p.get("label", ":")).split(":", 1)
-                    if kind == "ephemeral" and p.get("outcome") != "open" and j.isdigit() and int(j) in bad:
-                        bad[int(j)] += 1
-                        bad[i] += 1
-            chosen = [i for i in members if bad[i] == 0]
+                    j, _, kind = str(p.get("label", "")).partition(":")
+                    if kind == "ephemeral" and p.get("outcome") != "open" and j.isdigit() and int(j) in members:
+                        broken.add((min(i, int(j)), max(i, int(j))))
+            chosen = [i for i in members if i not in silent]
+            while True:
+                live = [e for e in broken if e[0] in chosen and e[1] in chosen]
+                if not live:
+                    break
+                worst = max(chosen, key=lambda i: (sum(i in e for e in live), i))
+                chosen.remove(worst)
             if len(chosen) < 2:
                 chosen = []
             self.store.put("bwplan", {"members": chosen, "excluded": [i for i in members if i not in chosen]})
@@ -318,7 +326,9 @@ class NodeRun:
             yield RunFinished(local)
             return
         agg = self.gather(local, cross, ctx)
-        for r in agg.results[len(local.results):]:
+        for n in self.remote:
+            yield n
+        for r in agg.results[-len(cross):] if cross else ():
             yield CheckFinished(r)
         yield RunFinished(agg)
 
@@ -369,6 +379,7 @@ class NodeRun:
         mctx = Context(options=replace(self.options, mode="multinode"), facts=Facts())
         mctx.facts.provide("multinode", data)
         merged = merge_results(local, nodes, job.node)
+        self.remote = node_events(local, nodes, job.node)
         agg = Report(tool_version=local.tool_version, mode=local.mode, created=local.created, host=local.host,
                      argv=local.argv, environment=dict(local.environment), results=merged,
                      interrupted=local.interrupted)
@@ -480,6 +491,43 @@ def merge_results(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> li
                     mine.findings.append(tag(f, n["host"]))
                 else:
                     mine.findings[same] = tag(mine.findings[same], n["host"])
+    return out
+
+
+def node_events(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> list[Any]:
+    """For each other node, one result holding what it found that this node did not (for the console and TUI)."""
+    from commdoctor.pipeline import NodeReported
+
+    mine = {(f.code, f.title, f.detail) for r in local.results for f in r.findings}
+    out = []
+    for n in nodes:
+        if n["node"] == me:
+            continue
+        pub = _public(n)
+        rep = n.get("report") or {}
+        title = f"Local checks on {n['host']}"
+        r = CheckResult(check=f"node.{n['node']}", stage=Stage.ENVIRONMENT, title=title, status=Status.PASSED)
+        if n["status"] != "reported":
+            r.status = Status.SKIPPED
+            r.reason = n["status"] + (f" (last seen: {pub['last_stage']})" if pub.get("last_stage") else "")
+        for rd in rep.get("results") or ():
+            try:
+                res = CheckResult.from_dict(rd)
+            except (KeyError, ValueError):
+                continue
+            for f in res.findings:
+                if (f.code, f.title, f.detail) not in mine:
+                    r.findings.append(replace(f, hosts=tuple(f.hosts) or (n["host"],)))
+            if res.status in (Status.CRASHED, Status.TIMED_OUT):
+                r.details.append(f"{res.check}: {res.status.value}: {res.reason}")
+        if any(f.severity is Severity.ERROR for f in r.findings):
+            r.status = Status.FAILED
+        c = pub["counts"]
+        if n["status"] == "reported":
+            same = c.get("error", 0) + c.get("warning", 0) + c.get("info", 0) - len(r.findings)
+            r.summary = (f"{len(rep.get('results') or ())} checks; errors: {c.get('error', 0)}, warnings: "
+                         f"{c.get('warning', 0)}" + (f" ({same} also on node {me}, shown there)" if same > 0 else ""))
+        out.append(NodeReported(r, node=pub))
     return out
 
 

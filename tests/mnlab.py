@@ -92,7 +92,7 @@ class Lab3:
 
     def torchrun(self, port: int, args: list[str], env_of: dict[str, dict[str, str]] | None = None,
                  skip: tuple[str, ...] = (), nnodes: str | None = None, rdzv: str = "static",
-                 deadline: float = 150.0) -> dict[str, Job]:
+                 deadline: float = 150.0, json_out: bool = True) -> dict[str, Job]:
         """``torchrun ... -m commdoctor run --json ARGS`` on every host but ``skip``, at once; each one's output."""
         n = len(self.hosts)
         procs = {}
@@ -107,7 +107,7 @@ class Lab3:
             else:
                 run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{self.master.addr}:{port}",
                         "--rdzv-id", f"cdm{port}", "--rdzv-conf", "last_call_timeout=2,join_timeout=60"]
-            run += ["-m", "commdoctor", "run", "--json", *args]
+            run += ["-m", "commdoctor", "run", *(["--json"] if json_out else ["--no-tui"]), *args]
             env = clean_env(**(env_of or {}).get(h.hostname, {}))
             env["LOGLEVEL"] = "WARNING"
             procs[h.hostname] = (h, h.start(run, env))

@@ -279,3 +279,18 @@ def test_two_nodes_on_loopback_gather_at_node_0(tmp_path: Any) -> None:
     assert "results went to node 0 (127.0.0.1)" in outs[1][1]
     one = json.loads(outs[1][0])
     assert one["job"]["node"] == 1 and "nodes" not in one
+
+
+def test_support_report_has_a_nodes_section(tmp_path: Any) -> None:
+    from tests.conftest import run_cli
+
+    src = REPO / "fixtures" / "multinode" / "faults-3-nodes.json"
+    p = run_cli("report", "--from", str(src), "-o", str(tmp_path / "r"))
+    assert p.returncode in (0, 1), p.stderr
+    md = (tmp_path / "r.md").read_text()
+    section = md.split("## Nodes", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "cdmf" in ln]
+    assert rows == ["| 0 | cdmfa | reported | 10.203.6.1 (cdm0) | 1500 | 0 | 0 | reported |",
+                    "| 1 | cdmfb | reported | 10.203.6.2 (cdm0) | 1400 | 1 | 0 | reported |",
+                    "| 2 | cdmfc | reported | 10.203.6.3 (cdm0) | 1500 | 0 | 0 | reported |"]
+    assert "MN041" in md

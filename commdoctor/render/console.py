@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from commdoctor.model import Report, Stage
-from commdoctor.pipeline import CheckFinished, CheckStarted, Event, RunFinished, RunStarted
+from commdoctor.pipeline import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
 from commdoctor.render.theme import STYLE, glyphs
 from commdoctor.render.views import nodes_view, result_view, summary_view
 
@@ -57,6 +57,16 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
                         status.start()
                     else:
                         status.update(f"{ev.title} {g.running}")
+                continue
+            if isinstance(ev, NodeReported):  # another node of a multi-node run: under its own heading
+                if status is not None:
+                    status.stop()
+                    status = None
+                stage = None
+                n = ev.node
+                where = f" ({n['address']})" if n.get("address") else ""
+                con.print(Text(f"\nnode {n.get('node', '?')}: {n.get('host', '?')}{where}", style=STYLE["stage"]))
+                con.print(result_view(ev.result, g, verbose))
                 continue
             if isinstance(ev, CheckFinished):
                 r = ev.result

@@ -240,7 +240,7 @@ class MainScreen(Screen):
 
     def focus_tab(self, tab: str) -> None:
         target = {"checks": "#checks-table", "findings": "#findings-table", "ranks": "#rank-grid",
-                  "log": "#logview"}[tab]
+                  "log": "#logview", "nodes": "#nodes-box"}[tab]
         self.query_one(target).focus()
 
     @on(TabbedContent.TabActivated)
