@@ -302,7 +302,7 @@ class InterfacesCheck(Check):
                 rows[_host(n)] = c
             summary.append(f"{label}: " + ", ".join(f"{h} {c['interface']} {c['address']}" for h, c in rows.items()))
             # The subnet most nodes share: count, for each node's network, the nodes whose address lies in it.
-            best, best_members = None, []
+            best, best_members = None, []  # type: tuple[Any, list[str]]
             for h, c in rows.items():
                 net = _net(c["address"], c.get("prefixlen"))
                 if net is None or ipaddress.ip_address(c["address"]).is_loopback:
@@ -380,10 +380,10 @@ class ReachCheck(Check):
         tried = opened = 0
         for i, n in nodes.items():
             for p in (n.get("mesh") or {}).get("probes") or ():
-                j, _, kind = str(p.get("label", "")).partition(":")
-                if not j.isdigit() or int(j) not in nodes:
+                jt, _, kind = str(p.get("label", "")).partition(":")
+                if not jt.isdigit() or int(jt) not in nodes:
                     continue
-                seen[int(j)][kind].append((_host(n), p))
+                seen[int(jt)][kind].append((_host(n), p))
                 tried += 1
                 opened += p.get("outcome") == "open"
         only_master: list[str] = []
@@ -513,18 +513,18 @@ class BandwidthCheck(Check):
     def run(self, run: Any) -> Iterator[Finding]:
         d = _data(run)
         nodes = {n["node"]: n for n in _present(d)}
-        bws = {i: n.get("bw") for i, n in nodes.items() if n.get("bw")}
+        bws: dict[int, dict[str, Any]] = {i: n["bw"] for i, n in nodes.items() if n.get("bw")}
         if len(bws) < 2:
             raise SkipCheck("fewer than two nodes took part in the bandwidth test (see mn.reach)")
         pairs: dict[tuple[int, int], float] = {}
-        for i, b in bws.items():
-            if b.get("error"):
-                for j in b.get("members") or ():
+        for i, res in bws.items():
+            if res.get("error"):
+                for j in res.get("members") or ():
                     if j != i and i < j:
                         yield self.finding("MN062", a=_host(nodes[i]), b=_host(nodes[j]) if j in nodes else f"node {j}",
-                                           error=b["error"], hosts=[_host(nodes[i])])
+                                           error=res["error"], hosts=[_host(nodes[i])])
                 continue
-            for j_text, r in (b.get("pairs") or {}).items():
+            for j_text, r in (res.get("pairs") or {}).items():
                 j = int(j_text)
                 key = (min(i, j), max(i, j))
                 if r.get("error"):

@@ -112,8 +112,8 @@ class _LocalGroupCheck(Check):
 
         # Inside a multi-node job the cross-node test measures the network; one local size is enough there.
         sizes = opts.extra.get("pg_sizes")
-        kw = {"sizes": tuple(sizes)} if sizes else {}
-        res = run_local_group(self.backend, world, timeout=opts.pg_timeout, device=self.device, **kw)
+        res = run_local_group(self.backend, world, timeout=opts.pg_timeout, device=self.device,
+                              **({"sizes": tuple(sizes)} if sizes else {}))  # type: ignore[arg-type]
         yield from self.evaluate(res, run)
 
     def evaluate(self, res: dict[str, Any], run: CheckRun | None = None) -> Iterator[Finding]:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from commdoctor.commands import watch
 from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
                                         prefixes)
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Severity
+from commdoctor.errors import CommDoctorError, ExitCode
+from commdoctor.model import Report, Severity
 
 if TYPE_CHECKING:
     from commdoctor.jobctx import Job
@@ -89,7 +89,8 @@ def _parent_argv() -> list[str] | None:
     try:
         import psutil
 
-        return list(psutil.Process().parent().cmdline())  # type: ignore[union-attr]
+        parent = psutil.Process().parent()
+        return list(parent.cmdline()) if parent is not None else None
     except Exception:  # noqa: BLE001 - only a hint: without it, the launcher's node count stands
         return None
 
@@ -142,20 +143,20 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         # The TUI only when asked: under a launcher several processes share one terminal.
         if args.tui is None:
             args.tui = False
-        report = emit_or_tui(events, args, heading=heading)
-        return exit_code(report, opts.fail_on)
+        return exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
     from commdoctor.pipeline import RunFinished
 
+    report: Report | None = None
     if args.json:
         from commdoctor.commands.common import emit
 
         report = emit(events, args)
     else:
-        report = None
         for ev in events:  # this node prints one line; node 0 prints everyone's results
             if isinstance(ev, RunFinished):
                 report = ev.report
-    assert report is not None
+    if report is None:  # the event stream always ends with RunFinished; this is a bug if reached
+        raise CommDoctorError("the multi-node run ended without a report", exit_code=ExitCode.INTERNAL)
     code = exit_code(report, opts.fail_on)
     v = report.verdict()
     if node.store_error or not node.roster:

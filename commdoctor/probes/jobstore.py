@@ -56,6 +56,7 @@ class JobStore:
             text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             verb = "host" if master else "reach"
             raise StoreError(f"could not {verb} the job's store at {where}: {type(err).__name__}: {text}")
+        assert store is not None  # with_deadline finished without an error: the constructor returned it
         store.set_timeout(timedelta(seconds=op_timeout))
         self.raw = store
         self.store = dist.PrefixStore(f"commdoctor/{job.run_id}/", store)
@@ -135,7 +136,7 @@ def pair_bandwidth(store: JobStore, me: int, size: int, nbytes: int = 4 << 20, i
     out: dict[str, Any] = {"member": me, "size": size, "bytes": nbytes, "iters": iters, "pairs": {}, "error": None}
     t0 = time.monotonic()
     try:
-        pg = dist.ProcessGroupGloo(dist.PrefixStore("bw/", store.store), me, size, timedelta(seconds=timeout))
+        pg: Any = dist.ProcessGroupGloo(dist.PrefixStore("bw/", store.store), me, size, timedelta(seconds=timeout))
     except Exception as e:  # noqa: BLE001 - gloo's own words are the evidence
         out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
         out["stage"] = "init"
