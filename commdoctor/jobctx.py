@@ -2,9 +2,9 @@
 
 Promise: pure functions of an environment mapping (and, optionally, the
 launcher's command line); nothing here touches the network or imports torch.
-``detect`` says whether ``commdoctor run`` was started by torchrun, srun,
-mpirun (Open MPI or a PMI launcher such as MPICH's hydra) or plain ``env://``
-variables across more than one node, which node it is on, whether it is that
+``detect`` says whether ``commdoctor run`` was started by torchrun, srun or
+mpirun (Open MPI or a PMI launcher such as MPICH's hydra) across more than one
+node, which node it is on, whether it is that
 node's leader (local rank 0: the one process per node that does the node's
 work) and where the job's store is.
 
@@ -13,7 +13,7 @@ Where the store is (docs/multinode.md):
 - torchrun: the agent's TCPStore at MASTER_ADDR:MASTER_PORT, which torchrun
   sets for its workers; with ``TORCHELASTIC_USE_AGENT_STORE=True`` every worker
   is a client (rank 0 included), as torch's own ``env://`` init does.
-- srun, mpirun, plain env: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT.
+- srun, mpirun: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT.
   Both are required, except under Slurm, where MASTER_ADDR defaults to the
   first host of SLURM_JOB_NODELIST and MASTER_PORT to 29500.
 """
@@ -31,7 +31,7 @@ DEFAULT_PORT = 29500
 class Job:
     """This process's place in a multi-node job."""
 
-    launcher: str  # "torchrun", "slurm", "openmpi", "pmi", "env"
+    launcher: str  # "torchrun", "slurm", "openmpi", "pmi"
     rank: int
     world_size: int
     local_rank: int
@@ -235,19 +235,4 @@ def _detect(env: Mapping[str, str], agent_argv: Sequence[str] | None) -> Job | N
             run_id = f"{launcher}.{env.get('OMPI_MCA_ess_base_jobid') or env.get('PMI_JOBID') or '0'}"
             return Job(launcher, rank, world, lrank or 0, lws, node, nn, addr, port, agent_store=False, run_id=run_id,
                        expected_nodes=nn, sources=(rk, sk, lk, lsk), problem=problem)
-    if "RANK" in env and "WORLD_SIZE" in env and ("LOCAL_WORLD_SIZE" in env or "GROUP_RANK" in env
-                                                    or "NODE_RANK" in env):
-        rank, _ = _int(env, "RANK")
-        world, _ = _int(env, "WORLD_SIZE")
-        lrank, _ = _int(env, "LOCAL_RANK")
-        lws, _ = _int(env, "LOCAL_WORLD_SIZE")
-        if rank is None or world is None:
-            return None
-        lws = lws or 1
-        node, _ = _int(env, "GROUP_RANK", "NODE_RANK")
-        node = node if node is not None else rank // lws
-        nn = max(1, -(-world // lws))
-        problem = None if addr and port else "set MASTER_ADDR and MASTER_PORT (rank 0's host and a free port)"
-        return Job("env", rank, world, lrank or 0, lws, node, nn, addr, port, agent_store=False, run_id="env",
-                   expected_nodes=nn, sources=("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"), problem=problem)
     return None
