@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import time
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Sequence
@@ -44,7 +45,9 @@ SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 
 STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "local checks done", "reported")
 
-LOCAL_PG_SIZES = (256 << 10,)  # one size: the cross-node test measures the network; see docs/multinode.md
+LOCAL_PG_SIZES = (256 << 10,)
+HEARTBEAT_S = 1.0  # each node writes node/<i>/alive this often while it runs
+STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long  # one size: the cross-node test measures the network; see docs/multinode.md
 
 
 def settings(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -107,6 +110,11 @@ class NodeRun:
         self.notes: list[str] = []
         self.info: dict[str, Any] = {}
         self.remote: list[Any] = []  # NodeReported events for the other nodes, made at the gather
+        self.last_stage = "starting"
+        self._beats = 0
+        self._hb_stop = threading.Event()
+        self._seen: dict[int, tuple[Any, float]] = {}  # node -> (last heartbeat value, when it changed here)
+        self.gone: set[int] = set()  # nodes whose heartbeat stopped
 
     # -- store helpers ---------------------------------------------------------------------------
 
@@ -116,6 +124,7 @@ class NodeRun:
     def stage(self, name: str, **extra: Any) -> None:
         if self.store is None:
             return
+        self.last_stage = name
         rec = {"stage": name, "time": time.time(), "after_s": round(time.monotonic() - self.t0, 3), **extra}
         try:
             self.store.put(self.key(self.job.node, f"stage/{name}"), rec)
@@ -123,11 +132,45 @@ class NodeRun:
         except Exception as e:  # noqa: BLE001 - a store that went away is recorded, not fatal
             self.notes.append(f"could not write stage {name!r}: {type(e).__name__}: {e}")
 
+    def _heartbeat(self) -> None:
+        while not self._hb_stop.wait(HEARTBEAT_S):
+            self._beats += 1
+            try:
+                self.store.put(self.key(self.job.node, "alive"), {"beat": self._beats, "stage": self.last_stage})
+            except Exception:  # noqa: BLE001 - the store went away: node 0 sees the heartbeat stop
+                return
+
+    def wait_nodes(self, nodes: Sequence[int], what: str, deadline: float) -> set[int]:
+        """Node 0: wait until every node in ``nodes`` has published ``what``, its heartbeat stops, or ``deadline``.
+
+        A heartbeat that has not changed for STALE_S means the node is gone (killed, hung hard, cut off): waiting
+        longer for it would only delay the report. Returns the nodes that published.
+        """
+        have: set[int] = set()
+        while True:
+            now = time.monotonic()
+            for i in nodes:
+                if i in have or i in self.gone:
+                    continue
+                if self.store.peek(self.key(i, what)) is not None:
+                    have.add(i)
+                    continue
+                beat = self.store.peek(self.key(i, "alive"))
+                prev = self._seen.get(i)
+                if prev is None or prev[0] != beat:
+                    self._seen[i] = (beat, now)
+                elif now - prev[1] > STALE_S:
+                    self.gone.add(i)
+            if all(i in have or i in self.gone for i in nodes) or now >= deadline:
+                return have
+            time.sleep(0.2)
+
     def open_store(self) -> bool:
         from commdoctor.probes.jobstore import JobStore, StoreError
 
         try:
             self.store = JobStore(self.job, connect_timeout=min(self.join_timeout, 30.0))
+            threading.Thread(target=self._heartbeat, name="commdoctor-heartbeat", daemon=True).start()
             return True
         except StoreError as e:
             self.store_error = str(e)
@@ -225,8 +268,7 @@ class NodeRun:
             return []
         members = list(self.roster["members"])
         if self.job.coordinator:
-            keys = [self.key(i, "mesh") for i in members]
-            self.store.wait(keys, time.monotonic() + 20.0)
+            self.wait_nodes([i for i in members if i != self.job.node], "mesh", time.monotonic() + 20.0)
             # Edges where either direction failed; drop the node with most of them until none is left.
             broken: set[tuple[int, int]] = set()
             silent = []
@@ -321,6 +363,7 @@ class NodeRun:
             except Exception as e:  # noqa: BLE001 - then node 0 reports us as stopped after "local checks done"
                 self.notes.append(f"could not publish this node's report: {type(e).__name__}: {e}")
         if not job.coordinator:
+            self._hb_stop.set()
             for f in self._own_findings():
                 local.results.append(f)
             yield RunFinished(local)
@@ -362,7 +405,8 @@ class NodeRun:
         members = list((self.roster or {}).get("members") or [])
         deadline = time.monotonic() + float(self.options.pg_timeout) + float(self.options.timeout) + 30.0
         if self.store is not None:
-            self.store.wait([self.key(i, "report") for i in members if i != job.node], deadline)
+            self.wait_nodes([i for i in members if i != job.node], "report", deadline)
+        self._hb_stop.set()
         nodes: list[dict[str, Any]] = []
         for i in range(job.expected_nodes):
             nodes.append(self.node_record(i, local))
@@ -410,6 +454,7 @@ class NodeRun:
             if v is not None:
                 rec["stages"][s] = v
         rec["mesh"] = peek(self.key(i, "mesh"))
+        rec["heartbeat_stopped"] = i in self.gone
         rec["bw"] = peek(self.key(i, "bw"))
         if i == self.job.node:
             rep: dict[str, Any] | None = local.to_dict()

@@ -246,24 +246,42 @@ def test_report_round_trips_nodes_and_validates() -> None:
     assert "nodes" not in Report(tool_version="t", mode="run", created="now", host="a").to_dict()
 
 
-# -- a real 2-node job on loopback (srun's variables on real processes) --------------------------------
+# -- real 2-node jobs on loopback (srun's and mpirun's variables on real processes) ---------------------
 
-@pytest.mark.skipif(not have_torch(), reason="needs torch")
-def test_two_nodes_on_loopback_gather_at_node_0(tmp_path: Any) -> None:
+SCRUB = ("MASTER_", "RANK", "WORLD", "SLURM_", "TORCHELASTIC", "LOCAL_", "OMPI_", "PMI", "GROUP_")
+
+
+def launcher_env(kind: str, rank: int, port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=str(REPO))
+    if kind == "srun":
+        env.update(SLURM_PROCID=str(rank), SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_NNODES="2",
+                   SLURM_NODEID=str(rank), SLURM_JOB_ID="5")
+    else:
+        env.update(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_RANK="0",
+                   OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    return env
+
+
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = []
-    for r in (0, 1):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "RANK", "WORLD", "SLURM_",
-                                                                          "TORCHELASTIC", "LOCAL_", "OMPI_", "PMI"))}
-        env.update(SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_NNODES="2", SLURM_NODEID=str(r),
-                   SLURM_JOB_ID="5", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=str(REPO))
-        procs.append(subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN",
-                                       "--join-timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env, cwd=str(tmp_path)))
+        return int(s.getsockname()[1])
+
+
+def start(kind: str, rank: int, port: int, cwd: Any, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=launcher_env(kind, rank, port), cwd=str(cwd))
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+@pytest.mark.parametrize("kind", ["srun", "mpirun"])
+def test_two_nodes_on_loopback_gather_at_node_0(kind: str, tmp_path: Any) -> None:
+    port = free_port()
+    procs = [start(kind, r, port, tmp_path, "--join-timeout", "20") for r in (0, 1)]
     outs = []
     try:
         for p in procs:
@@ -274,11 +292,49 @@ def test_two_nodes_on_loopback_gather_at_node_0(tmp_path: Any) -> None:
                 p.kill()
                 p.wait(5)
     doc = json.loads(outs[0][0])
+    assert doc["job"]["launcher"] == ("slurm" if kind == "srun" else "openmpi")
     assert [n["status"] for n in doc["nodes"]] == ["reported", "reported"], outs[0][1][-2000:]
     assert next(r for r in doc["results"] if r["check"] == "mn.reach")["status"] == "passed"
     assert "results went to node 0 (127.0.0.1)" in outs[1][1]
     one = json.loads(outs[1][0])
     assert one["job"]["node"] == 1 and "nodes" not in one
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_node_killed_half_way_is_named_with_its_last_stage(tmp_path: Any) -> None:
+    """Node 1 is killed once it has joined: node 0 names it, says what it last saw, and does not hang."""
+    import select
+
+    port = free_port()
+    short = ("--join-timeout", "20", "--pg-timeout", "1", "--timeout", "1")
+    p0 = start("srun", 0, port, tmp_path, *short)
+    p1 = start("srun", 1, port, tmp_path, *short)
+    try:
+        assert p1.stderr is not None
+        seen, end = "", time.monotonic() + 60
+        while "nodes present" not in seen and time.monotonic() < end:  # it joined and read the roster
+            r, _, _ = select.select([p1.stderr], [], [], 0.5)
+            if r:
+                line = p1.stderr.readline()
+                if not line:
+                    break
+                seen += line
+        assert "nodes present" in seen, seen
+        p1.kill()
+        t0 = time.monotonic()
+        out, err = p0.communicate(timeout=120)
+        waited = time.monotonic() - t0
+    finally:
+        for p in (p0, p1):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+    doc = json.loads(out)
+    (f,) = [x for x in doc["findings"] if x["code"] == "MN002"]
+    assert f["hosts"] and f["title"].startswith(f"{f['hosts'][0]} (node 1) stopped after '")
+    assert "its heartbeat stopped for 10 s" in f["title"]
+    assert doc["nodes"][1]["status"] == "stopped" and doc["nodes"][1]["last_stage"] in ("joined", "mesh done")
+    assert waited < 60  # the heartbeat ends the wait long before the report deadline (pg + net timeouts + 30 s)
 
 
 def test_support_report_has_a_nodes_section(tmp_path: Any) -> None:

@@ -21,7 +21,8 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 MODES = frozenset({"multinode"})
 SKEW_LIMIT_S = 1.0  # wall clocks further apart than this make logs and timeouts across nodes disagree
-SLOW_FACTOR = 5.0  # a pair or node this many times below the others is an outlier
+SLOW_FACTOR = 5.0
+STALE_S = 10.0  # commdoctor.multinode.STALE_S: a heartbeat unchanged this long means the node is gone  # a pair or node this many times below the others is an outlier
 
 
 def _data(run: Any) -> dict[str, Any]:
@@ -127,6 +128,8 @@ class GatherCheck(Check):
                 last = n.get("last") or {}
                 stage = last.get("stage") or "?"
                 ago = f"{last.get('after_s', '?')} s after it started" if last else "no time recorded"
+                if n.get("heartbeat_stopped"):
+                    ago += f"; its heartbeat stopped for {STALE_S:g} s"
                 yield self.finding("MN002", who=who, stage=stage, ago=ago, hosts=[n["host"]],
                                    evidence=[Evidence("store", f"node/{i}/last = {last}")])
             else:
