@@ -350,3 +350,32 @@ def test_support_report_has_a_nodes_section(tmp_path: Any) -> None:
                     "| 1 | cdmfb | reported | 10.203.6.2 (cdm0) | 1400 | 1 | 0 | reported |",
                     "| 2 | cdmfc | reported | 10.203.6.3 (cdm0) | 1500 | 0 | 0 | reported |"]
     assert "MN041" in md
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_two_tasks_per_node_local_rank_1_only_checks_in(tmp_path: Any) -> None:
+    """srun --ntasks-per-node 2 on 2 nodes: local rank 0 of each node works, local rank 1 checks in and leaves."""
+    port = free_port()
+    procs = []
+    for rank in range(4):
+        env = launcher_env("srun", rank, port)
+        env.update(SLURM_NTASKS="4", SLURM_LOCALID=str(rank % 2), SLURM_NODEID=str(rank // 2),
+                   SLURM_NTASKS_PER_NODE="2(x2)")
+        procs.append(subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN",
+                                       "--join-timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env, cwd=str(tmp_path)))
+    outs = []
+    try:
+        for p in procs:
+            outs.append((p.communicate(timeout=150), p.returncode))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(5)
+    doc = json.loads(outs[0][0][0])
+    assert [n["node"] for n in doc["nodes"]] == [0, 1] and all(n["status"] == "reported" for n in doc["nodes"])
+    for rank in (1, 3):
+        (out, err), rc = outs[rank]
+        assert rc == 0 and out == ""
+        assert f"rank {rank} (local rank 1 on node {rank // 2}): local rank 0 checks this node" in err
