@@ -252,6 +252,23 @@ class NodeRun:
             if ports.get("ephemeral"):
                 targets.append((f"{j}:ephemeral", addr, int(ports["ephemeral"])))
         results = mesh.probe_all(targets, timeout=2.0)
+        # Full-size packets along each path (Don't Fragment), in parallel: an MTU black hole loses them all.
+        own = (self.info.get("choices") or {})
+        mtu = (own.get(own.get("primary", "gloo")) or {}).get("mtu")
+        paths: dict[str, Any] = {}
+        if mtu and 576 <= int(mtu) <= 65536:
+            def one(j: int, addr: str, port: int) -> None:
+                paths[str(j)] = mesh.path_mtu(addr, port, int(mtu))
+
+            ts = []
+            for label, addr, port in targets:
+                j, _, kind = label.partition(":")
+                if kind == "ephemeral" and not addr.startswith("127."):
+                    ts.append(threading.Thread(target=one, args=(int(j), addr, port), daemon=True))
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(6.0)
         clock: dict[str, Any] | None = None
         if me != 0 and 0 in infos:
             ch = infos[0].get("choices") or {}
@@ -259,7 +276,7 @@ class NodeRun:
             eph = (infos[0].get("ports") or {}).get("ephemeral")
             if addr and eph:
                 clock = mesh.clock_offset(addr, int(eph))
-        self.store.put(self.key(me, "mesh"), {"probes": results, "clock": clock})
+        self.store.put(self.key(me, "mesh"), {"probes": results, "clock": clock, "paths": dict(paths)})
         self.stage("mesh done")
 
     def plan_bandwidth(self) -> list[int]:

@@ -168,6 +168,18 @@ def test_versions_settings_mtu_and_subnet_name_the_odd_node() -> None:
     assert mtu.hosts == ("c",) and "a, b: mtu 1500; c: mtu 9000" in mtu.title
 
 
+def test_path_mtu_black_hole_follows_from_the_mtu_difference() -> None:
+    nodes = [node(0, "a", ADDR[0], probes=mesh(0)), node(1, "b", ADDR[1], probes=mesh(1), mtu=1400)]
+    nodes[0]["mesh"]["paths"] = {"1": {"mtu": 1500, "black_hole": True, "small": {"ok": True},
+                                       "big": {"ok": False, "payload": 1472, "error": "no echo within 3 x 0.7 s"}}}
+    nodes[1]["mesh"]["paths"] = {"0": {"mtu": 1400, "black_hole": False, "small": {"ok": True}, "big": {"ok": True}}}
+    c = by_code(run_mn(nodes))
+    (f,) = c["MN033"]
+    assert f.hosts == ("a", "b") and f.consequence_of == "MN032"
+    assert f.title == "full-size packets (1500 bytes, Don't Fragment) from a to b are lost while small ones arrive"
+    assert "ping -M do -s 1472 10.0.0.2" in f.remedy.steps[1]  # type: ignore[union-attr]
+
+
 def test_only_master_port_and_unreachable_are_told_apart() -> None:
     nodes = [node(0, "a", ADDR[0], probes=mesh(0, {2: "timeout"})),
              node(1, "b", ADDR[1], probes=mesh(1, {2: "timeout"})),

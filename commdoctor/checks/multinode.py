@@ -249,8 +249,9 @@ class InterfacesCheck(Check):
         (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, else each backend's own
         rules, as commdoctor.netselect reproduces them); then, across nodes:
         that each backend found an address, that each node's address lies in
-        the subnet most nodes share, and that the MTU of the chosen
-        interfaces is the same. NCCL's choice is compared when a node has a
+        the subnet most nodes share, that the MTU of the chosen interfaces
+        is the same, and that a full-size packet (the sender's MTU, Don't
+        Fragment set) reaches each other node while a small one does. NCCL's choice is compared when a node has a
         GPU or sets NCCL_SOCKET_IFNAME; gloo's always.
     Why it matters:
         One node on loopback, a docker bridge or another network makes its
@@ -260,9 +261,10 @@ class InterfacesCheck(Check):
     Known limits:
         Nodes on different subnets behind a router are legitimate in some
         clusters: a node outside the common subnet is a warning unless its
-        address is a loopback or link-local one. The MTU compared is the
-        interface's, not the path's: a switch with a smaller MTU between two
-        nodes is not seen.
+        address is a loopback or link-local one. The path probe is UDP to the
+        gloo address on an ephemeral port: a firewall that drops UDP there
+        (small packets too) leaves the path untested, and IPv6 paths are not
+        probed.
     """
 
     name = "mn.interfaces"
@@ -276,6 +278,12 @@ class InterfacesCheck(Check):
         Rule("MN031", "not-on-common-subnet", E,
              "{backend} on {host} will use {address} ({iface}), outside {subnet} that {others} share",
              "Make {backend} use the interface on {subnet} on {host}: set {var} to it there", cause="wrong_interface"),
+        Rule("MN033", "mtu-black-hole", E,
+             "full-size packets ({size} bytes, Don't Fragment) from {src} to {dst} are lost while small ones arrive",
+             "Make the MTU the same along the path from {src} to {dst} (interfaces, bridges, switches), or lower "
+             "{src}'s to the smallest on the path", cause="other",
+             steps=("TCP between them works until a segment is full-size; then transfers stall without an error",
+                    "Check with: ping -M do -s {payload} {address} on {src}")),
         Rule("MN032", "mtu-differs", E, "MTU of the interfaces {backend} uses differs across nodes: {groups}",
              "Give every node's {backend} interface the same MTU (ip link set dev IFACE mtu N) - {odd} differ",
              cause="other",
@@ -333,6 +341,27 @@ class InterfacesCheck(Check):
                                              for h, m in mtus.items()])
             elif mtus:
                 summary[-1] += f" (mtu {next(iter(mtus.values()))})"
+        # Along each path: a Don't-Fragment datagram of the sender's MTU, echoed by the receiver's listener.
+        by_node = {n["node"]: n for n in nodes}
+        differ = len({str(((n["info"].get("choices") or {}).get("gloo") or {}).get("mtu")) for n in nodes}) > 1
+        tried = 0
+        for n in nodes:
+            for j_text, p in ((n.get("mesh") or {}).get("paths") or {}).items():
+                tried += 1
+                dst = by_node.get(int(j_text)) if j_text.isdigit() else None
+                if not p.get("black_hole") or dst is None:
+                    continue
+                big = p.get("big") or {}
+                addr = next((q.get("address") for q in (n.get("mesh") or {}).get("probes") or ()
+                             if str(q.get("label", "")).startswith(f"{j_text}:")), "?")
+                yield self.finding("MN033", src=_host(n), dst=_host(dst), size=p.get("mtu"), address=addr,
+                                   payload=big.get("payload"), hosts=[_host(n), _host(dst)],
+                                   consequence_of="MN032" if differ else None,
+                                   evidence=[Evidence(f"node:{_host(n)}",
+                                                      f"udp {addr}: 64 bytes echoed; {big.get('payload')} bytes with DF: "
+                                                      f"{big.get('error')}", host=_host(n))])
+        if tried:
+            summary.append(f"{tried} paths tried with full-size packets")
         run.summary("; ".join(summary))
 
 

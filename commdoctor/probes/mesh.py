@@ -32,6 +32,15 @@ class Listener:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name=f"mesh-listener:{self.port}", daemon=True)
         self._thread.start()
+        # The same port number over UDP answers every datagram with two bytes: the path-MTU probe's echo.
+        self.udp: socket.socket | None = None
+        try:
+            self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.udp.bind((address, self.port))
+            self.udp.settimeout(0.2)
+            threading.Thread(target=self._echo, name=f"mesh-echo:{self.port}", daemon=True).start()
+        except OSError:
+            self.udp = None
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -43,6 +52,17 @@ class Listener:
                 return
             self.accepted += 1
             threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _echo(self) -> None:
+        udp = self.udp
+        while udp is not None and not self._stop.is_set():
+            try:
+                data, peer = udp.recvfrom(65535)
+                udp.sendto(b"ok" + len(data).to_bytes(4, "big"), peer)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
 
     @staticmethod
     def _answer(conn: socket.socket) -> None:
@@ -60,10 +80,12 @@ class Listener:
 
     def close(self) -> None:
         self._stop.set()
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for sk in (self.sock, self.udp):
+            try:
+                if sk is not None:
+                    sk.close()
+            except OSError:
+                pass
         self._thread.join(1.0)
 
 
@@ -121,3 +143,44 @@ def clock_offset(address: str, port: int, samples: int = 5, timeout: float = 2.0
     if best is None:
         return {"ok": False, "error": "no sample"}
     return {"ok": True, "offset_s": round(best[1], 6), "rtt_s": round(best[0], 6)}
+
+
+IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2  # linux/in.h: set Don't Fragment, never fragment locally
+IPV4_UDP_OVERHEAD = 28  # 20-byte IPv4 header + 8-byte UDP header
+
+
+def udp_echo(address: str, port: int, payload: int, timeout: float = 0.7, tries: int = 3) -> dict[str, Any]:
+    """Send one datagram of ``payload`` bytes with Don't Fragment set to a ``Listener``; did its echo come back?"""
+    out: dict[str, Any] = {"payload": payload, "ok": False, "error": None}
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    except OSError as e:
+        out["error"] = e.strerror or str(e)
+        return out
+    try:
+        s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        s.connect((address, port))
+        s.settimeout(timeout)
+        for _ in range(tries):  # UDP may lose one datagram on a busy host; a black hole loses them all
+            try:
+                s.send(b"m" * payload)
+                data = s.recv(16)
+                if data.startswith(b"ok"):
+                    out["ok"] = True
+                    return out
+            except socket.timeout:
+                continue
+        out["error"] = f"no echo within {tries} x {timeout:g} s"
+    except OSError as e:
+        out["error"] = e.strerror or str(e)  # EMSGSIZE: larger than this host's own route MTU
+    finally:
+        s.close()
+    return out
+
+
+def path_mtu(address: str, port: int, mtu: int) -> dict[str, Any]:
+    """Whether full-size packets (``mtu`` bytes) reach ``address`` unfragmented while small ones do."""
+    small = udp_echo(address, port, 64)
+    big = udp_echo(address, port, max(64, mtu - IPV4_UDP_OVERHEAD)) if small["ok"] else None
+    return {"mtu": mtu, "small": small, "big": big,
+            "black_hole": bool(small["ok"] and big is not None and not big["ok"])}

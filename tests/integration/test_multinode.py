@@ -98,6 +98,11 @@ def test_one_node_with_another_mtu(firewall_and_mtu: dict[str, Job]) -> None:
     (f,) = codes(doc)["MN032"]
     assert f["hosts"] == ["cdmmb"]
     assert "cdmmb: mtu 1400" in f["title"] and "cdmma, cdmmc: mtu 1500" in f["title"]
+    # Along the paths: full-size packets towards b are lost; b's own (1400) reach the others.
+    holes = sorted(tuple(g["hosts"]) for g in codes(doc)["MN033"])
+    assert holes == [("cdmma", "cdmmb"), ("cdmmc", "cdmmb")]
+    assert all(g["consequence_of"] == "MN032" for g in codes(doc)["MN033"])
+    assert codes(doc)["MN033"][0]["title"].startswith("full-size packets (1500 bytes, Don't Fragment) from cdmm")
 
 
 @pytest.fixture(scope="module")
