@@ -115,6 +115,8 @@ class NodeRun:
         self._hb_stop = threading.Event()
         self._seen: dict[int, tuple[Any, float]] = {}  # node -> (last heartbeat value, when it changed here)
         self.gone: set[int] = set()  # nodes whose heartbeat stopped
+        self.posted = False  # this node's report is in the store
+        self.post_error: str | None = None
 
     # -- store helpers ---------------------------------------------------------------------------
 
@@ -376,9 +378,11 @@ class NodeRun:
         if self.store is not None:
             try:
                 self.store.put(self.key(job.node, "report"), local.to_dict())
+                self.posted = True
                 self.stage("reported")
             except Exception as e:  # noqa: BLE001 - then node 0 reports us as stopped after "local checks done"
-                self.notes.append(f"could not publish this node's report: {type(e).__name__}: {e}")
+                self.post_error = f"could not publish this node's report: {type(e).__name__}: {e}"
+                self.notes.append(self.post_error)
         if not job.coordinator:
             self._hb_stop.set()
             for f in self._own_findings():
@@ -409,6 +413,11 @@ class NodeRun:
         elif not self.roster:
             r.findings.append(chk.finding("MN005", hosts=[self.host], waited=f"{self.join_timeout + 15:g}"))
             r.status = Status.FAILED
+        elif not self.posted:
+            r.findings.append(chk.finding("MN004", where=f"{self.job.master_addr}:{self.job.master_port}",
+                                          error=self.post_error or "?", hosts=[self.host]))
+            r.status = Status.FAILED
+            r.summary = "this node's results could not reach node 0"
         else:
             r.summary = f"results sent to node 0 through the store at {self.job.master_addr}:{self.job.master_port}"
         return [r]
@@ -436,7 +445,7 @@ class NodeRun:
                 if n["node"] >= job.nnodes and spare:
                     n["host"] = spare.pop(0)
         data = {"job": self.job_section(), "roster": self.roster, "nodes": nodes, "store_error": self.store_error,
-                "local_node": job.node}
+                "local_node": job.node, "checkins": self.checkins(nodes)}
         mctx = Context(options=replace(self.options, mode="multinode"), facts=Facts())
         mctx.facts.provide("multinode", data)
         merged = merge_results(local, nodes, job.node)
@@ -457,6 +466,25 @@ class NodeRun:
             except Exception:  # noqa: BLE001 - nobody waits on it for long
                 pass
         return agg
+
+    def checkins(self, nodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The local ranks > 0 of each reporting node, and which of them never checked in (bounded wait)."""
+        lws = self.job.local_world_size
+        out: dict[str, Any] = {"local_world_size": lws, "missing": {}}
+        if lws <= 1 or self.store is None:
+            return out
+        want: dict[int, list[int]] = {}
+        for n in nodes:
+            rank = (n.get("info") or {}).get("rank")
+            if n["status"] == "reported" and isinstance(rank, int):
+                want[n["node"]] = [rank + k for k in range(1, lws)]
+        keys = [f"checkin/{r}" for rs in want.values() for r in rs]
+        have = self.store.wait(keys, time.monotonic() + 5.0)  # they check in at start: long since done or never
+        for i, rs in want.items():
+            gone = [r for r in rs if f"checkin/{r}" not in have]
+            if gone:
+                out["missing"][str(i)] = gone
+        return out
 
     def node_record(self, i: int, local: Report) -> dict[str, Any]:
         """What node 0 knows of node ``i``: its info, stages, mesh and bandwidth results, and its report."""

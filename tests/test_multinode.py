@@ -391,3 +391,27 @@ def test_two_tasks_per_node_local_rank_1_only_checks_in(tmp_path: Any) -> None:
         (out, err), rc = outs[rank]
         assert rc == 0 and out == ""
         assert f"rank {rank} (local rank 1 on node {rank // 2}): local rank 0 checks this node" in err
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_local_rank_that_never_checks_in_is_named(tmp_path: Any) -> None:
+    """2 nodes x 2 tasks, rank 3 (local rank 1 of node 1) never started: MN003 names it and its host."""
+    port = free_port()
+    procs = []
+    for rank in range(3):
+        env = launcher_env("srun", rank, port)
+        env.update(SLURM_NTASKS="4", SLURM_LOCALID=str(rank % 2), SLURM_NODEID=str(rank // 2),
+                   SLURM_NTASKS_PER_NODE="2(x2)")
+        procs.append(subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN",
+                                       "--join-timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env, cwd=str(tmp_path)))
+    try:
+        out, _ = procs[0].communicate(timeout=150)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+    doc = json.loads(out)
+    (f,) = [x for x in doc["findings"] if x["code"] == "MN003"]
+    assert f["ranks"] == [3] and f["title"].startswith("local rank(s) 3 on ") and f["title"].endswith("(node 1) never checked in")

@@ -67,7 +67,9 @@ class GatherCheck(Check):
         gives MAX; Slurm's node list names them). Each node writes a stage
         key to the job's store as it goes (joined, mesh done, bandwidth done,
         local checks started, local checks done, reported), so a node that
-        stops half way is named with the last stage seen and when.
+        stops half way is named with the last stage seen and when. With
+        several processes per node, local ranks other than 0 only check in;
+        one that never does is named too.
     Why it matters:
         A node that never joins makes every other rank wait in
         ``init_process_group`` until its timeout, with no word about which
@@ -94,6 +96,9 @@ class GatherCheck(Check):
         Rule("MN002", "node-stopped", E, "{who} stopped after '{stage}' ({ago}): it never reported",
              "Look at the output of commdoctor on {who}; run commdoctor run there alone to see which check stalls",
              cause="peer_process_died"),
+        Rule("MN003", "local-rank-never-checked-in", W, "local rank(s) {rank_list} on {who} never checked in",
+             "Look at the launcher's output on {who} for those ranks: a process that never starts or dies at once "
+             "leaves the job waiting for it", cause="peer_process_died"),
         Rule("MN004", "job-store-unreachable", E, "this node could not use the job's store at {where}",
              "Make MASTER_ADDR:MASTER_PORT reach node 0 from every node (see the RDZV findings), or set them "
              "for srun / mpirun", cause="rendezvous_unreachable",
@@ -134,6 +139,13 @@ class GatherCheck(Check):
                                    evidence=[Evidence("store", f"node/{i}/last = {last}")])
             else:
                 ok.append(n["host"])
+        for i_text, ranks in ((d.get("checkins") or {}).get("missing") or {}).items():
+            n = next((x for x in d["nodes"] if str(x["node"]) == i_text), None)
+            if n is None:
+                continue
+            yield self.finding("MN003", rank_list=", ".join(map(str, ranks)), who=f"{n['host']} (node {n['node']})",
+                               ranks=ranks, hosts=[n["host"]],
+                               evidence=[Evidence("store", f"no key checkin/{r}") for r in ranks])
         run.data["nodes"] = {n["host"]: n["status"] for n in d["nodes"]}
         run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}")
 

@@ -163,9 +163,10 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         raise CommDoctorError("the multi-node run ended without a report", exit_code=ExitCode.INTERNAL)
     code = exit_code(report, opts.fail_on)
     v = report.verdict()
-    if node.store_error or not node.roster:
-        say(f"node {job.node} ({node.host}): results could NOT reach node 0"
-            + (f": {node.store_error}" if node.store_error else ""))
+    if not node.posted:
+        why = node.store_error or node.post_error or ("node 0 never published the list of nodes"
+                                                       if not node.roster else "")
+        say(f"node {job.node} ({node.host}): results could NOT reach node 0" + (f": {why}" if why else ""))
     else:
         say(f"node {job.node} ({node.host}): results went to node 0 ({job.master_addr}); "
             + (f"this node: {v.code} {v.title}" if v else "no problem found on this node"))
