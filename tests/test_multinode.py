@@ -415,3 +415,12 @@ def test_local_rank_that_never_checks_in_is_named(tmp_path: Any) -> None:
     doc = json.loads(out)
     (f,) = [x for x in doc["findings"] if x["code"] == "MN003"]
     assert f["ranks"] == [3] and f["title"].startswith("local rank(s) 3 on ") and f["title"].endswith("(node 1) never checked in")
+
+
+def test_a_loopback_address_that_nobody_reaches_is_an_interface_problem() -> None:
+    nodes = [node(0, "a", ADDR[0], probes=[probe(1, "master", "127.0.0.1", "refused"),
+                                            probe(1, "ephemeral", "127.0.0.1", "refused")]),
+             node(1, "b", "127.0.0.1", probes=mesh(1))]
+    (f,) = by_code(run_mn(nodes))["MN040"]
+    assert f.cause == "wrong_interface" and f.title.startswith("a cannot reach b at 127.0.0.1: ephemeral port")
+    assert "loopback address" in f.detail

@@ -454,11 +454,22 @@ class ReachCheck(Check):
                 p = eph[s]
                 outs = f"ephemeral port {p['port']}: {_outcome(p)}" + (
                     f", master port {mp['port']}: {_outcome(mp)}" if mp else "")
+                loop = _is_loopback(p["address"])
                 yield self.finding("MN040", src=s, dst=dst, address=p["address"], outcomes=outs, hosts=[s, dst],
+                                   cause="wrong_interface" if loop else None,
+                                   detail=f"{p['address']} is a loopback address: {dst} advertises an address only it "
+                                          "can reach (see mn.interfaces)" if loop else "",
                                    evidence=[Evidence(f"node:{s}", f"connect {p['address']}:{p['port']} {_outcome(p)}",
                                                       host=s)])
         run.data["probes"] = {"tried": tried, "open": opened}
         run.summary(f"{opened} of {tried} connections between {len(nodes)} nodes opened")
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _outcome(p: dict[str, Any]) -> str:
