@@ -424,3 +424,14 @@ def test_a_loopback_address_that_nobody_reaches_is_an_interface_problem() -> Non
     (f,) = by_code(run_mn(nodes))["MN040"]
     assert f.cause == "wrong_interface" and f.title.startswith("a cannot reach b at 127.0.0.1: ephemeral port")
     assert "loopback address" in f.detail
+
+
+@pytest.mark.parametrize("name", ["healthy-3-nodes.json", "faults-3-nodes.json"])
+def test_real_multinode_reports_follow_the_schema(name: str) -> None:
+    import jsonschema
+
+    schema = json.loads((REPO / "commdoctor" / "schema" / "report.schema.json").read_text())
+    doc = json.loads((REPO / "fixtures" / "multinode" / name).read_text())
+    jsonschema.validate(doc, schema)
+    assert [n["status"] for n in doc["nodes"]] == ["reported"] * 3
+    assert doc["job"]["launcher"] == "torchrun" and doc["job"]["expected_nodes"] == 3
