@@ -435,3 +435,17 @@ def test_real_multinode_reports_follow_the_schema(name: str) -> None:
     jsonschema.validate(doc, schema)
     assert [n["status"] for n in doc["nodes"]] == ["reported"] * 3
     assert doc["job"]["launcher"] == "torchrun" and doc["job"]["expected_nodes"] == 3
+
+
+def test_this_node_only_and_a_job_without_master_addr_are_checked_alone() -> None:
+    from tests.conftest import run_json
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    mpi = dict(base, OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_RANK="0",
+               OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    doc, p = run_json("run", "--select", "ENV02", env=mpi)
+    assert "job" not in doc and "nodes" not in doc
+    assert "node 1 of a 2-node openmpi job, checked alone: set MASTER_ADDR" in p.stderr
+    doc, p = run_json("run", "--select", "ENV02", "--this-node-only",
+                      env=dict(mpi, MASTER_ADDR="127.0.0.1", MASTER_PORT="1"))
+    assert "job" not in doc and "checked alone" not in p.stderr and p.returncode == 0
