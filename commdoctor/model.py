@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 #: Version of the JSON document written by ``--json`` (docs/json-schema.md).
 #: Bump the major number when a field changes meaning or disappears.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 #: Root-cause vocabulary, shared with ../shared/corpus/README.md so that results
 #: can be compared across tools. A finding's ``cause`` is one of these or None
@@ -247,6 +247,10 @@ class Report:
     results: list[CheckResult] = field(default_factory=list)
     schema_version: str = SCHEMA_VERSION
     interrupted: bool = False
+    # A multi-node run (commdoctor run under torchrun / srun / mpirun): where this process sat in the job,
+    # and, in node 0's report, one entry per node (docs/json-schema.md). Absent from single-host reports.
+    job: dict[str, Any] | None = None
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
     def findings(self) -> list[Finding]:
         """All findings, likeliest root cause first.
@@ -284,7 +288,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict()
-        return {
+        out = {
             "schema_version": self.schema_version,
             "tool_version": self.tool_version,
             "mode": self.mode,
@@ -299,6 +303,11 @@ class Report:
             # Flat, ordered view for consumers that only want the diagnoses.
             "findings": [f.to_dict() for f in self.findings()],
         }
+        if self.job is not None:
+            out["job"] = self.job
+        if self.nodes:
+            out["nodes"] = self.nodes
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Report:
@@ -317,4 +326,6 @@ class Report:
             results=[CheckResult.from_dict(r) for r in d.get("results") or ()],
             schema_version=d["schema_version"],
             interrupted=bool(d.get("interrupted", False)),
+            job=dict(d["job"]) if isinstance(d.get("job"), dict) else None,
+            nodes=[dict(n) for n in d.get("nodes") or () if isinstance(n, dict)],
         )

@@ -154,11 +154,22 @@ class CheckFinished:
 
 
 @dataclass(frozen=True)
+class NodeReported(CheckFinished):
+    """Multi-node runs: what another node found, shown as one result (its findings not already on this node).
+
+    A sink that knows only CheckFinished shows it as a check; the final report
+    holds these findings merged into the checks they came from.
+    """
+
+    node: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RunFinished:
     report: Report
 
 
-Event = Union[RunStarted, CheckStarted, CheckFinished, RunFinished]
+Event = Union[RunStarted, CheckStarted, CheckFinished, NodeReported, RunFinished]
 
 
 # -- running ------------------------------------------------------------------

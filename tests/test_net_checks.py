@@ -57,7 +57,7 @@ def run(env: dict[str, str], *, iface_list: str = "vm", host: dict[str, Any] | N
         "net_hostname": host or hostname("vm", "127.0.0.1", lines=((3, "127.0.0.1 vm"),)),
         "net_gpu": gpu, "net_rdzv": {"endpoints": eps or [], "agents": [], "peers_remote": remote, "peers_why": why},
         "net_reach": reach or {"endpoints": []}, "net_store": store or {"endpoints": []},
-        "net_extra_port": extra or {"endpoints": []}, "comm_env": env, "launcher_env": env,
+        "net_extra_port": extra or {"endpoints": []}, "comm_env": env, "launcher_env": env, "mpi_env": env,
     }.items():
         facts.provide(k, v)
     opts = Options(select=select)

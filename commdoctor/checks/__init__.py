@@ -27,6 +27,7 @@ def all_checks() -> tuple[type[Check], ...]:
         from commdoctor.checks.mpi import MPI_CHECKS
         from commdoctor.checks.hang import HANG_CHECKS
         from commdoctor.checks.logs import LOG_CHECKS
+        from commdoctor.checks.multinode import MN_CHECKS
         from commdoctor.checks.net import NET_CHECKS
         from commdoctor.checks.pg import PG_CHECKS
         from commdoctor.checks.rdzv import RDZV_CHECKS
@@ -34,6 +35,7 @@ def all_checks() -> tuple[type[Check], ...]:
         _BUILTIN = (*ENV_CHECKS, *NET_CHECKS, *RDZV_CHECKS, *PG_CHECKS, *BACKEND_CHECKS, *LOG_CHECKS, *HOOK_CHECKS)
         _BUILTIN = (*_BUILTIN, *HANG_CHECKS)
         _BUILTIN = (*_BUILTIN, *MPI_CHECKS, *HOOK_BACKEND_CHECKS)
+        _BUILTIN = (*_BUILTIN, *MN_CHECKS)
     return _BUILTIN
 
 

@@ -110,7 +110,10 @@ class _LocalGroupCheck(Check):
             raise SkipCheck(f"this torch build has no {self.backend}")
         from commdoctor.probes.pg_init import run_local_group
 
-        res = run_local_group(self.backend, world, timeout=opts.pg_timeout, device=self.device)
+        # Inside a multi-node job the cross-node test measures the network; one local size is enough there.
+        sizes = opts.extra.get("pg_sizes")
+        res = run_local_group(self.backend, world, timeout=opts.pg_timeout, device=self.device,
+                              **({"sizes": tuple(sizes)} if sizes else {}))  # type: ignore[arg-type]
         yield from self.evaluate(res, run)
 
     def evaluate(self, res: dict[str, Any], run: CheckRun | None = None) -> Iterator[Finding]:

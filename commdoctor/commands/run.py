@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from commdoctor.commands import watch
 from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
                                         prefixes)
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Severity
+from commdoctor.errors import CommDoctorError, ExitCode
+from commdoctor.model import Report, Severity
 
 if TYPE_CHECKING:
+    from commdoctor.jobctx import Job
     from commdoctor.pipeline import Options
 
 BACKENDS = ("gloo", "nccl", "mpi", "ucc")
@@ -29,6 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--job-backend", default="", metavar="SPEC",
                    help="the backend your job passes to init_process_group (nccl, gloo, or a map such as "
                         "cpu:gloo,cuda:nccl), checked against this host")
+    g = p.add_argument_group("multi-node (under torchrun, srun or mpirun with more than one node; docs/multinode.md)")
+    g.add_argument("--join-timeout", type=float, default=30.0, metavar="S",
+                   help="how long node 0 waits for the other nodes to join (default 30)")
+    g.add_argument("--expect-hosts", default="", metavar="HOSTS",
+                   help="comma-separated host names of the nodes, in node order: names a node that never joins")
+    g.add_argument("--this-node-only", action="store_true",
+                   help="under a multi-node launcher, check this node alone (no gathering at node 0)")
     add_output_arguments(p)
     watch.add_run_arguments(p)  # --attach, and "run -- torchrun ...": the hang mode (commands/watch.py)
     add_tui_arguments(p, default=True)
@@ -60,9 +68,43 @@ def options_from(args: argparse.Namespace) -> Options:
     )
 
 
+def job_of(args: argparse.Namespace) -> Job | None:
+    """The multi-node job this process is part of (its launcher's variables), or None."""
+    import os
+
+    from commdoctor import jobctx
+
+    if getattr(args, "this_node_only", False):
+        return None
+    names = [h.strip() for h in (getattr(args, "expect_hosts", "") or "").split(",") if h.strip()]
+    job = jobctx.detect(os.environ, agent_argv=_parent_argv(), node_names=names)
+    if job is not None and job.problem:
+        # Check this node alone; the launcher check (ENV022) says what is missing.
+        import sys
+
+        print(f"commdoctor: node {job.node} of a {job.expected_nodes}-node {job.launcher} job, checked alone: "
+              f"{job.problem}", file=sys.stderr, flush=True)
+        return None
+    return job
+
+
+def _parent_argv() -> list[str] | None:
+    """torchrun's command line when it is our parent: it holds --nnodes MIN:MAX, which workers are not told."""
+    try:
+        import psutil
+
+        parent = psutil.Process().parent()
+        return list(parent.cmdline()) if parent is not None else None
+    except Exception:  # noqa: BLE001 - only a hint: without it, the launcher's node count stands
+        return None
+
+
 def main(args: argparse.Namespace) -> int:
     if watch.wanted(args):
         return watch.main(args)
+    job = job_of(args)
+    if job is not None:
+        return main_job(args, job)
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.pipeline import Context, Facts, plan, run_checks
     from commdoctor.probes import live_providers
@@ -75,3 +117,57 @@ def main(args: argparse.Namespace) -> int:
     heading = f"commdoctor {__version__}: checking this host"
     report = emit_or_tui(run_checks(checks, ctx, argv_of(args)), args, heading=heading)
     return exit_code(report, opts.fail_on)
+
+
+def main_job(args: argparse.Namespace, job: Job) -> int:
+    """One node of a multi-node job: check this node, then node 0 gathers everyone's results."""
+    import sys
+
+    from commdoctor import __version__, multinode
+    from commdoctor.checks import BUILTIN_CHECKS
+    from commdoctor.pipeline import Context, Facts, plan
+    from commdoctor.probes import live_providers
+
+    if args.join_timeout <= 0:
+        raise CommDoctorError("--join-timeout must be positive")
+
+    def say(text: str) -> None:
+        print(f"commdoctor: {text}", file=sys.stderr, flush=True)
+
+    if not job.leader:
+        return multinode.checkin(job, say)
+    opts = options_from(args)
+    opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
+    checks = plan([c() for c in BUILTIN_CHECKS], opts)
+    ctx = Context(options=opts, facts=Facts(live_providers()))
+    node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say)
+    events = node.events(checks, ctx)
+    if job.coordinator:
+        heading = f"commdoctor {__version__}: checking a {job.expected_nodes}-node {job.launcher} job from node 0"
+        # The TUI only when asked: under a launcher several processes share one terminal.
+        if args.tui is None:
+            args.tui = False
+        return exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
+    from commdoctor.pipeline import RunFinished
+
+    report: Report | None = None
+    if args.json:
+        from commdoctor.commands.common import emit
+
+        report = emit(events, args)
+    else:
+        for ev in events:  # this node prints one line; node 0 prints everyone's results
+            if isinstance(ev, RunFinished):
+                report = ev.report
+    if report is None:  # the event stream always ends with RunFinished; this is a bug if reached
+        raise CommDoctorError("the multi-node run ended without a report", exit_code=ExitCode.INTERNAL)
+    code = exit_code(report, opts.fail_on)
+    v = report.verdict()
+    if not node.posted:
+        why = node.store_error or node.post_error or ("node 0 never published the list of nodes"
+                                                       if not node.roster else "")
+        say(f"node {job.node} ({node.host}): results could NOT reach node 0" + (f": {why}" if why else ""))
+    else:
+        say(f"node {job.node} ({node.host}): results went to node 0 ({job.master_addr}); "
+            + (f"this node: {v.code} {v.title}" if v else "no problem found on this node"))
+    return code

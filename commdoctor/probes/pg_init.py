@@ -21,6 +21,9 @@ from typing import Any, Sequence
 from commdoctor.probes.proc import kill_group
 
 DEFAULT_SIZES = (64 << 10, 1 << 20, 16 << 20)
+LAUNCHER_PREFIXES = ("TORCHELASTIC_", "MASTER_", "GROUP_", "ROLE_")
+#: What a launcher sets for the job's own process group; the local test is a group of its own.
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -28,11 +31,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-#: What a launcher sets for the job's own process group; the local test is a group of its own.
-_JOB_VARS = frozenset({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-                       "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"})
 
 
 def _reader(stream: Any, rank: int, kind: str, q: queue.Queue[tuple[int, str, str | None]]) -> None:
@@ -57,10 +55,9 @@ def run_local_group(
     # The ranks' own timeout stays inside ours, so that they report before we kill them.
     rank_timeout = max(5.0, timeout - 5.0)
     child_env = dict(os.environ if env is None else env)
-    # Run under a launcher (torchrun -m commdoctor run), the test ranks must not join the job's own group:
-    # TORCHELASTIC_USE_AGENT_STORE makes init_process_group dial the agent's store at MASTER_ADDR:MASTER_PORT
-    # instead of ours, so every test rank waited there until its timeout.
-    for k in [k for k in child_env if k.startswith("TORCHELASTIC_") or k in _JOB_VARS]:
+    # Under torchrun (or srun/mpirun) the launcher's variables would make the local ranks join the job's store
+    # instead of their own: TORCHELASTIC_USE_AGENT_STORE turns even rank 0 into a client that nobody serves.
+    for k in [k for k in child_env if k.startswith(LAUNCHER_PREFIXES) or k in LAUNCHER_VARS]:
         del child_env[k]
     child_env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     child_env.setdefault("PYTHONUNBUFFERED", "1")

@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.text import Text
 
 from commdoctor.model import Report, Stage
-from commdoctor.pipeline import CheckFinished, CheckStarted, Event, RunFinished, RunStarted
+from commdoctor.pipeline import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
 from commdoctor.render.theme import STYLE, glyphs
-from commdoctor.render.views import result_view, summary_view
+from commdoctor.render.views import nodes_view, result_view, summary_view
 
 
 def plain_wanted(stream: IO[str]) -> bool:
@@ -58,6 +58,16 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
                     else:
                         status.update(f"{ev.title} {g.running}")
                 continue
+            if isinstance(ev, NodeReported):  # another node of a multi-node run: under its own heading
+                if status is not None:
+                    status.stop()
+                    status = None
+                stage = None
+                n = ev.node
+                where = f" ({n['address']})" if n.get("address") else ""
+                con.print(Text(f"\nnode {n.get('node', '?')}: {n.get('host', '?')}{where}", style=STYLE["stage"]))
+                con.print(result_view(ev.result, g, verbose))
+                continue
             if isinstance(ev, CheckFinished):
                 r = ev.result
                 if status is not None:
@@ -73,6 +83,9 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
         if status is not None:
             status.stop()
     assert report is not None, "the pipeline always ends with RunFinished"
+    if report.nodes:  # a multi-node run: one line per node before the verdict
+        con.print()
+        con.print(nodes_view(report, g))
     con.print()
     con.print(summary_view(report, g, time.monotonic() - start))
     return report

@@ -506,6 +506,13 @@ def build(m: Material) -> tuple[str, list[Any]]:
     b.append(Table(["stage", "check", "status", "summary"],
                    [[r.stage.value, [("code", r.check)], r.status.value.replace("_", " "),
                      r.summary or r.reason or "-"] for r in rep.results]))
+    if rep.nodes:
+        from commdoctor.render.views import NODE_COLUMNS, node_rows
+
+        b.append(H(2, "Nodes"))
+        b.append(P(f"A multi-node run: node 0 gathered the results of {len(rep.nodes)} nodes; findings above name "
+                   "the hosts they concern."))
+        b.append(Table(list(NODE_COLUMNS), [list(r) for r in node_rows(rep)]))
     crashed = [r for r in rep.results if r.status is Status.CRASHED and r.error]
     for r in crashed:
         b.append(Details(f"{r.check} crashed: traceback", [Code(r.error)]))

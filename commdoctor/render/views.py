@@ -13,7 +13,7 @@ from rich.text import Text
 
 from commdoctor.model import CheckResult, Finding, Report, Severity, Status
 from commdoctor.model import Evidence, Remedy  # for the views added for the TUI
-from commdoctor.render.theme import STYLE, Glyphs, severity_glyph, status_key
+from commdoctor.render.theme import ASCII, STYLE, Glyphs, severity_glyph, status_key
 
 
 def finding_view(f: Finding, g: Glyphs, verbose: int = 0, indent: str = "    ") -> RenderableType:
@@ -206,3 +206,41 @@ def stack_frame_text(frame: Any) -> str:
         line = frame.get("line")
         return f"{fn} ({where}{f':{line}' if line else ''})" if where else str(fn)
     return str(frame)
+
+
+# -- the nodes of a multi-node run (console, TUI and `commdoctor report` share the rows) --------
+
+NODE_COLUMNS = ("node", "host", "status", "address", "mtu", "errors", "warnings", "last stage")
+
+
+def node_rows(report: Report) -> list[list[str]]:
+    """One row per node of a multi-node report (``report.nodes``), as plain strings."""
+    rows = []
+    for n in report.nodes:
+        addr = n.get("address") or "-"
+        if n.get("interface"):
+            addr += f" ({n['interface']})"
+        counts = n.get("counts") or {}
+        reported = n.get("status") == "reported"
+        rows.append([str(n.get("node", "?")), str(n.get("host") or "?"), str(n.get("status") or "?"), addr,
+                     str(n.get("mtu") or "-"), str(counts.get("error", 0)) if reported else "-",
+                     str(counts.get("warning", 0)) if reported else "-", str(n.get("last_stage") or "-")])
+    return rows
+
+
+def nodes_view(report: Report, g: Glyphs) -> RenderableType:
+    """The per-node table, with the node's status coloured as a check's would be."""
+    from rich.table import Table
+
+    from rich import box
+
+    t = Table(title=f"{len(report.nodes)} nodes", title_justify="left", show_edge=False, pad_edge=False,
+              box=box.SIMPLE if g is not ASCII else box.ASCII)
+    for c in NODE_COLUMNS:
+        t.add_column(c, no_wrap=c in ("node", "status", "mtu"))
+    for row in node_rows(report):
+        style = {"reported": STYLE["passed"], "never joined": STYLE["failed"], "stopped": STYLE["failed"]}.get(row[2], "")
+        errs = row[5]
+        t.add_row(row[0], row[1], Text(row[2], style=style), row[3], row[4],
+                  Text(errs, style=STYLE[Severity.ERROR] if errs not in ("0", "-") else ""), row[6], row[7])
+    return t

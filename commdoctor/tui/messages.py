@@ -12,7 +12,7 @@ from typing import Any
 from textual.message import Message
 
 import commdoctor.checks  # noqa: F401 - pipeline must not be the first import (circular on main; NOTES-tui.md)
-from commdoctor.pipeline import CheckFinished, CheckStarted, RunFinished, RunStarted
+from commdoctor.pipeline import CheckFinished, CheckStarted, NodeReported, RunFinished, RunStarted
 
 
 class PipelineMessage(Message):
@@ -60,6 +60,7 @@ _KINDS: dict[type, type[PipelineMessage]] = {
     RunStarted: RunBegan,
     CheckStarted: CheckBegan,
     CheckFinished: CheckEnded,
+    NodeReported: CheckEnded,  # another node's findings, a row of their own until the merged report arrives
     RunFinished: RunEnded,
 }
 

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from commdoctor import __version__
 from commdoctor.render.theme import STYLE
-from commdoctor.render.views import finding_view, rank_view, summary_view
+from commdoctor.render.views import finding_view, nodes_view, rank_view, summary_view
 from commdoctor.tui.state import RunState, cited_ranks
 from commdoctor.tui.widgets.checks import STAGE_ROW, ChecksTable
 from commdoctor.tui.widgets.findings import FindingsTable
@@ -84,6 +84,9 @@ class MainScreen(Screen):
                                      id="rank-detail-text")
             with TabPane("Log", id="log"):
                 yield LogPane(id="log-pane")
+            with TabPane("Nodes", id="nodes"):  # a multi-node run only (hidden otherwise)
+                with VerticalScroll(id="nodes-box"):
+                    yield Static("", id="nodes-text")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -116,6 +119,13 @@ class MainScreen(Screen):
             self.query_one("#rank-legend", Static).update(legend(ranks, cited, verdict.code if verdict else None))
         else:
             self._show("ranks", False)
+        rep = st.report
+        if rep is not None and rep.nodes:
+            self._show("nodes", True)
+            tabs.get_tab("nodes").label = f"Nodes ({len(rep.nodes)})"
+            self.query_one("#nodes-text", Static).update(nodes_view(rep, app.g))
+        else:
+            self._show("nodes", False)
         files = app.log_files()
         pane = self.query_one(LogPane)
         if files:
@@ -230,7 +240,7 @@ class MainScreen(Screen):
 
     def focus_tab(self, tab: str) -> None:
         target = {"checks": "#checks-table", "findings": "#findings-table", "ranks": "#rank-grid",
-                  "log": "#logview"}[tab]
+                  "log": "#logview", "nodes": "#nodes-box"}[tab]
         self.query_one(target).focus()
 
     @on(TabbedContent.TabActivated)

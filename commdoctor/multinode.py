@@ -1,0 +1,640 @@
+"""``commdoctor run`` inside a job of several nodes: every node checks itself, node 0 gathers and compares.
+
+Promise: every wait has a deadline, so a node that never comes, or stops half
+way, becomes a finding naming it and what was last seen of it, never a hang.
+The exchange goes through the job's own store (commdoctor.probes.jobstore):
+torchrun's agent store, or one rank 0 hosts under srun / mpirun. This module
+imports neither torch, rich nor textual at module level; the probes it calls
+import torch when the job's store is first opened.
+
+The sequence on each node's leader (local rank 0; other local ranks check in
+and leave):
+
+1. open the store; write ``node/<i>/stage/joined``; start two listeners (the
+   master port number, except on node 0 where the store holds it, and an
+   ephemeral port); publish ``node/<i>/info`` (host, versions, NCCL_*/GLOO_*
+   settings, interfaces, the address each backend will use, MTU, ports);
+2. node 0 waits up to ``join_timeout`` for the others and publishes the roster;
+3. every member connects to every other member's ports and reads node 0's
+   clock; node 0 waits for everyone's results and names the members whose
+   ports all answer for the bandwidth test;
+4. those members build a gloo group on the same store and swap 4 MiB with each
+   partner in rounds of disjoint pairs;
+5. every node runs the local checks (trimmed: one local bandwidth size) and
+   publishes its report; node 0 waits, then runs the cross-node checks
+   (commdoctor.checks.multinode) and writes one report with every node.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Sequence
+
+from commdoctor.jobctx import Job
+from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
+
+#: Settings whose values must agree across nodes (the cross-node env check compares them).
+SETTING_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_GLOO_")
+#: Per-node settings that legitimately differ (paths with %h, ranks).
+SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
+
+STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "local checks done", "reported")
+
+LOCAL_PG_SIZES = (256 << 10,)
+HEARTBEAT_S = 1.0  # each node writes node/<i>/alive this often while it runs
+STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long  # one size: the cross-node test measures the network; see docs/multinode.md
+
+
+def settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(env.items()) if k.startswith(SETTING_PREFIXES)}
+
+
+def node_label(info: dict[str, Any] | None, node: int, job: Job) -> str:
+    """How a node is named in findings: its host name, else the launcher's name for it, else node-N."""
+    if info and info.get("host"):
+        return str(info["host"])
+    return job.name_of(node) or f"node-{node:02d}"
+
+
+def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
+    """The interface and address NCCL and gloo will use on this node (commdoctor.netselect's rules)."""
+    from commdoctor import netselect as ns
+    from commdoctor.checks.net import resolved_list
+    from commdoctor.probes import net
+
+    ifaces = ns.interfaces_from(ifaces_raw)
+    host = net.hostname_facts(timeout=3.0)
+    out: dict[str, Any] = {"hostname_resolves": [a["address"] for a in host.get("addresses") or ()]}
+    for name, choice in (("nccl", ns.nccl_select(ifaces, env)),
+                         ("gloo", ns.gloo_select(ifaces, env, host.get("hostname") or socket.gethostname(),
+                                                 resolved_list(host)))):
+        d = choice.to_dict()
+        prim = choice.primary
+        if prim:
+            iface = next((i for i in ifaces if i.name == prim[0]), None)
+            a = next((x for x in iface.addrs if x.address == prim[1]), None) if iface else None
+            d["interface"], d["address"] = prim
+            d["mtu"] = iface.mtu if iface else None
+            d["prefixlen"] = a.prefixlen if a else None
+            d["exists"] = iface is not None
+        out[name] = d
+    out["gpu"] = net.gpu_present()
+    # The backend the job's traffic will take here: NCCL with GPUs, gloo without.
+    out["primary"] = "nccl" if out["gpu"] else "gloo"
+    return out
+
+
+class NodeRun:
+    """One node's part in the multi-node run; ``events`` streams the pipeline's events."""
+
+    def __init__(self, job: Job, options: Any, argv: Sequence[str] = (), join_timeout: float = 30.0,
+                 say: Callable[[str], None] | None = None) -> None:
+        self.job = job
+        self.options = options
+        self.argv = list(argv)
+        self.join_timeout = join_timeout
+        self.say = say or (lambda text: None)
+        self.host = socket.gethostname()
+        self.store: Any = None
+        self.store_error: str | None = None
+        self.t0 = time.monotonic()
+        self.wall0 = time.time()
+        self.roster: dict[str, Any] | None = None
+        self.listeners: list[Any] = []
+        self.notes: list[str] = []
+        self.info: dict[str, Any] = {}
+        self.remote: list[Any] = []  # NodeReported events for the other nodes, made at the gather
+        self.last_stage = "starting"
+        self._beats = 0
+        self._hb_stop = threading.Event()
+        self._seen: dict[int, tuple[Any, float]] = {}  # node -> (last heartbeat value, when it changed here)
+        self.gone: set[int] = set()  # nodes whose heartbeat stopped
+        self.posted = False  # this node's report is in the store
+        self.post_error: str | None = None
+
+    # -- store helpers ---------------------------------------------------------------------------
+
+    def key(self, node: int, what: str) -> str:
+        return f"node/{node}/{what}"
+
+    def stage(self, name: str, **extra: Any) -> None:
+        if self.store is None:
+            return
+        self.last_stage = name
+        rec = {"stage": name, "time": time.time(), "after_s": round(time.monotonic() - self.t0, 3), **extra}
+        try:
+            self.store.put(self.key(self.job.node, f"stage/{name}"), rec)
+            self.store.put(self.key(self.job.node, "last"), rec)
+        except Exception as e:  # noqa: BLE001 - a store that went away is recorded, not fatal
+            self.notes.append(f"could not write stage {name!r}: {type(e).__name__}: {e}")
+
+    def _heartbeat(self) -> None:
+        while not self._hb_stop.wait(HEARTBEAT_S):
+            self._beats += 1
+            try:
+                self.store.put(self.key(self.job.node, "alive"), {"beat": self._beats, "stage": self.last_stage})
+            except Exception:  # noqa: BLE001 - the store went away: node 0 sees the heartbeat stop
+                return
+
+    def wait_nodes(self, nodes: Sequence[int], what: str, deadline: float) -> set[int]:
+        """Node 0: wait until every node in ``nodes`` has published ``what``, its heartbeat stops, or ``deadline``.
+
+        A heartbeat that has not changed for STALE_S means the node is gone (killed, hung hard, cut off): waiting
+        longer for it would only delay the report. Returns the nodes that published.
+        """
+        have: set[int] = set()
+        while True:
+            now = time.monotonic()
+            for i in nodes:
+                if i in have or i in self.gone:
+                    continue
+                if self.store.peek(self.key(i, what)) is not None:
+                    have.add(i)
+                    continue
+                beat = self.store.peek(self.key(i, "alive"))
+                prev = self._seen.get(i)
+                if prev is None or prev[0] != beat:
+                    self._seen[i] = (beat, now)
+                elif now - prev[1] > STALE_S:
+                    self.gone.add(i)
+            if all(i in have or i in self.gone for i in nodes) or now >= deadline:
+                return have
+            time.sleep(0.2)
+
+    def open_store(self) -> bool:
+        from commdoctor.probes.jobstore import JobStore, StoreError
+
+        try:
+            self.store = JobStore(self.job, connect_timeout=min(self.join_timeout, 30.0))
+            threading.Thread(target=self._heartbeat, name="commdoctor-heartbeat", daemon=True).start()
+            return True
+        except StoreError as e:
+            self.store_error = str(e)
+        except Exception as e:  # noqa: BLE001 - torch missing or broken: the local checks say more
+            self.store_error = f"{type(e).__name__}: {e}"
+        return False
+
+    # -- phase 1: join and publish ---------------------------------------------------------------------
+
+    def join(self) -> None:
+        from commdoctor.probes import env as penv
+        from commdoctor.probes import mesh, net
+        from commdoctor.probes.jobstore import versions
+
+        self.stage("joined", host=self.host, pid=os.getpid(), rank=self.job.rank)
+        eph = mesh.Listener(0)
+        self.listeners.append(eph)
+        master_port: int | None = None
+        master_why = None
+        if self.job.node == 0:
+            master_port = self.job.master_port  # the store itself listens there
+        elif self.job.master_port:
+            lst, master_why = mesh.try_listen(int(self.job.master_port))
+            if lst is not None:
+                self.listeners.append(lst)
+                master_port = lst.port
+        ifaces = net.interfaces()
+        env = settings()
+        vers = versions()
+        smi = penv.nvidia_smi(timeout=10.0)
+        vers["driver"] = smi.get("driver") if smi.get("present") else None
+        self.info = {
+            "node": self.job.node, "rank": self.job.rank, "host": self.host, "pid": os.getpid(),
+            "launcher": self.job.launcher, "time": time.time(), "versions": vers, "settings": env,
+            "interfaces": ifaces, "choices": _choices(self.job, ifaces, dict(os.environ)),
+            "ports": {"master": master_port, "master_error": master_why, "ephemeral": eph.port},
+            "python": sys.version.split()[0],
+        }
+        self.store.put(self.key(self.job.node, "info"), self.info)
+
+    def wait_roster(self) -> None:
+        job = self.job
+        if job.coordinator:
+            deadline = self.t0 + self.join_timeout
+            keys = [self.key(i, "info") for i in range(job.nnodes)]
+            have = self.store.wait(keys, deadline)
+            members = [i for i in range(job.nnodes) if self.key(i, "info") in have]
+            self.roster = {"members": members, "missing": [i for i in range(job.nnodes) if i not in members],
+                           "nnodes": job.nnodes, "expected": job.expected_nodes,
+                           "waited_s": round(time.monotonic() - self.t0, 3)}
+            self.store.put("roster", self.roster)
+        else:
+            # Node 0 waits join_timeout from its own start; ours may have begun a little earlier or later.
+            got = self.store.wait(["roster"], time.monotonic() + self.join_timeout + 15.0)
+            self.roster = self.store.peek("roster") if got else None
+
+    # -- phase 2: reachability and clock ---------------------------------------------------------
+
+    def mesh(self) -> None:
+        from commdoctor.probes import mesh
+
+        if not self.roster:
+            return
+        me = self.job.node
+        targets: list[tuple[str, str, int]] = []
+        infos: dict[int, dict[str, Any]] = {}
+        for j in self.roster["members"]:
+            if j == me:
+                continue
+            info = self.store.peek(self.key(j, "info")) or {}
+            infos[j] = info
+            ch = info.get("choices") or {}
+            addr = (ch.get(ch.get("primary", "gloo")) or {}).get("address")
+            if not addr:
+                continue
+            ports = info.get("ports") or {}
+            if ports.get("master"):
+                targets.append((f"{j}:master", addr, int(ports["master"])))
+            if ports.get("ephemeral"):
+                targets.append((f"{j}:ephemeral", addr, int(ports["ephemeral"])))
+        results = mesh.probe_all(targets, timeout=2.0)
+        # Full-size packets along each path (Don't Fragment), in parallel: an MTU black hole loses them all.
+        own = (self.info.get("choices") or {})
+        mtu = (own.get(own.get("primary", "gloo")) or {}).get("mtu")
+        paths: dict[str, Any] = {}
+        if mtu and 576 <= int(mtu) <= 65536:
+            def one(j: int, addr: str, port: int) -> None:
+                paths[str(j)] = mesh.path_mtu(addr, port, int(mtu))
+
+            ts = []
+            for label, addr, port in targets:
+                j, _, kind = label.partition(":")
+                if kind == "ephemeral" and not addr.startswith("127."):
+                    ts.append(threading.Thread(target=one, args=(int(j), addr, port), daemon=True))
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(6.0)
+        clock: dict[str, Any] | None = None
+        if me != 0 and 0 in infos:
+            ch = infos[0].get("choices") or {}
+            addr = (ch.get(ch.get("primary", "gloo")) or {}).get("address")
+            eph = (infos[0].get("ports") or {}).get("ephemeral")
+            if addr and eph:
+                clock = mesh.clock_offset(addr, int(eph))
+        self.store.put(self.key(me, "mesh"), {"probes": results, "clock": clock, "paths": dict(paths)})
+        self.stage("mesh done")
+
+    def plan_bandwidth(self) -> list[int]:
+        """Node 0: the members whose ephemeral ports every other member reached (gloo needs them all)."""
+        if not self.roster:
+            return []
+        members = list(self.roster["members"])
+        if self.job.coordinator:
+            self.wait_nodes([i for i in members if i != self.job.node], "mesh", time.monotonic() + 20.0)
+            # Edges where either direction failed; drop the node with most of them until none is left.
+            broken: set[tuple[int, int]] = set()
+            silent = []
+            for i in members:
+                m = self.store.peek(self.key(i, "mesh"))
+                if m is None:
+                    silent.append(i)
+                    continue
+                for p in m.get("probes") or ():
+                    j, _, kind = str(p.get("label", "")).partition(":")
+                    if kind == "ephemeral" and p.get("outcome") != "open" and j.isdigit() and int(j) in members:
+                        broken.add((min(i, int(j)), max(i, int(j))))
+            chosen = [i for i in members if i not in silent]
+            while True:
+                live = [e for e in broken if e[0] in chosen and e[1] in chosen]
+                if not live:
+                    break
+                worst = max(chosen, key=lambda i: (sum(i in e for e in live), i))
+                chosen.remove(worst)
+            if len(chosen) < 2:
+                chosen = []
+            self.store.put("bwplan", {"members": chosen, "excluded": [i for i in members if i not in chosen]})
+            return chosen
+        if not self.store.wait(["bwplan"], time.monotonic() + 40.0):
+            return []
+        plan = self.store.peek("bwplan") or {}
+        return [int(x) for x in plan.get("members") or ()]
+
+    def bandwidth(self, members: list[int]) -> None:
+        from commdoctor.probes.jobstore import pair_bandwidth
+
+        me = self.job.node
+        if me not in members:
+            return
+        res = pair_bandwidth(self.store, members.index(me), len(members))
+        # Pairs by node index, not by position in the group.
+        res["pairs"] = {str(members[int(k)]): v for k, v in res["pairs"].items()}
+        res["members"] = members
+        self.store.put(self.key(me, "bw"), res)
+        self.stage("bandwidth done")
+
+    def close_listeners(self) -> None:
+        for lst in self.listeners:
+            lst.close()
+        self.listeners.clear()
+
+    # -- the whole run, as pipeline events -----------------------------------------------------------
+
+    def events(self, local_checks: Sequence[Any], ctx: Any) -> Iterator[Any]:
+        from commdoctor.pipeline import CheckFinished, RunFinished, RunStarted, run_checks
+
+        job = self.job
+        cross: list[Any] = []
+        if job.coordinator:
+            from commdoctor.checks.multinode import MN_CHECKS
+
+            cross = sorted((c() for c in MN_CHECKS), key=lambda c: c.stage.order)
+        if self.open_store():
+            try:
+                self.say(f"node {job.node} ({self.host}): joined the job's store at {job.master_addr}:{job.master_port}")
+                self.join()
+                self.wait_roster()
+                if self.roster:
+                    self.say(f"node {job.node}: {len(self.roster['members'])} of {job.expected_nodes} nodes present")
+                    self.mesh()
+                    members = self.plan_bandwidth()
+                    self.bandwidth(members)
+            except Exception as e:  # noqa: BLE001 - the local checks still run; the failure is reported
+                import traceback
+
+                self.notes.append(f"cross-node phase failed: {type(e).__name__}: {e}")
+                self.notes.append(traceback.format_exc()[-2000:])
+            finally:
+                self.close_listeners()
+        self.stage("local checks started")
+        local: Report | None = None
+        for ev in run_checks(local_checks, ctx, self.argv):
+            if isinstance(ev, RunStarted):
+                names = ev.checks + tuple((c.name, c.stage, c.title) for c in cross)
+                yield RunStarted(names)
+            elif isinstance(ev, RunFinished):
+                local = ev.report
+            else:
+                yield ev
+        assert local is not None  # run_checks always ends with RunFinished
+        self.stage("local checks done")
+        local.job = self.job_section()
+        if self.store is not None:
+            try:
+                self.store.put(self.key(job.node, "report"), local.to_dict())
+                self.posted = True
+                self.stage("reported")
+            except Exception as e:  # noqa: BLE001 - then node 0 reports us as stopped after "local checks done"
+                self.post_error = f"could not publish this node's report: {type(e).__name__}: {e}"
+                self.notes.append(self.post_error)
+        if not job.coordinator:
+            self._hb_stop.set()
+            for f in self._own_findings():
+                local.results.append(f)
+            yield RunFinished(local)
+            return
+        agg = self.gather(local, cross, ctx)
+        for n in self.remote:
+            yield n
+        for r in agg.results[-len(cross):] if cross else ():
+            yield CheckFinished(r)
+        yield RunFinished(agg)
+
+    def job_section(self) -> dict[str, Any]:
+        return {**self.job.to_dict(), "store_error": self.store_error, "notes": list(self.notes)}
+
+    def _own_findings(self) -> list[CheckResult]:
+        """A non-zero node's own view of the gather: whether its results could reach node 0."""
+        from commdoctor.checks.multinode import GatherCheck
+
+        chk = GatherCheck()
+        r = CheckResult(check="mn.gather", stage=Stage.RENDEZVOUS, title=GatherCheck.title, status=Status.PASSED)
+        if self.store_error:
+            r.findings.append(chk.finding("MN004", where=f"{self.job.master_addr}:{self.job.master_port}",
+                                          error=self.store_error, hosts=[self.host]))
+            r.status = Status.FAILED
+            r.summary = "this node's results could not reach node 0"
+        elif not self.roster:
+            r.findings.append(chk.finding("MN005", hosts=[self.host], waited=f"{self.join_timeout + 15:g}"))
+            r.status = Status.FAILED
+        elif not self.posted:
+            r.findings.append(chk.finding("MN004", where=f"{self.job.master_addr}:{self.job.master_port}",
+                                          error=self.post_error or "?", hosts=[self.host]))
+            r.status = Status.FAILED
+            r.summary = "this node's results could not reach node 0"
+        else:
+            r.summary = f"results sent to node 0 through the store at {self.job.master_addr}:{self.job.master_port}"
+        return [r]
+
+    # -- node 0: gather and compare ------------------------------------------------------------------
+
+    def gather(self, local: Report, cross: Sequence[Any], ctx: Any) -> Report:
+        from commdoctor.pipeline import Context, Facts, run_one
+
+        job = self.job
+        members = list((self.roster or {}).get("members") or [])
+        deadline = time.monotonic() + float(self.options.pg_timeout) + float(self.options.timeout) + 30.0
+        if self.store is not None:
+            self.wait_nodes([i for i in members if i != job.node], "report", deadline)
+        self._hb_stop.set()
+        nodes: list[dict[str, Any]] = []
+        for i in range(job.expected_nodes):
+            nodes.append(self.node_record(i, local))
+        # Nodes the rendezvous never numbered (torchrun --nnodes MIN:MAX) have no index of their own: name
+        # them from the expected host names (--expect-hosts) that no node reported as its own.
+        if job.node_names and job.nnodes < job.expected_nodes:
+            seen = {(n.get("info") or {}).get("host") for n in nodes}
+            spare = [h for h in job.node_names if h not in seen]
+            for n in nodes:
+                if n["node"] >= job.nnodes and spare:
+                    n["host"] = spare.pop(0)
+        data = {"job": self.job_section(), "roster": self.roster, "nodes": nodes, "store_error": self.store_error,
+                "local_node": job.node, "checkins": self.checkins(nodes)}
+        mctx = Context(options=replace(self.options, mode="multinode"), facts=Facts())
+        mctx.facts.provide("multinode", data)
+        merged = merge_results(local, nodes, job.node)
+        self.remote = node_events(local, nodes, job.node)
+        agg = Report(tool_version=local.tool_version, mode=local.mode, created=local.created, host=local.host,
+                     argv=local.argv, environment=dict(local.environment), results=merged,
+                     interrupted=local.interrupted)
+        for c in cross:
+            res = run_one(c, mctx)
+            mctx.results[c.name] = res
+            agg.results.append(res)
+        agg.environment["nodes"] = len([n for n in nodes if n["status"] == "reported"])
+        agg.job = self.job_section()
+        agg.nodes = [_public(n) for n in nodes]
+        if self.store is not None:
+            try:
+                self.store.put("done", {"time": time.time()})
+            except Exception:  # noqa: BLE001 - nobody waits on it for long
+                pass
+        return agg
+
+    def checkins(self, nodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The local ranks > 0 of each reporting node, and which of them never checked in (bounded wait)."""
+        lws = self.job.local_world_size
+        out: dict[str, Any] = {"local_world_size": lws, "missing": {}}
+        if lws <= 1 or self.store is None:
+            return out
+        want: dict[int, list[int]] = {}
+        for n in nodes:
+            rank = (n.get("info") or {}).get("rank")
+            if n["status"] == "reported" and isinstance(rank, int):
+                want[n["node"]] = [rank + k for k in range(1, lws)]
+        keys = [f"checkin/{r}" for rs in want.values() for r in rs]
+        have = self.store.wait(keys, time.monotonic() + 5.0)  # they check in at start: long since done or never
+        for i, rs in want.items():
+            gone = [r for r in rs if f"checkin/{r}" not in have]
+            if gone:
+                out["missing"][str(i)] = gone
+        return out
+
+    def node_record(self, i: int, local: Report) -> dict[str, Any]:
+        """What node 0 knows of node ``i``: its info, stages, mesh and bandwidth results, and its report."""
+        st = self.store
+        peek = (lambda k: st.peek(k)) if st is not None else (lambda k: None)
+        info = self.info if i == self.job.node else peek(self.key(i, "info"))
+        label = node_label(info, i, self.job) if i < self.job.nnodes else f"node-{i:02d}"
+        rec: dict[str, Any] = {"node": i, "info": info, "host": label,
+                               "last": peek(self.key(i, "last")), "stages": {}}
+        for s in STAGES:
+            v = peek(self.key(i, f"stage/{s}"))
+            if v is not None:
+                rec["stages"][s] = v
+        rec["mesh"] = peek(self.key(i, "mesh"))
+        rec["heartbeat_stopped"] = i in self.gone
+        rec["bw"] = peek(self.key(i, "bw"))
+        if i == self.job.node:
+            rep: dict[str, Any] | None = local.to_dict()
+        else:
+            rep = peek(self.key(i, "report"))
+        rec["report"] = rep
+        if i >= self.job.nnodes:
+            rec["status"] = "never joined"
+            rec["why"] = f"the launcher started {self.job.nnodes} nodes of the {self.job.expected_nodes} asked for"
+        elif info is None and rec["last"] is None:
+            rec["status"] = "never joined"
+        elif rep is None:
+            rec["status"] = "stopped"
+        else:
+            rec["status"] = "reported"
+        return rec
+
+
+def _public(n: dict[str, Any]) -> dict[str, Any]:
+    """The per-node entry of the report (docs/json-schema.md, ``nodes``)."""
+    info = n.get("info") or {}
+    ch = info.get("choices") or {}
+    prim = ch.get(ch.get("primary") or "gloo") or {}
+    rep = n.get("report") or {}
+    counts = rep.get("counts") or {}
+    last = n.get("last") or {}
+    return {
+        "node": n["node"], "host": n["host"], "rank": info.get("rank"), "status": n["status"],
+        "address": prim.get("address"), "interface": prim.get("interface"), "mtu": prim.get("mtu"),
+        "backend": ch.get("primary"), "versions": info.get("versions") or {},
+        "last_stage": last.get("stage"), "stages": {k: v.get("after_s") for k, v in (n.get("stages") or {}).items()},
+        "counts": {k: counts.get(k, 0) for k in ("error", "warning", "info")},
+        "verdict": rep.get("verdict"),
+        "results": [{k: r.get(k) for k in ("check", "status", "summary")} for r in rep.get("results") or ()],
+        "why": n.get("why"),
+    }
+
+
+_STATUS_WEIGHT = {Status.SKIPPED: 0, Status.PASSED: 1, Status.TIMED_OUT: 2, Status.CRASHED: 3, Status.FAILED: 4}
+
+
+def merge_results(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> list[CheckResult]:
+    """Node 0's results, with every other node's findings folded in, each tagged with its host.
+
+    The same finding on several nodes becomes one finding naming every host;
+    a check's status is the worst any node had (each node's own status stays
+    in the report's ``nodes`` section).
+    """
+    out = [CheckResult.from_dict(r.to_dict()) for r in local.results]
+    by_name = {r.check: r for r in out}
+    own_host = next((n["host"] for n in nodes if n["node"] == me), local.host)
+
+    def tag(f: Finding, host: str) -> Finding:
+        return f if host in f.hosts else replace(f, hosts=tuple(f.hosts) + (host,))
+
+    for r in out:
+        r.findings = [tag(f, own_host) for f in r.findings]
+    for n in nodes:
+        if n["node"] == me or not n.get("report"):
+            continue
+        for rd in n["report"].get("results") or ():
+            try:
+                other = CheckResult.from_dict(rd)
+            except (KeyError, ValueError):
+                continue
+            mine = by_name.get(other.check)
+            if mine is None:
+                mine = CheckResult(check=other.check, stage=other.stage, title=other.title, status=other.status,
+                                   summary=f"{n['host']}: {other.summary}")
+                out.append(mine)
+                by_name[other.check] = mine
+            elif _STATUS_WEIGHT.get(other.status, 0) > _STATUS_WEIGHT.get(mine.status, 0):
+                mine.details.append(f"{n['host']}: {other.status.value}: {other.reason or other.summary}")
+                mine.status = other.status
+            for f in other.findings:
+                same = next((k for k, g in enumerate(mine.findings)
+                             if (g.code, g.title, g.detail) == (f.code, f.title, f.detail)), None)
+                if same is None:
+                    mine.findings.append(tag(f, n["host"]))
+                else:
+                    mine.findings[same] = tag(mine.findings[same], n["host"])
+    return out
+
+
+def node_events(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> list[Any]:
+    """For each other node, one result holding what it found that this node did not (for the console and TUI)."""
+    from commdoctor.pipeline import NodeReported
+
+    mine = {(f.code, f.title, f.detail) for r in local.results for f in r.findings}
+    out = []
+    for n in nodes:
+        if n["node"] == me:
+            continue
+        pub = _public(n)
+        rep = n.get("report") or {}
+        title = f"Local checks on {n['host']}"
+        r = CheckResult(check=f"node.{n['node']}", stage=Stage.ENVIRONMENT, title=title, status=Status.PASSED)
+        if n["status"] != "reported":
+            r.status = Status.SKIPPED
+            r.reason = n["status"] + (f" (last seen: {pub['last_stage']})" if pub.get("last_stage") else "")
+        for rd in rep.get("results") or ():
+            try:
+                res = CheckResult.from_dict(rd)
+            except (KeyError, ValueError):
+                continue
+            for f in res.findings:
+                if (f.code, f.title, f.detail) not in mine:
+                    r.findings.append(replace(f, hosts=tuple(f.hosts) or (n["host"],)))
+            if res.status in (Status.CRASHED, Status.TIMED_OUT):
+                r.details.append(f"{res.check}: {res.status.value}: {res.reason}")
+        if any(f.severity is Severity.ERROR for f in r.findings):
+            r.status = Status.FAILED
+        c = pub["counts"]
+        if n["status"] == "reported":
+            same = c.get("error", 0) + c.get("warning", 0) + c.get("info", 0) - len(r.findings)
+            r.summary = (f"{len(rep.get('results') or ())} checks; errors: {c.get('error', 0)}, warnings: "
+                         f"{c.get('warning', 0)}" + (f" ({same} also on node {me}, shown there)" if same > 0 else ""))
+        out.append(NodeReported(r, node=pub))
+    return out
+
+
+def checkin(job: Job, say: Callable[[str], None]) -> int:
+    """A local rank other than 0: record that it was here, and leave the node's work to local rank 0."""
+    from commdoctor.probes.jobstore import JobStore, StoreError
+
+    try:
+        st = JobStore(job, connect_timeout=20.0)
+        st.put(f"checkin/{job.rank}", {"host": socket.gethostname(), "node": job.node, "time": time.time()})
+    except (StoreError, Exception) as e:  # noqa: BLE001 - said, and the exit code shows it
+        say(f"rank {job.rank}: could not check in with the job's store: {e}")
+        return 1
+    say(f"rank {job.rank} (local rank {job.local_rank} on node {job.node}): local rank 0 checks this node; "
+        "results go to node 0")
+    return 0
+
+
+def severity_of(findings: Sequence[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), key=lambda s: s.rank, default=None)
