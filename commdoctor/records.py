@@ -91,6 +91,31 @@ class RankProgress:
         return e
 
 
+def _writer(path: str) -> tuple[Any, Any] | None:
+    """(host, pid, started) from a records file's first line, or None."""
+    try:
+        for d in iter_lines(path):
+            return (d.get("host"), d.get("pid"), d.get("started")) if d is not None and d.get("kind") == "header" else None
+    except OSError:
+        return None
+    return None
+
+
+def with_rotated(files: Iterable[str]) -> list[str]:
+    """``files`` with each one's rotated predecessor (``.jsonl.1``) put before it when the same process
+    wrote both in one run: the recorder rotates at ``max_bytes``, so the calls before the current file's first
+    line are there. A ``.1`` left by an earlier run (another pid or start) is not part of this run and stays out."""
+    out: list[str] = []
+    for f in files:
+        prev = f + ".1"
+        if f.endswith(".jsonl") and os.path.isfile(prev):
+            w = _writer(f)
+            if w is not None and w == _writer(prev):
+                out.append(prev)
+        out.append(f)
+    return list(dict.fromkeys(out))
+
+
 def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | None]:
     """Yield each parsed line of a records file, or None for a line that is not a record."""
     with open(path, "rb") as f:
@@ -117,6 +142,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
             files += sorted(os.path.join(p, n) for n in os.listdir(p) if n.startswith(FILE_PREFIX) and n.endswith(".jsonl"))
         elif os.path.exists(p):
             files.append(p)
+    files = with_rotated(files)
     out: dict[int, RankProgress] = {}
     for path in files:
         prog: RankProgress | None = None
@@ -131,6 +157,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
                 bad += 1
                 continue
             prog = out.setdefault(rank, RankProgress(rank=rank, path=path))
+            prog.path = path  # the newest file of the rank (after its rotated predecessor)
             kind = d.get("kind")
             try:
                 if kind == "header":

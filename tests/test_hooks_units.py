@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -171,3 +172,40 @@ def test_recorder_lines_read_back_as_call_records(tmp_path) -> None:
     enter = next(x for x in lines if x["kind"] == "enter")
     # every CallRecord field is present, with the schema, and nothing CallRecord does not know but the schema
     assert set(enter) == set(records.CallRecord.__dataclass_fields__) | {"schema"}
+
+
+def test_recorder_rotates_at_max_bytes_and_readers_follow_the_rotation(tmp_path) -> None:
+    from commdoctor.hooks.recorder import Recorder
+    from commdoctor.loaders.hook_records import load
+
+    class Done:
+        def is_completed(self) -> bool:
+            return True
+
+    def call(seq: int) -> tuple:
+        return ("0", seq, "all_reduce", "SUM", "float32", "[[4]]", None, None, "cpu", False, f"train.py:{seq}")
+
+    old = Recorder(0, 2, str(tmp_path), thread=False)  # an earlier run: its file becomes .1, then .1 is replaced
+    old.enter(call(0), Done())
+    old.close()
+    r = Recorder(0, 2, str(tmp_path), thread=False, max_bytes=2000)
+    for seq in range(60):  # one flush per call: the batched write path rotates too
+        r.enter(call(seq), Done())
+        r.flush()
+    r.close()
+    path = records.record_path(str(tmp_path), 0)
+    cur = [json.loads(x) for x in open(path)]
+    prev = [json.loads(x) for x in open(path + ".1")]
+    # each file starts with a header of the same run, so either one reads back on its own
+    assert cur[0]["kind"] == prev[0]["kind"] == "header" and cur[0]["started"] == prev[0]["started"]
+    assert os.path.getsize(path) < 4000
+    seqs = [x["seq"] for x in prev + cur if x["kind"] == "enter"]
+    assert seqs == sorted(seqs) and seqs[-1] == 59 and len(seqs) < 60  # older parts rotated away
+    # the readers take .1 first, then the current file: the last call is found wherever rotation fell
+    assert records.read_progress([str(tmp_path)])[0].last_entered.seq == 59
+    pic = load([str(tmp_path)])
+    assert pic is not None and max(pic.groups["0"].history[0]) == 59 and pic.paths == [path + ".1", path]
+
+    # a .1 of another run (a new recorder over the same directory) is left out
+    Recorder(0, 2, str(tmp_path), thread=False).close()
+    assert load([str(tmp_path)]).paths == [path]

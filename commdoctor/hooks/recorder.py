@@ -47,6 +47,7 @@ class Recorder:
         self._stored = 0.0  # when it last went there
         self.max_bytes = max_bytes
         self.torch_version = torch_version
+        self._started = time.time()  # in every header, rotated files' too: it tells this run's files apart
         self.store: Any = None  # set once the side channel's store is known
         self._q: collections.deque[tuple[Any, ...]] = collections.deque()
         # [work, call, time it was seen to complete or None]; a work handle's wait fills the time
@@ -99,8 +100,18 @@ class Recorder:
 
     def _header(self) -> str:
         return json.dumps({"schema": records.SCHEMA, "kind": "header", "rank": self.rank, "world_size": self.world_size,
-                           "host": socket.gethostname(), "pid": os.getpid(), "started": time.time(),
+                           "host": socket.gethostname(), "pid": os.getpid(), "started": self._started,
                            "torch": self.torch_version}, separators=(",", ":"))
+
+    def _rotate(self) -> None:
+        """Past max_bytes: keep one previous file (.1) and start again with a header."""
+        assert self._file is not None
+        path = records.record_path(str(self.directory), self.rank)
+        self._file.close()
+        os.replace(path, path + ".1")
+        self._file = open(path, "w", encoding="utf-8")
+        self._written = 0
+        self._write_line(self._header())
 
     def _write_line(self, line: str) -> None:
         if self._file is None:
@@ -109,12 +120,7 @@ class Recorder:
         self._file.write("\n")
         self._written += len(line) + 1
         if self._written > self.max_bytes:
-            path = records.record_path(str(self.directory), self.rank)
-            self._file.close()
-            os.replace(path, path + ".1")
-            self._file = open(path, "w", encoding="utf-8")
-            self._written = 0
-            self._write_line(self._header())
+            self._rotate()
 
     def _static_part(self, call: Call) -> str:
         """Everything but kind, seq and time, formatted once per distinct call (cached)."""
@@ -147,12 +153,7 @@ class Recorder:
         self._file.write(text)
         self._written += len(text)
         if self._written > self.max_bytes:
-            path = records.record_path(str(self.directory), self.rank)
-            self._file.close()
-            os.replace(path, path + ".1")
-            self._file = open(path, "w", encoding="utf-8")
-            self._written = 0
-            self._write_line(self._header())
+            self._rotate()
 
     def _progress(self, call: Call, t: float) -> dict[str, Any]:
         return {"group": call[0], "seq": call[1], "op": call[2], "site": call[10] or None, "time": round(t, 6)}

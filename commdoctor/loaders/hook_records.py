@@ -115,7 +115,7 @@ def find_files(paths: Iterable[str]) -> list[str]:
             scan(p, 1)
         elif os.path.isfile(p):
             out.append(p)
-    return list(dict.fromkeys(out))
+    return records.with_rotated(dict.fromkeys(out))
 
 
 def load(paths: Iterable[str]) -> HookRecords | None:
