@@ -45,9 +45,9 @@ SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 
 STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "local checks done", "reported")
 
-LOCAL_PG_SIZES = (256 << 10,)
+LOCAL_PG_SIZES = (256 << 10,)  # one size: the cross-node test measures the network; see docs/multinode.md
 HEARTBEAT_S = 1.0  # each node writes node/<i>/alive this often while it runs
-STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long  # one size: the cross-node test measures the network; see docs/multinode.md
+STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long
 
 
 def settings(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -62,7 +62,7 @@ def node_label(info: dict[str, Any] | None, node: int, job: Job) -> str:
     return job.name_of(node) or f"node-{node:02d}"
 
 
-def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
+def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str], gpu: bool) -> dict[str, Any]:
     """The interface and address NCCL and gloo will use on this node (commdoctor.netselect's rules)."""
     from commdoctor import netselect as ns
     from commdoctor.checks.net import resolved_list
@@ -84,7 +84,7 @@ def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str]) ->
             d["prefixlen"] = a.prefixlen if a else None
             d["exists"] = iface is not None
         out[name] = d
-    out["gpu"] = net.gpu_present()
+    out["gpu"] = gpu
     # The backend the job's traffic will take here: NCCL with GPUs, gloo without.
     out["primary"] = "nccl" if out["gpu"] else "gloo"
     return out
@@ -182,9 +182,10 @@ class NodeRun:
 
     # -- phase 1: join and publish ---------------------------------------------------------------------
 
-    def join(self) -> None:
-        from commdoctor.probes import env as penv
-        from commdoctor.probes import mesh, net
+    def join(self, ctx: Any) -> None:
+        """``ctx``: the local checks' context; the facts read here (interfaces, nvidia-smi, GPUs) are
+        computed once and serve the local checks too."""
+        from commdoctor.probes import mesh
         from commdoctor.probes.jobstore import versions
 
         self.stage("joined", host=self.host, pid=os.getpid(), rank=self.job.rank)
@@ -199,15 +200,15 @@ class NodeRun:
             if lst is not None:
                 self.listeners.append(lst)
                 master_port = lst.port
-        ifaces = net.interfaces()
+        ifaces = ctx.fact("net_interfaces")
         env = settings()
         vers = versions()
-        smi = penv.nvidia_smi(timeout=10.0)
+        smi = ctx.fact("nvidia_smi")
         vers["driver"] = smi.get("driver") if smi.get("present") else None
         self.info = {
             "node": self.job.node, "rank": self.job.rank, "host": self.host, "pid": os.getpid(),
             "launcher": self.job.launcher, "time": time.time(), "versions": vers, "settings": env,
-            "interfaces": ifaces, "choices": _choices(self.job, ifaces, dict(os.environ)),
+            "interfaces": ifaces, "choices": _choices(self.job, ifaces, dict(os.environ), bool(ctx.fact("net_gpu"))),
             "ports": {"master": master_port, "master_error": master_why, "ephemeral": eph.port},
             "python": sys.version.split()[0],
         }
@@ -348,7 +349,7 @@ class NodeRun:
         if self.open_store():
             try:
                 self.say(f"node {job.node} ({self.host}): joined the job's store at {job.master_addr}:{job.master_port}")
-                self.join()
+                self.join(ctx)
                 self.wait_roster()
                 if self.roster:
                     self.say(f"node {job.node}: {len(self.roster['members'])} of {job.expected_nodes} nodes present")

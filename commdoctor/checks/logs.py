@@ -24,7 +24,7 @@ from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.pipeline import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
-IFNAME_ENV = {"NCCL_SOCKET_IFNAME": "<iface>", "GLOO_SOCKET_IFNAME": "<iface>"}
+IFNAME_ENV = iface_env(("nccl", "gloo"))
 ALL_IFACE_VARS = frozenset(iface_env(()))
 #: Findings about which interface a library uses, and the libraries their remedy always concerns.
 IFACE_CODES: dict[str, set[str]] = {

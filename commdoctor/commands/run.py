@@ -77,7 +77,9 @@ def job_of(args: argparse.Namespace) -> Job | None:
     if getattr(args, "this_node_only", False):
         return None
     names = [h.strip() for h in (getattr(args, "expect_hosts", "") or "").split(",") if h.strip()]
-    job = jobctx.detect(os.environ, agent_argv=_parent_argv(), node_names=names)
+    # torchrun's own command line matters only to its workers; other runs skip reading the parent.
+    argv = _parent_argv() if "TORCHELASTIC_RUN_ID" in os.environ else None
+    job = jobctx.detect(os.environ, agent_argv=argv, node_names=names)
     if job is not None and job.problem:
         # Check this node alone; the launcher check (ENV022) says what is missing.
         import sys

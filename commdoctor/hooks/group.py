@@ -317,17 +317,7 @@ def _wait(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
     raised and left) into that mismatch. A successful wait marks the recorder's entry completed.
     Returns what the real handle's wait returned."""
     try:
-        if timeout:
-            ok = _poll(inner, h, where, timeout)
-        else:
-            try:  # the first slice inline: most calls end within it
-                ok = inner.wait(_SLICE)
-            except RuntimeError as e:
-                if not _slice_ended(inner, e):
-                    raise
-                if h.poisoned() is not None:
-                    h.raise_if_known(where, None)
-                ok = _poll(inner, h, where, timeout)
+        ok = _poll(inner, h, where, timeout)
     except RuntimeError as e:
         if not isinstance(e, CollectiveMismatchError):
             h.raise_if_known(where, e)
