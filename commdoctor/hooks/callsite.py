@@ -79,6 +79,11 @@ def user_site(depth: int = 2) -> str:
         f: FrameType | None = sys._getframe(depth)
     except ValueError:
         return ""
+    return site_of(f)
+
+
+def site_of(f: FrameType | None) -> str:
+    """``file:line`` of the first frame from ``f`` outwards that is outside torch/commdoctor/stdlib, or ""."""
     internal = _internal
     while f is not None:
         code = f.f_code
