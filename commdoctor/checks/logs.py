@@ -146,12 +146,29 @@ def diagnose(m: Any) -> list[Cand]:
                                     "resolver; if it does not exist yet (a master pod not started), the workers started too early")]))
     if hs("ifname_missing"):
         h = hs("ifname_missing")
-        iface = next((x.groups.get("iface") or x.groups.get("iface2") for x in h if x.groups.get("iface") or x.groups.get("iface2")), "")
+        iface = next((x.groups.get("iface") or x.groups.get("iface2") or x.groups.get("iface3") for x in h
+                      if x.groups.get("iface") or x.groups.get("iface2") or x.groups.get("iface3")), "")
         out.append(_cand("LOG021", "wrong_interface", 1, h, params={"iface": iface or "the named interface"}))
     if hs("family_mismatch"):
         out.append(_cand("LOG013", "hostname_resolution", 1, hs("family_mismatch"),
                          params={"addr": "an IPv6 address (::1)"},
                          detail="The host name resolves to an IPv6 address on one side and IPv4 on the other."))
+    if hs("comm_id_invalid"):
+        h = hs("comm_id_invalid")
+        addr = next((x.groups["addr"] for x in h if x.groups.get("addr")), None)
+        out.append(_cand("LOG011", "rendezvous_unreachable", 2, h,
+                         params={"endpoint": f"NCCL_COMM_ID {addr}" if addr else "the address in NCCL_COMM_ID",
+                                 "how": "no local interface is on its network" if addr else "the value is malformed"},
+                         detail="NCCL_COMM_ID names the bootstrap root as <ipv4>:<port>, [<ipv6>]:<port> or <host>:<port>; "
+                                "every rank must reach it over one of its own interfaces.",
+                         alts=[("wrong_interface", "if the address is right, NCCL_SOCKET_IFNAME may exclude the only "
+                                                   "interface on that network")]))
+    if hs("connect_link_local"):
+        h = hs("connect_link_local")
+        addr = h[0].groups.get("addr") or "fe80::"
+        out.append(_cand("LOG020", "wrong_interface", 1, h, params={"what": f"{addr} is link-local (valid on one link only)"},
+                         alts=[("hostname_resolution", "if the host name resolves to that link-local address (getent hosts), "
+                                                       "fix the name rather than the interface setting")]))
     if hs("connect_loopback"):
         h = hs("connect_loopback")
         addr = h[0].groups.get("addr") or "127.0.0.1"
@@ -169,7 +186,8 @@ def diagnose(m: Any) -> list[Cand]:
                 ("environment_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "
                                           "so does a list that keeps only a fabric one of the hosts lacks (openib, ofi)")]))
     out.extend(_mpi_ucx(m, hs))
-    refused = hs("peer_refused", exclude=("connect_loopback", "mpi_btl_tcp", "port_in_use", "hydra_connect", "ucx_unreachable"))
+    refused = hs("peer_refused", exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
+                                          "ucx_unreachable", "comm_id_invalid"))
     store_ref = [h for h in refused if _STORE_WORDS.search(h.ev.text)]
     peer_ref = [h for h in refused if h not in store_ref]
     if store_ref:
@@ -182,7 +200,7 @@ def diagnose(m: Any) -> list[Cand]:
             ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting the port gives the "
                                          "same error: compare the address with the peer's routable IP"),
             ("peer_process_died", "a peer that already exited refuses connections too: look for its own error first")]))
-    timeouts = hs("connect_timeout", exclude=("peer_refused", "connect_loopback", "ib_qp"))
+    timeouts = hs("connect_timeout", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp"))
     if timeouts:
         out.append(_cand("LOG025", "firewall_or_port_blocked", 4, timeouts, alts=[
             ("wrong_interface", "an address that is not routed (a docker bridge, a second NIC) times out the same way: check "
@@ -191,6 +209,14 @@ def diagnose(m: Any) -> list[Cand]:
     # -- host resources, GPU, driver ----------------------------------------------------------------
     if hs("shm"):
         out.append(_cand("LOG030", "shm_too_small", 1, hs("shm")))
+    bus = hs("sigbus", exclude=("shm",))
+    if bus:
+        out.append(_cand("LOG030", "shm_too_small", 3, bus,
+                         detail="A process died of SIGBUS (bus error, signal 7). Touching a shared-memory mapping that "
+                                "/dev/shm cannot back raises it: NCCL before 2.9 and torch's DataLoader workers map shared "
+                                "memory this way, and containers give /dev/shm 64 MB by default.",
+                         alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
+                                                  "on failing storage or memory is the other source: check dmesg")]))
     if hs("cuda_oom"):
         out.append(_cand("LOG031", "cuda_oom", 1, hs("cuda_oom")))
     if hs("driver_too_old"):
@@ -201,12 +227,23 @@ def diagnose(m: Any) -> list[Cand]:
         h = hs("duplicate_gpu")
         g = h[0].groups
         ranks = {int(g["a"]), int(g["b"])} if g.get("a") and g.get("b") else set()
-        c = _cand("LOG034", "duplicate_gpu", 1, h, params={"a": g.get("a"), "b": g.get("b"), "bus": g.get("bus")})
+        what = (f"ranks {g['a']} and {g['b']} both use the GPU at bus id {g.get('bus')}" if g.get("a") and g.get("b")
+                else "several ranks of one communicator use the same GPU")
+        c = _cand("LOG034", "duplicate_gpu", 1, h, params={"what": what})
         c.ranks |= ranks
         out.append(c)
+    if hs("gpu_busy"):
+        out.append(_cand("LOG034", "duplicate_gpu", 4, hs("gpu_busy"),
+                         params={"what": "a GPU refused a new context because another process holds it"},
+                         detail="A GPU in EXCLUSIVE_PROCESS compute mode accepts one process: a second rank mapped to the "
+                                "same GPU (a missing torch.cuda.set_device, CUDA_VISIBLE_DEVICES the same for every rank) "
+                                "is refused this way.",
+                         alts=[("other", "if every rank has its own GPU, another job or a stale process holds it "
+                                         "(nvidia-smi lists the processes; nvidia-smi -q | grep 'Compute Mode')"),
+                               ("hardware_fault", "a GPU that fell into an error state is also unavailable: dmesg shows Xid errors")]))
     if hs("gpu_hw"):
         out.append(_cand("LOG037", "hardware_fault", 1, hs("gpu_hw"), params={"what": "the GPU reported a hardware error"}))
-    cf = hs("cuda_failure", exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw"))
+    cf = hs("cuda_failure", exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported"))
     nvls = [h for h in cf if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
     unknown = [h for h in cf if h not in nvls and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
     rest = [h for h in cf if h not in nvls and h not in unknown]
@@ -239,7 +276,35 @@ def diagnose(m: Any) -> list[Cand]:
                         "are not routable between nodes; pick the index whose GID maps to the routable address.")
         out.append(c)
     if hs("ib_async"):
-        out.append(_cand("LOG037", "hardware_fault", 1, hs("ib_async"), params={"what": "the InfiniBand port reported errors"}))
+        h = hs("ib_async")
+        dev = next((x.groups["dev"] for x in h if x.groups.get("dev")), None)
+        ev_what = next((x.groups.get("what2") or x.groups.get("what") for x in h if x.groups.get("what2") or x.groups.get("what")), None)
+        what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
+        out.append(_cand("LOG037", "hardware_fault", 1, h, params={"what": what}))
+    inc = hs("ib_incompatible")
+    if inc:
+        counts = [x for x in inc if x.groups.get("min")]
+        links = [x for x in inc if x not in counts]
+        if links:
+            out.append(_cand("LOG036", "ib_misconfig", 1, links,
+                             detail="NCCL was asked to connect or merge NICs of different link types (InfiniBand with "
+                                    "RoCE/Ethernet); select NICs of one link type with NCCL_IB_HCA on every node."))
+        if counts:
+            g = counts[0].groups
+            out.append(_cand("LOG036", "ib_misconfig", 2, counts,
+                             detail=f"Ranks see different numbers of network devices (from {g.get('min')} to {g.get('max')}): "
+                                    "NCCL_IB_HCA or the plugin selects a different set on some nodes.",
+                             alts=[("hardware_fault", "a NIC or port that is down on one node drops out of its count: "
+                                                      "ibstat on every node shows which port is not Active")]))
+    if hs("ib_reg_mr"):
+        h = hs("ib_reg_mr")
+        out.append(_cand("LOG038", "p2p_acs_iommu", 3, h,
+                         params={"what": f"the NIC could not register GPU memory for GPUDirect RDMA ({h[0].groups.get('err')})"},
+                         detail="ibv_reg_mr on a GPU buffer needs the nvidia-peermem module (or DMA-BUF support) and a PCIe "
+                                "path the IOMMU lets through.",
+                         alts=[("p2p_driver_bug", "GPUs without GPUDirect RDMA support (most consumer boards) fail the same "
+                                                  "way: NCCL_NET_GDR_LEVEL=LOC (or NCCL_NET_GDR_DISABLE=1) avoids it"),
+                               ("ib_misconfig", "lsmod | grep nvidia_peermem empty: load the module on every node")]))
     comp = hs("ib_completion")
     gdr = [h for h in comp if h.groups.get("code") in ("4", "10", "11") or h.groups.get("vendor") == "81"]
     flush = [h for h in comp if h.groups.get("code") == "5"]
@@ -285,14 +350,47 @@ def diagnose(m: Any) -> list[Cand]:
             ("version_mismatch", "mixed NCCL versions exchange structures of different sizes and fail exactly like this: "
                                  "compare 'NCCL version' on every node before blaming NCCL")])
         out.append(c)
-    if hs("topo_attr"):
+    wrongver = [h for h in hs("topo_attr") if "wrong version" in h.ev.text]
+    if wrongver:
+        out.append(_cand("LOG071", "other", 2, wrongver,
+                         detail="The XML given through NCCL_TOPO_FILE / NCCL_GRAPH_FILE was written for another NCCL "
+                                "release; regenerate it with this NCCL (NCCL_TOPO_DUMP_FILE) or stop injecting it."))
+    if hs("ring_broken"):
+        out.append(_cand("LOG070", "nccl_internal_bug", 3, hs("ring_broken"),
+                         params={"what": "the ranks computed rings that do not join up"},
+                         detail="Each rank searches the topology on its own; when their results disagree the rings do not "
+                                "close. Known NCCL defects (uninitialised link speeds, fixed in 2.20) do this.",
+                         alts=[("hostname_resolution", "ranks that disagree on which of them share a node (NCCL_HOSTID set, "
+                                                       "identical host names) compute different rings"),
+                               ("version_mismatch", "ranks on different NCCL versions search differently: compare 'NCCL version' per node")]))
+    if hs("peer_mapping"):
+        out.append(_cand("LOG070", "nccl_internal_bug", 3, hs("peer_mapping"),
+                         params={"what": "a GPU ran out of CUDA peer mappings (at most 8 peers over PCIe)"},
+                         detail="CUDA lets one GPU map at most 8 peers over PCIe; NCCL releases that open P2P to every GPU "
+                                "of a larger machine hit it.",
+                         alts=[("p2p_driver_bug", "NCCL_P2P_LEVEL=PXB (or NCCL_P2P_DISABLE=1) keeps P2P to near GPUs only")]))
+    if hs("socket_truncated"):
+        h = hs("socket_truncated")
+        g = h[0].groups
+        out.append(_cand("LOG050", "collective_mismatch", 2, h,
+                         detail=f"A peer sent {g.get('got')} bytes where this rank expected {g.get('want')}: the ranks ran "
+                                "different operations or sizes, or differ in NCCL_PROTO / NCCL_ALGO / buffer settings.",
+                         alts=[("version_mismatch", "ranks on different NCCL versions size their messages differently"),
+                               ("environment_misconfig", "NCCL_* settings that differ between nodes change message sizes: "
+                                                         "compare the 'set by environment' lines per node")]))
+    if hs("nccl_error_class"):
+        out.append(_cand("LOG070", "nccl_internal_bug", 8, hs("nccl_error_class"),
+                         params={"what": "NCCL reported an internal error and no other line says why"},
+                         alts=[("other", "NCCL also returns 'internal error' for setups it rejects (topology files, "
+                                         "plugins): rerun with NCCL_DEBUG=INFO to see the WARN line before it")]))
+    if hs("topo_attr", exclude=()) and [h for h in hs("topo_attr") if h not in wrongver]:
         new = bool(versions) and all(_version_tuple(v) >= (2, 8) for v in versions)
         cause, alt = ("other", "nccl_internal_bug") if new else ("nccl_internal_bug", "other")
         tell = ("NCCL before 2.8 filled CPU attributes only for sockets whose GPUs were in use, so a topology file "
                 "describing the whole machine failed when fewer GPUs ran; 2.8 fixed it")
         tell2 = ("on NCCL 2.8 or later the file itself is wrong or does not match this machine (often a static XML "
                  "injected by a network plugin through NCCL_TOPO_FILE)")
-        out.append(_cand("LOG071", cause, 2, hs("topo_attr"), alts=[(alt, tell2 if alt == "other" else tell)],
+        out.append(_cand("LOG071", cause, 2, [h for h in hs("topo_attr") if h not in wrongver], alts=[(alt, tell2 if alt == "other" else tell)],
                          detail=tell if cause == "nccl_internal_bug" else tell2))
     mc = hs("nccl_mismatched_collective")
     if mc:
@@ -343,6 +441,22 @@ def diagnose(m: Any) -> list[Cand]:
         c = _cand("LOG052", "collective_timeout_straggler", 4, h, params={"late": late}, alts=[
             ("peer_process_died", f"if rank {late} crashed before creating the communicator, its own traceback says so"),
             ("collective_mismatch", f"if rank {late} never calls this collective (rank-dependent code), it never publishes the id")])
+        out.append(c)
+    sw = hs("store_wait_timeout", exclude=("store_get_timeout",))
+    if sw:
+        keys = next((x.groups["keys"] for x in sw if x.groups.get("keys")), None)
+        out.append(_cand("LOG055", "collective_timeout_straggler", 5, sw,
+                         params={"what": f"keys {keys}" if keys else "the store read timed out"},
+                         alts=[("peer_process_died", "the rank that should have written the key may have died first: "
+                                                     "look for its own error or exit code"),
+                               ("launcher_misconfig", "a rank that was never started never writes its key: check the "
+                                                      "launcher's task count against the world size")]))
+    mbp = hs("monitored_barrier_peer")
+    if mbp:
+        r = mbp[0].groups.get("rank")
+        c = _cand("LOG060", "peer_process_died", 5, mbp, params={"what": f"rank {r} failed while monitored_barrier waited for it"})
+        if r:
+            c.ranks = {int(r)}
         out.append(c)
     if hs("monitored_barrier"):
         h = hs("monitored_barrier")
@@ -401,7 +515,7 @@ def diagnose(m: Any) -> list[Cand]:
         out.append(c)
 
     # -- lost connections: consequences, unless nothing else explains them ---------------------------
-    lost = hs("conn_lost")
+    lost = hs("conn_lost", exclude=("peer_refused", "connect_link_local"))
     flush = hs("ib_completion") and [h for h in hs("ib_completion") if h.groups.get("code") == "5"] or []
     if lost or flush:
         h = lost or flush
@@ -428,7 +542,9 @@ def diagnose(m: Any) -> list[Cand]:
     bad_ifs: list[tuple[str, str, Evidence]] = []
     for host, hi in m.hosts.items():
         first_boot = next(iter(hi.bootstrap.items()), None)
-        cands = list(hi.net_socket.items()) + ([first_boot] if first_boot else [])
+        # NET/Socket lists every interface it could use; they carry data only when the network is Socket.
+        socket_data = not hi.network or any("Socket" in n for n in hi.network)
+        cands = (list(hi.net_socket.items()) if socket_data else []) + ([first_boot] if first_boot else [])
         for item, ev in cands:
             name, _, addr = item.partition(":")
             prob = _addr_problem(name, addr)
@@ -902,7 +1018,7 @@ class LogDiagnosisCheck(Check):
              "Start nvidia-fabricmanager (matching the driver version) and reset the GPUs after any fabric manager restart, or reboot the node",
              cause="fabric_manager_nvls", steps=("systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A2 Fabric"),
              env={"NCCL_NVLS_ENABLE": "0 (only avoids the NVLS path)"}),
-        Rule("LOG034", "duplicate-gpu", E, "ranks {a} and {b} both use the GPU at bus id {bus}",
+        Rule("LOG034", "duplicate-gpu", E, "two ranks share one GPU: {what}",
              "Give every rank its own GPU: torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES per rank",
              cause="duplicate_gpu"),
         Rule("LOG035", "memlock-too-low", E, "the locked-memory limit is too low for RDMA",
@@ -945,6 +1061,10 @@ class LogDiagnosisCheck(Check):
         Rule("LOG053", "collective-hang", E, "collectives hung: {what}",
              "Run without CUDA graphs (e.g. vLLM --enforce-eager) to confirm, then upgrade NCCL; take stacks of every rank while it hangs",
              cause="nccl_internal_bug", env={"NCCL_GRAPH_MIXING_SUPPORT": "0"}),
+        Rule("LOG055", "store-wait-timeout", E, "a rank waited in the store for a key another rank never wrote ({what})",
+             "Find the rank that should have written it: a rank busy elsewhere (data preparation, evaluation on rank 0) "
+             "or one that died or never started; move slow work before the process group starts or raise the timeout",
+             cause="collective_timeout_straggler", steps=("commdoctor hang takes the stacks of every rank while it waits",)),
         Rule("LOG054", "recv-timeout", E, "a gloo send/recv timed out without naming the peer",
              "Find which rank did not take part: take stacks (commdoctor hang) or rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL",
              cause="collective_timeout_straggler", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),

@@ -51,7 +51,7 @@ _NCCL_HEAD = re.compile(
     r"(?:\[(?P<dev>-?\d{1,5})\] )?"
 )
 _NCCL_WARN = re.compile(
-    r"(?P<file>[^\s:]{1,200}):(?P<line>\d{0,7})(?: \((?P<func>[^()\s]{1,120})\))? (?:NCCL )?WARN ?(?P<msg>.*)"
+    r"(?P<file>[^\s:]{1,200}):(?P<line>\d{0,7})(?: \((?P<func>[^()\s]{1,120})\))? (?:NCCL )?WARN(?![A-Za-z]) ?(?P<msg>.*)"
 )
 _NCCL_INFO = re.compile(r"(?:NCCL )?INFO ?(?P<msg>.*)")
 _NCCL_TRACE = re.compile(r"(?P<ts>[\d.]{1,30}) (?P<func>\S{1,120}):(?P<line>\d{1,7}) NCCL TRACE ?(?P<msg>.*)")
@@ -61,7 +61,7 @@ _NCCL_CALL = re.compile(r"NCCL CALL ?(?P<msg>.*)")
 # "misc/ibvwrap.cu:60 WARN Failed to open libibverbs.so[.1]" (2.0-era, no NCCL word).
 _NCCL_HEADLESS = re.compile(
     r"(?:\[(?P<dev>-?\d{1,5})\] )?(?:(?P<file>[^\s:\[\]]{1,200}):(?P<line>\d{0,7}) )?"
-    r"(?P<nccl>NCCL )?(?P<level>WARN|INFO|TRACE) ?(?P<msg>.*)"
+    r"(?P<nccl>NCCL )?(?P<level>WARN|INFO|TRACE)(?![A-Za-z]) ?(?P<msg>.*)"
 )
 _RETCODE = re.compile(r"^(?P<file>[^\s:]{1,200}):(?P<line>\d{1,7}) -> (?P<code>\d{1,3})(?P<rest>.*)$")
 _VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][\w.+-]{0,40})?")

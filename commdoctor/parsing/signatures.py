@@ -46,8 +46,8 @@ SIGNATURES: tuple[Signature, ...] = (
        r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken"),
     _s("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
-       r"client socket has timed out after \d+ ?ms while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
-       r"|client socket has failed to connect to (?:any address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
+       r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
+       r"|client socket has failed to connect to (?:any (?:network )?address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
        "rendezvous_unreachable", ROOT, 3, "a rank could not connect to the rendezvous store"),
     _s("store_wait_clients", ("waiting for clients", "clients joined"),
        r"[Tt]imed out after (?P<secs>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
@@ -58,6 +58,10 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
        r"Rendezvous(?:Timeout|Closed)Error",
        "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived"),
+    _s("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
+       r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
+       r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",
+       "rendezvous_unreachable", ROOT, 2, "NCCL_COMM_ID (the bootstrap root's address) is malformed or not reachable from this host"),
     _s("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
                            "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
@@ -66,8 +70,10 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("own_hostname", ("hostname of the client socket cannot be retrieved", "gethostname"),
        r"hostname of the client socket cannot be retrieved|gethostname\(\) failed",
        "hostname_resolution", ROOT, 2, "this host's own name does not resolve"),
-    _s("ifname_missing", ("Unable to find address for", "no socket interface found", "No usable listening interface", "Unable to find interface"),
-       r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)",
+    _s("ifname_missing", ("Unable to find address for", "no socket interface found", "No usable listening interface", "Unable to find interface",
+                         "no interface found", "no device found"),
+       r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)"
+       r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME",
        "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address"),
     _s("family_mismatch", ("ss_family",),
        r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)",
@@ -75,6 +81,9 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("connect_loopback", ("127.", "::1", "localhost"),
        r"(?:connect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
        "hostname_resolution", ROOT, 1, "a peer advertised a loopback address, so others cannot reach it"),
+    _s("connect_link_local", ("fe80:", "FE80:", "169.254."),
+       r"(?:[Cc]onnect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>[fF][eE]80:[0-9a-fA-F:]{0,40}(?:%[\w.\-]{1,32})?|169\.254\.\d{1,3}\.\d{1,3})\]?(?:<|:| |$)",
+       "wrong_interface", ROOT, 1, "a rank connected to a link-local address, which only reaches hosts on the same link"),
     _s("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
        r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
        "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach"),
@@ -131,18 +140,25 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo|\w+) built in"
        r"|for (?P<backend2>nccl|mpi|ucc) backend, but (?:NCCL|MPI|UCC) support is not compiled",
        "backend_unavailable", ROOT, 1, "init_process_group asked for a backend this torch build does not have"),
-    _s("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH"),
-       r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH",
+    _s("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH",
+                        "exceeded retries", "Software caused connection abort"),
+       r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH"
+       r"|(?:socketStartConnect|socketPollConnect): exceeded retries"
+       r"|Connect to \S{1,300} failed : Software caused connection abort",
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route"),
-    _s("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT"),
-       r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT",
+    _s("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
+       r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
        "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)"),
     # -- shared memory, GPU memory, driver, fabric -------------------------------------------
-    _s("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm"),
+    _s("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm", "failed to extend"),
        r"posix_fallocate failed|[Ee]rror while creating shared memory segment|creating shared memory segment|shm_open\w* failed"
        r"|[Uu]nable to allocate shared memory|/dev/shm\S*.{0,80}(?:No space left|[Pp]ermission denied|too small|failed)"
-       r"|ncclShmOpen|shm\.(?:cc|h):\d+ .{0,40}failed",
+       r"|ncclShmOpen|shm\.(?:cc|h):\d+ .{0,40}failed|failed to extend \S{0,200}shm\S{0,200} to \d+ bytes|Could not map \S{0,200}shm"
+       r"|Error while attaching to shared memory segment|insufficient shared memory \(shm\)",
        "shm_too_small", ROOT, 1, "/dev/shm is too small, full or not writable"),
+    _s("sigbus", ("Bus error", "SIGBUS", "Signal 7 ", "exitcode: -7", "exitcode  : -7", "bus error"),
+       r"Bus error|SIGBUS|Signal 7 \(|exitcode\s*:?\s*-7\b|[Uu]nexpected bus error",
+       "shm_too_small", ROOT, 3, "a process died of SIGBUS: a shared-memory mapping could not be backed (/dev/shm full)"),
     _s("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "MemoryAllocation", "OUT_OF_MEMORY"),
        r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
@@ -157,9 +173,13 @@ SIGNATURES: tuple[Signature, ...] = (
        r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|Cuda failure 802"
        r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed",
        "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric is not ready (nvidia-fabricmanager missing, stopped or in error)"),
-    _s("duplicate_gpu", ("Duplicate GPU",),
-       r"Duplicate GPU detected ?: rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>\w+)",
+    _s("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU"),
+       r"Duplicate GPU detected ?: rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>\w+)"
+       r"|Multiple Ranks are using the same GPU",
        "duplicate_gpu", ROOT, 1, "two ranks use the same GPU"),
+    _s("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
+       r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
+       "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode"),
     _s("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error"),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|cudaError\w+",
        "other", ROOT, 5, "a CUDA call inside NCCL failed"),
@@ -181,18 +201,28 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("gid_table", ("GID[",),
        r"GID\[\s*(?P<idx>\d+)\]:\s+(?P<gid>[0-9a-fA-F:.]+),\s*RoCE\s*(?P<ver>v\d)",
        None, CONTEXT, 9, "a RoCE GID table entry"),
-    _s("ib_async", ("async event", "catastrophic", "port error", "LINK_DOWN"),
-       r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|port error|LINK_DOWN",
+    _s("ib_async", ("async event", "catastrophic", "port error", "LINK_DOWN", "async fatal event"),
+       r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|port error|LINK_DOWN"
+       r"|(?P<dev>[\w\-]{1,32}:\d{1,3}) async fatal event(?: on \w{1,4} \([^)]{0,40}\))?[^:]{0,200}: (?P<what2>[\w ]{1,60})",
        "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)"),
     _s("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry counter"),
        r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
        r"|[Tt]ransport retry counter exceeded|[Rr]etry [Ee]xceeded",
        "hardware_fault", ROOT, 2, "an RDMA work request completed with an error"),
+    _s("ib_incompatible", ("incompatible devices", "is incompatible with the local", "mixed local Net device counts",
+                           "mixed local CollNet device counts"),
+       r"Attempted to (?:connect|merge) incompatible devices|device is incompatible with the local"
+       r"|Detected mixed local (?:Coll)?Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)",
+       "ib_misconfig", ROOT, 2, "the ranks' RDMA NICs do not match (link types mixed, or a different NIC count per node)"),
+    _s("ib_reg_mr", ("ibv_reg_mr", "ibv_reg_dmabuf_mr"),
+       r"(?:Call to )?ibv_reg_(?:dmabuf_)?mr\w* failed with error (?P<err>Bad address|Invalid argument|Operation not permitted|Operation not supported)",
+       "p2p_acs_iommu", ROOT, 3, "registering GPU memory with the NIC (GPUDirect RDMA) failed"),
     _s("acs_iommu", ("ACS", "IOMMU", "DMAR", "AMD-Vi", "VT-d"),
        r"ACSCtl:.{0,40}(?:SrcValid\+|ReqRedir\+|CmpltRedir\+)|\bACS\b.{0,40}enabled|DMAR.{0,40}fault|AMD-Vi.{0,40}(?:IO_PAGE_FAULT|fault)|IOMMU.{0,40}fault",
        "p2p_acs_iommu", ROOT, 2, "PCIe ACS or the IOMMU redirects peer-to-peer traffic"),
-    _s("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported"),
-       r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported",
+    _s("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
+       r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
+       r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
        "p2p_driver_bug", ROOT, 2, "the driver refuses or mishandles GPU peer-to-peer access"),
     # -- NCCL itself ---------------------------------------------------------------------------
     _s("nccl_version_mismatch", ("Mismatched NCCL version", "NCCL version mismatch"),
@@ -205,8 +235,21 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
        "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size"),
     _s("topo_attr", ("Attribute", "XML", "xml"),
-       r"Attribute (?P<attr>\S+) of node (?P<node>\S+) not found|XML (?:[Pp]arse|[Ff]ile) [Ee]rror|[Ee]rror parsing XML",
+       r"Attribute (?P<attr>\S+) of node (?P<node>\S+) not found|XML (?:[Pp]arse|[Ff]ile) [Ee]rror|[Ee]rror parsing XML"
+       r"|XML (?:Topology|Graph) has wrong version",
        "nccl_internal_bug", ROOT, 2, "NCCL could not use the topology description (often an injected NCCL_TOPO_FILE)"),
+    _s("ring_broken", ("does not loop back to start", "does not contain rank"),
+       r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
+       "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)"),
+    _s("peer_mapping", ("peer mapping resources exhausted", "TooManyPeers", "TOO_MANY_PEERS"),
+       r"peer mapping resources exhausted|cudaErrorTooManyPeers|CUDA_ERROR_TOO_MANY_PEERS",
+       "nccl_internal_bug", ROOT, 3, "more GPUs than CUDA lets one GPU map as peers over PCIe (8)"),
+    _s("socket_truncated", ("message truncated : receiving",),
+       r"NET/Socket : (?:peer (?P<peer>\S{1,120}) )?message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
+       "collective_mismatch", ROOT, 2, "a peer sent more data than this rank posted for: the ranks' operations or settings differ"),
+    _s("nccl_error_class", ("internal error", "ncclInternalError"),
+       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report",
+       "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why"),
     _s("nccl_mismatched_collective", ("Mismatched collective",),
        r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
        "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation"),
@@ -227,9 +270,11 @@ SIGNATURES: tuple[Signature, ...] = (
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets"),
     # -- torch / gloo collectives ------------------------------------------------------------------
     _s("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
-                               "op.preamble.length", "inconsistent collective", "Mismatch between collectives"),
+                               "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
+                               "appears not to match", "DDP expects same model"),
        r"[Dd]etected mismatch between collectives|inconsistent collective|CollectiveFingerPrint|collective mismatch"
-       r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes",
+       r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
+       r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes"),
     _s("watchdog_timeout", ("Watchdog caught", "before timing out", "checkTimeout", "ncclCommWatchdog", "Timeout at NCCL work",
                             "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out"),
@@ -240,6 +285,13 @@ SIGNATURES: tuple[Signature, ...] = (
     _s("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),
        r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)",
        "collective_timeout_straggler", ROOT, 4, "a rank waited in the store for rank 0's NCCL unique id until the timeout"),
+    _s("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput"),
+       r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
+       r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms",
+       "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote"),
+    _s("monitored_barrier_peer", ("received errors while waiting for send/recv",),
+       r"received errors while waiting for send/recv from rank (?P<rank>\d+)",
+       "peer_process_died", ROOT, 5, "monitored_barrier got an error from a peer instead of its reply"),
     _s("gloo_recv_timeout", ("Timed out waiting", "operation to complete"),
        r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>recv|send) operation to complete",
        "collective_timeout_straggler", ROOT, 5, "a gloo send/recv did not complete within the timeout"),
@@ -251,10 +303,10 @@ SIGNATURES: tuple[Signature, ...] = (
        "nccl_internal_bug", ROOT, 5, "a serving engine's workers stopped answering inside a model step"),
     _s("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
                      "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
-                     "connection abort", "Proxy Call to rank"),
+                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes"),
        r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
-       r"|Proxy Call to rank \d+ failed",
+       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset"),
     _s("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
