@@ -417,7 +417,8 @@ class NodeRun:
         yield RunFinished(agg)
 
     def job_section(self) -> dict[str, Any]:
-        return {**self.job.to_dict(), "store_error": self.store_error, "notes": list(self.notes)}
+        # The launcher's notes (the defaults taken for MASTER_ADDR / MASTER_PORT) first, then the run's own.
+        return {**self.job.to_dict(), "store_error": self.store_error, "notes": [*self.job.notes, *self.notes]}
 
     def _own_findings(self) -> list[CheckResult]:
         """A non-zero node's own view of the gather: whether its results could reach node 0."""
