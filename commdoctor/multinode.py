@@ -349,12 +349,10 @@ class NodeRun:
         job = self.job
         cross: list[Any] = []
         if job.coordinator and job.single_node:
-            from commdoctor.checks.multinode import GatherCheck
+            from commdoctor.checks.multinode import OneNodeGatherCheck
 
             # One node: nothing to compare across nodes; only whether every local rank came.
-            gather = GatherCheck()
-            gather.title = "Every process of the job checked in"
-            cross = [gather]
+            cross = [OneNodeGatherCheck()]
         elif job.coordinator:
             from commdoctor.checks.multinode import MN_CHECKS
 

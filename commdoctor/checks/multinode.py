@@ -163,6 +163,16 @@ class GatherCheck(Check):
             run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}")
 
 
+class OneNodeGatherCheck(GatherCheck):
+    """The gather check of a job on one node (several processes): the same check and codes, titled for it.
+
+    Not registered on its own (``mn.gather`` is): ``commdoctor.multinode`` runs it in place of the
+    cross-node checks when the job has one node.
+    """
+
+    title = "Every process of the job checked in"
+
+
 class VersionsCheck(Check):
     """torch, NCCL, CUDA and the GPU driver are the same on every node.
 
