@@ -4,9 +4,9 @@ Promise: pure functions of an environment mapping (and, optionally, the
 launcher's command line); nothing here touches the network or imports torch.
 ``detect`` says whether ``commdoctor run`` was started by torchrun, srun or
 mpirun (Open MPI or a PMI launcher such as MPICH's hydra) across more than one
-node, which node it is on, whether it is that
-node's leader (local rank 0: the one process per node that does the node's
-work) and where the job's store is.
+node, or with several processes on one node, which node it is on, whether it
+is that node's leader (local rank 0: the one process per node that does the
+node's work) and where the job's store is.
 
 Where the store is (docs/multinode.md):
 
@@ -16,6 +16,9 @@ Where the store is (docs/multinode.md):
 - srun, mpirun: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT.
   Both are required, except under Slurm, where MASTER_ADDR defaults to the
   first host of SLURM_JOB_NODELIST and MASTER_PORT to 29500.
+- one node (several processes, ``Job.single_node``): srun and mpirun need
+  neither: MASTER_ADDR defaults to 127.0.0.1 (every process is on this host)
+  and MASTER_PORT to 29500.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ class Job:
     def leader(self) -> bool:
         """Local rank 0 does the node's work; other local ranks only check in."""
         return self.local_rank == 0
+
+    @property
+    def single_node(self) -> bool:
+        """Several processes on one node: local rank 0 checks the host, nothing is compared across nodes."""
+        return self.expected_nodes <= 1
 
     @property
     def coordinator(self) -> bool:
@@ -137,7 +145,13 @@ def _nnodes_max(text: str | None) -> int | None:
 
 def detect(env: Mapping[str, str], agent_argv: Sequence[str] | None = None,
            node_names: Sequence[str] = ()) -> Job | None:
-    """The job this process belongs to, or None when it is not part of a job of more than one node.
+    """The job this process belongs to, or None when it is alone: one process on one node.
+
+    A job of one node with several processes (``torchrun --standalone
+    --nproc-per-node 2``, ``srun -N1 -n4``, ``mpirun -np 2`` on one host) is a
+    job too (``Job.single_node``): its local rank 0 checks the host and the
+    others only check in, so the host gets one report instead of one per
+    process.
 
     ``agent_argv``: torchrun's command line (the parent process), which holds
     ``--nnodes MIN:MAX`` when workers cannot see it. ``node_names``: host names
@@ -149,11 +163,29 @@ def detect(env: Mapping[str, str], agent_argv: Sequence[str] | None = None,
         return None
     names = tuple(node_names) or job.node_names
     expected = max(job.expected_nodes, len(names) if node_names else 0, job.nnodes)
-    if expected <= 1:
+    if expected <= 1 and job.local_world_size <= 1:
         return None
     from dataclasses import replace
 
-    return replace(job, node_names=names, expected_nodes=expected)
+    job = replace(job, node_names=names, expected_nodes=expected)
+    if expected <= 1 and job.launcher != "torchrun":
+        job = _one_node_store(job, env)
+    return job
+
+
+def _one_node_store(job: Job, env: Mapping[str, str]) -> Job:
+    """srun / mpirun on one node: every process is on this host, so the store needs no address from the user."""
+    from dataclasses import replace
+
+    notes = [n for n in job.notes if not n.startswith("MASTER_ADDR unset")]
+    addr, port = job.master_addr, job.master_port
+    if not (env.get("MASTER_ADDR") or "").strip():
+        addr = "127.0.0.1"
+        notes.append("MASTER_ADDR unset: 127.0.0.1 (one node)")
+    if port is None:
+        port = DEFAULT_PORT
+        notes.append(f"MASTER_PORT unset: {DEFAULT_PORT}")
+    return replace(job, master_addr=addr, master_port=port, problem=None, notes=tuple(notes))
 
 
 def _detect(env: Mapping[str, str], agent_argv: Sequence[str] | None) -> Job | None:

@@ -23,6 +23,12 @@ and leave):
 5. every node runs the local checks (trimmed: one local bandwidth size) and
    publishes its report; node 0 waits, then runs the cross-node checks
    (commdoctor.checks.multinode) and writes one report with every node.
+
+A job of one node with several processes (``Job.single_node``: torchrun
+``--standalone --nproc-per-node N``, ``srun -N1``, ``mpirun`` on one host) takes
+the same path with one node: steps 3 and 4 have nobody to talk to and are
+left out, the local checks keep their full process-group test, and the only
+cross-node check run is the gather (whether every local rank checked in).
 """
 
 from __future__ import annotations
@@ -342,16 +348,27 @@ class NodeRun:
 
         job = self.job
         cross: list[Any] = []
-        if job.coordinator:
+        if job.coordinator and job.single_node:
+            from commdoctor.checks.multinode import OneNodeGatherCheck
+
+            # One node: nothing to compare across nodes; only whether every local rank came.
+            cross = [OneNodeGatherCheck()]
+        elif job.coordinator:
             from commdoctor.checks.multinode import MN_CHECKS
 
             cross = sorted((c() for c in MN_CHECKS), key=lambda c: c.stage.order)
         if self.open_store():
             try:
-                self.say(f"node {job.node} ({self.host}): joined the job's store at {job.master_addr}:{job.master_port}")
+                if job.single_node:
+                    self.say(f"rank {job.rank} (local rank 0 of {job.local_world_size} on {self.host}): checks this "
+                             f"host for the job; the other local ranks check in at "
+                             f"{job.master_addr}:{job.master_port}")
+                else:
+                    self.say(f"node {job.node} ({self.host}): joined the job's store at "
+                             f"{job.master_addr}:{job.master_port}")
                 self.join(ctx)
                 self.wait_roster()
-                if self.roster:
+                if self.roster and not job.single_node:
                     self.say(f"node {job.node}: {len(self.roster['members'])} of {job.expected_nodes} nodes present")
                     self.mesh()
                     members = self.plan_bandwidth()
@@ -398,7 +415,8 @@ class NodeRun:
         yield RunFinished(agg)
 
     def job_section(self) -> dict[str, Any]:
-        return {**self.job.to_dict(), "store_error": self.store_error, "notes": list(self.notes)}
+        # The launcher's notes (the defaults taken for MASTER_ADDR / MASTER_PORT) first, then the run's own.
+        return {**self.job.to_dict(), "store_error": self.store_error, "notes": [*self.job.notes, *self.notes]}
 
     def _own_findings(self) -> list[CheckResult]:
         """A non-zero node's own view of the gather: whether its results could reach node 0."""
@@ -458,9 +476,10 @@ class NodeRun:
             res = run_one(c, mctx)
             mctx.results[c.name] = res
             agg.results.append(res)
-        agg.environment["nodes"] = len([n for n in nodes if n["status"] == "reported"])
-        agg.job = self.job_section()
-        agg.nodes = [_public(n) for n in nodes]
+        agg.job = {**self.job_section(), "checkins": data["checkins"]}
+        if not job.single_node:  # one node: no table of nodes, the job section says it all
+            agg.environment["nodes"] = len([n for n in nodes if n["status"] == "reported"])
+            agg.nodes = [_public(n) for n in nodes]
         if self.store is not None:
             try:
                 self.store.put("done", {"time": time.time()})
@@ -471,7 +490,7 @@ class NodeRun:
     def checkins(self, nodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """The local ranks > 0 of each reporting node, and which of them never checked in (bounded wait)."""
         lws = self.job.local_world_size
-        out: dict[str, Any] = {"local_world_size": lws, "missing": {}}
+        out: dict[str, Any] = {"local_world_size": lws, "checked_in": {}, "missing": {}}
         if lws <= 1 or self.store is None:
             return out
         want: dict[int, list[int]] = {}
@@ -480,11 +499,14 @@ class NodeRun:
             if n["status"] == "reported" and isinstance(rank, int):
                 want[n["node"]] = [rank + k for k in range(1, lws)]
         keys = [f"checkin/{r}" for rs in want.values() for r in rs]
-        have = self.store.wait(keys, time.monotonic() + 5.0)  # they check in at start: long since done or never
+        # They check in at start: long since done, late (the join timeout, from our own start, covers a slow
+        # start as it does for nodes), or never.
+        have = self.store.wait(keys, max(self.t0 + self.join_timeout, time.monotonic() + 5.0))
         for i, rs in want.items():
             gone = [r for r in rs if f"checkin/{r}" not in have]
             if gone:
                 out["missing"][str(i)] = gone
+            out["checked_in"][str(i)] = [r for r in rs if f"checkin/{r}" in have]
         return out
 
     def node_record(self, i: int, local: Report) -> dict[str, Any]:
@@ -632,8 +654,12 @@ def checkin(job: Job, say: Callable[[str], None]) -> int:
     except (StoreError, Exception) as e:  # noqa: BLE001 - said, and the exit code shows it
         say(f"rank {job.rank}: could not check in with the job's store: {e}")
         return 1
-    say(f"rank {job.rank} (local rank {job.local_rank} on node {job.node}): local rank 0 checks this node; "
-        "results go to node 0")
+    if job.single_node:
+        say(f"rank {job.rank} (local rank {job.local_rank} of {job.local_world_size}): checked in; local rank 0 "
+            "checks this host and prints the report")
+    else:
+        say(f"rank {job.rank} (local rank {job.local_rank} on node {job.node}): local rank 0 checks this node; "
+            "results go to node 0")
     return 0
 
 

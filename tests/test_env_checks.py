@@ -21,13 +21,14 @@ def clean_env(**kw: str) -> dict[str, str]:
     return env
 
 
-def run_env(select: str, prefix: list[str] | None = None, **kw: str):  # type: ignore[no-untyped-def]
+def run_env(select: str, prefix: list[str] | None = None, extra: tuple[str, ...] = (),  # type: ignore[no-untyped-def]
+            **kw: str):
     p_env = clean_env(**kw)
     # env -i: the child sees exactly p_env (run_cli would lay os.environ back over it).
     import json
 
     argv = [*(prefix or []), "env", "-i", *[f"{k}={v}" for k, v in p_env.items()],
-            sys.executable, "-m", "commdoctor", "run", "--select", select, "--json"]
+            sys.executable, "-m", "commdoctor", "run", "--select", select, "--json", *extra]
     from tests.conftest import REPO
 
     p = subprocess.run(argv, capture_output=True, text=True, timeout=180, cwd=str(REPO))
@@ -109,16 +110,19 @@ def test_malformed_master_addr_port_and_non_integer_rank() -> None:
 
 
 def test_world_size_that_differs_from_srun_tasks() -> None:
-    doc, _ = run_env("ENV02", RANK="0", WORLD_SIZE="8", MASTER_ADDR="n1", MASTER_PORT="29500",
-                     SLURM_JOB_ID="7", SLURM_PROCID="0", SLURM_NTASKS="4")
+    # One process of what reads as a one-node srun job: checked alone (else it would wait for tasks 1-3 to check in).
+    doc, _ = run_env("ENV02", extra=("--this-node-only",), RANK="0", WORLD_SIZE="8", MASTER_ADDR="n1",
+                     MASTER_PORT="29500", SLURM_JOB_ID="7", SLURM_PROCID="0", SLURM_NTASKS="4")
     f = findings(doc, "ENV025")[0]
     assert f["title"] == "WORLD_SIZE=8 but srun started 4 tasks" and f["cause"] == "launcher_misconfig"
     assert result(doc, "env.launcher")["summary"].startswith("slurm, rank 0 of 8")
 
 
 def test_healthy_torchrun_context_has_no_finding() -> None:
-    doc, p = run_env("ENV02", RANK="1", WORLD_SIZE="2", LOCAL_RANK="1", LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT="29500", TORCHELASTIC_RUN_ID="abc", GROUP_RANK="0")
+    # Local rank 1 of a one-node torchrun job, checked alone (in the job it would only check in with local rank 0).
+    doc, p = run_env("ENV02", extra=("--this-node-only",), RANK="1", WORLD_SIZE="2", LOCAL_RANK="1",
+                     LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500", TORCHELASTIC_RUN_ID="abc",
+                     GROUP_RANK="0")
     assert p.returncode == 0 and findings(doc) == []
     assert result(doc, "env.launcher")["summary"] == "torchrun, rank 1 of 2, local rank 1 of 2, master 127.0.0.1:29500"
 

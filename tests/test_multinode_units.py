@@ -44,9 +44,39 @@ def test_torchrun_elastic_range_from_the_agents_command_line() -> None:
     assert named is not None and named.node_names == ("h1", "h2", "h3")
 
 
-def test_single_node_is_not_a_job() -> None:
-    assert detect({**TORCHRUN, "WORLD_SIZE": "2", "GROUP_WORLD_SIZE": "1", "GROUP_RANK": "0", "RANK": "0"}) is None
+def test_one_process_alone_is_not_a_job() -> None:
+    assert detect({**TORCHRUN, "WORLD_SIZE": "1", "LOCAL_WORLD_SIZE": "1", "GROUP_WORLD_SIZE": "1", "GROUP_RANK": "0",
+                   "RANK": "0"}) is None
+    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NNODES": "1"}) is None
+    assert detect({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"}) is None
+    assert detect({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}) is None
     assert detect({}) is None
+
+
+def test_several_processes_on_one_node_are_a_one_node_job() -> None:
+    """torchrun --standalone --nproc-per-node 2: local rank 0 leads (and coordinates), local rank 1 checks in."""
+    one = {**TORCHRUN, "WORLD_SIZE": "2", "GROUP_WORLD_SIZE": "1", "GROUP_RANK": "0", "RANK": "0", "LOCAL_RANK": "0"}
+    job = detect(one)
+    assert job is not None and job.single_node and job.coordinator and (job.nnodes, job.expected_nodes) == (1, 1)
+    other = detect({**one, "RANK": "1", "LOCAL_RANK": "1"})
+    assert other is not None and other.single_node and not other.leader
+    # torchrun --nnodes 1:2 on one node is still a (possibly) two-node job
+    argv = ["torchrun", "--nnodes", "1:2", "--nproc-per-node", "2", "-m", "commdoctor", "run"]
+    assert not detect(one, agent_argv=argv).single_node  # type: ignore[union-attr]
+
+
+def test_srun_and_mpirun_on_one_node_need_no_master_addr() -> None:
+    mpi = detect({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+                  "OMPI_COMM_WORLD_LOCAL_SIZE": "2"})
+    assert mpi is not None and mpi.single_node and mpi.problem is None and not mpi.leader
+    assert (mpi.master_addr, mpi.master_port) == ("127.0.0.1", 29500) and "MASTER_ADDR unset: 127.0.0.1 (one node)" in mpi.notes
+    slurm = detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_NNODES": "1",
+                    "SLURM_JOB_NODELIST": "gpu-07", "MASTER_PORT": "29611"})
+    assert slurm is not None and slurm.single_node and slurm.hosts_store and slurm.local_world_size == 4
+    assert (slurm.master_addr, slurm.master_port) == ("127.0.0.1", 29611)
+    given = detect({"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2",
+                    "MASTER_ADDR": "n1", "MASTER_PORT": "1234"})
+    assert given is not None and (given.master_addr, given.master_port, given.notes) == ("n1", 1234, ())
 
 
 def test_slurm_defaults_from_the_node_list() -> None:

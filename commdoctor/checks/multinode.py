@@ -69,7 +69,11 @@ class GatherCheck(Check):
         local checks started, local checks done, reported), so a node that
         stops half way is named with the last stage seen and when. With
         several processes per node, local ranks other than 0 only check in;
-        one that never does is named too.
+        one that never does (within ``--join-timeout`` of local rank 0's
+        start, or 5 s after its local checks) is named too. A job on one
+        node with several processes (``torchrun --standalone
+        --nproc-per-node N``) is checked this way too: local rank 0 checks
+        the host and this check says whether every other process checked in.
     Why it matters:
         A node that never joins makes every other rank wait in
         ``init_process_group`` until its timeout, with no word about which
@@ -139,15 +143,34 @@ class GatherCheck(Check):
                                    evidence=[Evidence("store", f"node/{i}/last = {last}")])
             else:
                 ok.append(n["host"])
-        for i_text, ranks in ((d.get("checkins") or {}).get("missing") or {}).items():
+        one_node = job.get("expected_nodes", 2) <= 1
+        checkins = d.get("checkins") or {}
+        for i_text, ranks in (checkins.get("missing") or {}).items():
             n = next((x for x in d["nodes"] if str(x["node"]) == i_text), None)
             if n is None:
                 continue
-            yield self.finding("MN003", rank_list=", ".join(map(str, ranks)), who=f"{n['host']} (node {n['node']})",
+            yield self.finding("MN003", rank_list=", ".join(map(str, ranks)),
+                               who=n["host"] if one_node else f"{n['host']} (node {n['node']})",
                                ranks=ranks, hosts=[n["host"]],
                                evidence=[Evidence("store", f"no key checkin/{r}") for r in ranks])
         run.data["nodes"] = {n["host"]: n["status"] for n in d["nodes"]}
-        run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}")
+        if one_node:
+            lws = int(checkins.get("local_world_size") or job.get("local_world_size") or 1)
+            came = 1 + sum(len(v) for v in (checkins.get("checked_in") or {}).values())
+            run.summary(f"{came} of {lws} processes on {', '.join(ok) or '?'} checked in "
+                        f"({job.get('launcher', '?')} job on one node)")
+        else:
+            run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}")
+
+
+class OneNodeGatherCheck(GatherCheck):
+    """The gather check of a job on one node (several processes): the same check and codes, titled for it.
+
+    Not registered on its own (``mn.gather`` is): ``commdoctor.multinode`` runs it in place of the
+    cross-node checks when the job has one node.
+    """
+
+    title = "Every process of the job checked in"
 
 
 class VersionsCheck(Check):

@@ -30,13 +30,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--job-backend", default="", metavar="SPEC",
                    help="the backend your job passes to init_process_group (nccl, gloo, or a map such as "
                         "cpu:gloo,cuda:nccl), checked against this host")
-    g = p.add_argument_group("multi-node (under torchrun, srun or mpirun with more than one node; docs/multinode.md)")
+    g = p.add_argument_group("jobs (under torchrun, srun or mpirun with more than one node or more than one "
+                             "process; docs/multinode.md)")
     g.add_argument("--join-timeout", type=float, default=30.0, metavar="S",
-                   help="how long node 0 waits for the other nodes to join (default 30)")
+                   help="how long node 0 waits for the other nodes, and local rank 0 for the other local ranks, "
+                        "to join (default 30)")
     g.add_argument("--expect-hosts", default="", metavar="HOSTS",
                    help="comma-separated host names of the nodes, in node order: names a node that never joins")
     g.add_argument("--this-node-only", action="store_true",
-                   help="under a multi-node launcher, check this node alone (no gathering at node 0)")
+                   help="under a launcher, every process checks its host alone and prints its own report "
+                        "(no gathering at node 0 or local rank 0)")
     add_output_arguments(p)
     watch.add_run_arguments(p)  # --attach, and "run -- torchrun ...": the hang mode (commands/watch.py)
     add_tui_arguments(p, default=True)
@@ -69,7 +72,8 @@ def options_from(args: argparse.Namespace) -> Options:
 
 
 def job_of(args: argparse.Namespace) -> Job | None:
-    """The multi-node job this process is part of (its launcher's variables), or None."""
+    """The job this process is part of (its launcher's variables): several nodes, or several processes on one
+    node; None for one process alone, with --this-node-only, or when the job's store cannot be found."""
     import os
 
     from commdoctor import jobctx
@@ -84,8 +88,9 @@ def job_of(args: argparse.Namespace) -> Job | None:
         # Check this node alone; the launcher check (ENV022) says what is missing.
         import sys
 
-        print(f"commdoctor: node {job.node} of a {job.expected_nodes}-node {job.launcher} job, checked alone: "
-              f"{job.problem}", file=sys.stderr, flush=True)
+        where = (f"rank {job.rank} of a {job.world_size}-process {job.launcher} job on one node" if job.single_node
+                 else f"node {job.node} of a {job.expected_nodes}-node {job.launcher} job")
+        print(f"commdoctor: {where}, checked alone: {job.problem}", file=sys.stderr, flush=True)
         return None
     return job
 
@@ -122,7 +127,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def main_job(args: argparse.Namespace, job: Job) -> int:
-    """One node of a multi-node job: check this node, then node 0 gathers everyone's results."""
+    """One process of a job: local rank 0 checks its node, node 0 gathers every node's results; other local ranks
+    check in and print one line. A job on one node is the same with one node: one report, from local rank 0."""
     import sys
 
     from commdoctor import __version__, multinode
@@ -139,13 +145,18 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     if not job.leader:
         return multinode.checkin(job, say)
     opts = options_from(args)
-    opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
+    if not job.single_node:  # across nodes the cross-node test measures the network; on one node this is it
+        opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     ctx = Context(options=opts, facts=Facts(live_providers()))
     node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say)
     events = node.events(checks, ctx)
     if job.coordinator:
-        heading = f"commdoctor {__version__}: checking a {job.expected_nodes}-node {job.launcher} job from node 0"
+        if job.single_node:
+            heading = (f"commdoctor {__version__}: checking this host for a {job.world_size}-process "
+                       f"{job.launcher} job, from local rank 0")
+        else:
+            heading = f"commdoctor {__version__}: checking a {job.expected_nodes}-node {job.launcher} job from node 0"
         # The TUI only when asked: under a launcher several processes share one terminal.
         if args.tui is None:
             args.tui = False
