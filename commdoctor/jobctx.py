@@ -165,6 +165,10 @@ def detect(env: Mapping[str, str], agent_argv: Sequence[str] | None = None,
     expected = max(job.expected_nodes, len(names) if node_names else 0, job.nnodes)
     if expected <= 1 and job.local_world_size <= 1:
         return None
+    if expected <= 1 and job.launcher == "slurm" and not (env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")):
+        # A batch script run without srun sees the allocation's SLURM_NTASKS too, but it is one
+        # process: only an srun step (which sets the step id) has the other tasks to wait for.
+        return None
     from dataclasses import replace
 
     job = replace(job, node_names=names, expected_nodes=expected)

@@ -71,13 +71,22 @@ def test_srun_and_mpirun_on_one_node_need_no_master_addr() -> None:
     assert mpi is not None and mpi.single_node and mpi.problem is None and not mpi.leader
     assert (mpi.master_addr, mpi.master_port) == ("127.0.0.1", 29500) and "MASTER_ADDR unset: 127.0.0.1 (one node)" in mpi.notes
     slurm = detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_NNODES": "1",
-                    "SLURM_JOB_NODELIST": "gpu-07", "MASTER_PORT": "29611"})
+                    "SLURM_JOB_NODELIST": "gpu-07", "MASTER_PORT": "29611", "SLURM_STEP_ID": "0"})
     assert slurm is not None and slurm.single_node and slurm.hosts_store and slurm.local_world_size == 4
     assert (slurm.master_addr, slurm.master_port) == ("127.0.0.1", 29611)
     given = detect({"PMI_RANK": "0", "PMI_SIZE": "2", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2",
                     "MASTER_ADDR": "n1", "MASTER_PORT": "1234"})
     assert given is not None and (given.master_addr, given.master_port, given.notes) == ("n1", 1234, ())
 
+
+
+def test_a_batch_script_on_one_node_is_not_a_job() -> None:
+    """sbatch --ntasks=4 runs the script once, with the allocation's SLURM_NTASKS: no srun step id, so
+    there are no other tasks to wait for; under srun (step id set) the same variables are a job."""
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_NNODES": "1",
+           "SLURM_JOB_NODELIST": "gpu-07", "SLURM_JOB_ID": "12"}
+    assert detect(env) is None
+    assert detect({**env, "SLURM_STEPID": "0"}) is not None
 
 def test_slurm_defaults_from_the_node_list() -> None:
     env = {"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_NNODES": "2", "SLURM_NODEID": "1",

@@ -139,7 +139,7 @@ def test_srun_task_never_started_is_named_within_the_join_timeout() -> None:
     """srun -N1 -n3 where task 2 never starts: local rank 0 names it after --join-timeout, and does not hang."""
     port = _port()
     env = _env(SLURM_PROCID="0", SLURM_NTASKS="3", SLURM_LOCALID="0", SLURM_NNODES="1", SLURM_NODEID="0",
-               SLURM_JOB_ID="9", MASTER_PORT=str(port))
+               SLURM_JOB_ID="9", SLURM_STEP_ID="0", MASTER_PORT=str(port))
     lead = _spawn(env, "--join-timeout", "4")
     one = _spawn({**env, "SLURM_PROCID": "1", "SLURM_LOCALID": "1"}, "--join-timeout", "4")
     (out0, err0, rc0), (out1, err1, rc1) = _finish([lead, one])
