@@ -142,3 +142,36 @@ class Salvaging(io.RawIOBase):
                     self._under.close()
             finally:
                 super().close()
+
+
+class Utf16ToUtf8(io.RawIOBase):
+    """A UTF-16 byte stream (with its BOM) read as UTF-8, chunk by chunk (PowerShell's ``>`` writes UTF-16)."""
+
+    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None) -> None:
+        import codecs
+
+        self._inner = inner
+        self._under = under
+        self._dec = codecs.getincrementaldecoder("utf-16")("replace")
+        self._out = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._out and not self._eof:
+            chunk = self._inner.read(65536)
+            self._eof = not chunk
+            self._out = self._dec.decode(chunk, final=self._eof).encode("utf-8", "replace")
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._inner.close()
+            finally:
+                super().close()

@@ -179,3 +179,31 @@ def test_report_bundle_names_special_files_and_does_not_wait_on_them(tmp_path: P
     assert "dangling.log: No such file or directory (a dangling symlink)" in md
     assert "/dev/zero: a device" in md
     assert "out of memory" in md
+
+
+@pytest.mark.parametrize("name, encode", [
+    # Lines ended by a lone CR, longer than one 16 kB "line": the failure sits after the cut.
+    ("cr.log", lambda text: (_filler(400).decode() + text).replace("\n", "\r").encode()),
+    # PowerShell's `>` writes UTF-16 with a byte-order mark.
+    ("utf16.log", lambda text: text.encode("utf-16")),
+])
+def test_lone_cr_and_utf16_logs_are_read_line_by_line(tmp_path: Path, name: str, encode) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / name
+    f.write_bytes(encode(OOM_LOG))
+    doc = _json(p := run_cli("logs", str(f), "--json", timeout=60))
+    assert p.returncode == 1
+    first = doc["findings"][0]
+    assert first["code"] == "LOG031" and first["ranks"] == [1]
+    assert first["evidence"][0]["line"] == (406 if name == "cr.log" else 6)
+
+
+def test_a_claimed_world_of_ten_million_ranks_costs_nothing(tmp_path: Path) -> None:
+    f = tmp_path / "w.log"
+    f.write_text("nodeA:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 9999999 cudaDev 0 busId 1000 - Init START\n"
+                 "[I] GLOBAL_RANK: 0, MEMBER: 1/9999999\n")
+    t0 = time.monotonic()
+    doc = _json(p := run_cli("logs", str(f), "--json", timeout=60))
+    # It took 10 s and 2 GB (set(range(world))); now well under a second of work. The bound is generous for a busy box.
+    assert time.monotonic() - t0 < 8
+    f62 = next(x for x in doc["findings"] if x["code"] == "LOG062")
+    assert "of 9999999" in f62["title"] and "missing: 1, 2, 3" in f62["title"]

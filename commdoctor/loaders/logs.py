@@ -30,7 +30,7 @@ from commdoctor.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
 from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
-from commdoctor.safeopen import Salvaging, kind_of, open_input
+from commdoctor.safeopen import Salvaging, Utf16ToUtf8, kind_of, open_input
 
 MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
 MAX_COMMS = 4096
@@ -697,6 +697,10 @@ def _open(path: str, st: InputStat) -> BinaryIO:
         st.compression = "xz"
         inner = lzma.LZMAFile(raw)  # type: ignore[assignment]
     if inner is None:
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff") and path != "-":
+            # A UTF-16 log (its byte-order mark first): every other byte is NUL, nothing would match.
+            st.compression = "utf-16"
+            return io.BufferedReader(Utf16ToUtf8(raw))  # type: ignore[return-value]
         return raw
     # Decoded chunk by chunk, so a truncated archive (a node that died while writing) gives every line before the cut.
     return Salvaging(inner, None if path == "-" else raw)  # type: ignore[return-value]
