@@ -207,3 +207,27 @@ def test_a_claimed_world_of_ten_million_ranks_costs_nothing(tmp_path: Path) -> N
     assert time.monotonic() - t0 < 8
     f62 = next(x for x in doc["findings"] if x["code"] == "LOG062")
     assert "of 9999999" in f62["title"] and "missing: 1, 2, 3" in f62["title"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("run", "--select", "NOPE"), "no code starts with 'NOPE'"),  # ran nothing and said "healthy", exit 0
+    (("logs", "-", "--ignore", "LOG9"), "no code starts with 'LOG9'"),
+    (("explain", "XYZ999"), "no code or check named 'XYZ999'"),
+    (("checks", "extra"), "unrecognized arguments: extra"),
+    (("nope",), "invalid choice: 'nope'"),
+    (("hang", "--pid", "abc"), "give process ids as numbers"),
+])
+def test_usage_errors_are_one_clear_line_and_exit_2(argv: tuple[str, ...], words: str) -> None:
+    p = run_cli(*argv, input="", timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    errors = [ln for ln in p.stderr.splitlines() if ln.startswith("commdoctor: error:")]
+    assert len(errors) == 1 and words in errors[0] and "Traceback" not in p.stderr
+
+
+def test_hang_on_a_pid_that_does_not_exist_is_bounded_and_says_so() -> None:
+    pid = 4_000_000  # above Linux's pid_max limit (2^22): never a live process
+    t0 = time.monotonic()
+    p = run_cli("hang", "--pid", str(pid), "--json", timeout=60)
+    assert time.monotonic() - t0 < 30 and "Traceback" not in p.stderr
+    doc = _json(p)
+    assert p.returncode in (0, 1) and any(str(pid) in x["title"] for x in doc["findings"]), doc["findings"]
