@@ -36,6 +36,20 @@ ENV_DIR = "COMMDOCTOR_HOOKS_DIR"
 FILE_PREFIX = "hooks-rank"
 
 
+#: Ranks and world sizes beyond this are damage, not a job (the largest jobs have some 10^5 ranks).
+MAX_WORLD = 1 << 22
+
+
+def _rank(v: Any) -> int | None:
+    """A record's rank: a non-negative int below MAX_WORLD, else None (bool, float, text, huge: damaged)."""
+    return v if type(v) is int and 0 <= v < MAX_WORLD else None
+
+
+def world_size(v: Any) -> int | None:
+    """A header's world size when it is a plausible one, else None."""
+    return v if type(v) is int and 0 < v <= MAX_WORLD else None
+
+
 def record_path(directory: str, rank: int) -> str:
     return os.path.join(directory, f"{FILE_PREFIX}{rank}.jsonl")
 
@@ -116,16 +130,30 @@ def with_rotated(files: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON and no writer of ours emits them: the line is damaged.
+    raise ValueError(f"{name} is not a number a record holds")
+
+
 def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | None]:
-    """Yield each parsed line of a records file, or None for a line that is not a record."""
+    """Yield each parsed line of a records file, or None for a line that is not a record.
+
+    Memory stays bounded by ``max_line`` whatever the file holds: an over-long
+    line (binary junk without newlines) is skipped in ``max_line`` steps.
+    """
     with open(path, "rb") as f:
-        for raw in f:
-            if len(raw) > max_line:
+        while True:
+            raw = f.readline(max_line + 1)
+            if not raw:
+                break
+            if len(raw) > max_line and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
+                    raw = f.readline(max_line + 1)
                 yield None
                 continue
             try:
-                d = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+                d = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 yield None
                 continue
             if not isinstance(d, dict) or d.get("schema") != SCHEMA:
@@ -151,9 +179,8 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
             if d is None:
                 bad += 1
                 continue
-            try:
-                rank = int(d["rank"])
-            except (KeyError, TypeError, ValueError):
+            rank = _rank(d.get("rank"))
+            if rank is None:
                 bad += 1
                 continue
             prog = out.setdefault(rank, RankProgress(rank=rank, path=path))
@@ -161,7 +188,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
             kind = d.get("kind")
             try:
                 if kind == "header":
-                    prog.host, prog.pid, prog.world_size = d.get("host"), d.get("pid"), d.get("world_size")
+                    prog.host, prog.pid, prog.world_size = d.get("host"), d.get("pid"), world_size(d.get("world_size"))
                 elif kind == "enter":
                     prog.last_entered = CallRecord.from_dict(d)
                 elif kind == "exit":
@@ -170,7 +197,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
                     prog.mismatches.append(d)
                 elif kind == "warning":
                     prog.warnings.append(str(d.get("message", "")))
-            except TypeError:
+            except (TypeError, ValueError):
                 bad += 1
         if prog is not None:
             prog.bad_lines += bad

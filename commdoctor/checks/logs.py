@@ -55,6 +55,18 @@ class Cand:
     severity: Severity | None = None
 
 
+
+def _missing(world: int, seen: Any, limit: int = 64) -> list[int]:
+    """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
+    and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""
+    out: list[int] = []
+    for r in range(world):
+        if r not in seen:
+            out.append(r)
+            if len(out) >= limit:
+                break
+    return out
+
 def _ranks_hosts(hits: list[Any]) -> tuple[set[int], set[str]]:
     ranks = {h.ev.rank for h in hits if h.ev.rank is not None}
     hosts = {h.ev.host for h in hits if h.ev.host}
@@ -465,7 +477,7 @@ def diagnose(m: Any) -> list[Cand]:
     known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
     world = max(known) + 1 if known else 0
     waited = {h.ev.rank for h in hs("gloo_recv_timeout") if h.ev.rank is not None}
-    if world >= 2 and waited >= set(range(world)):
+    if world >= 2 and len(waited) >= world and all(r in waited for r in range(world)):
         out.append(_cand("LOG050", "collective_mismatch", 5, hs("gloo_recv_timeout"),
                          detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "
                                 "were in collectives that do not pair up (a different operation, size or order).",
@@ -584,7 +596,7 @@ def diagnose(m: Any) -> list[Cand]:
         out.append(Cand("LOG042", "environment_misconfig", 8, 10**9, list(vals.values())[:4], weak=True,
                         params={"var": var, "values": ", ".join(sorted(vals)[:4])}))
     for world, seen in m.members.items():
-        missing = sorted(set(range(world)) - set(seen))
+        missing = _missing(world, seen)
         if missing and len(seen) < world:
             out.append(Cand("LOG062", "launcher_misconfig", 3, 0, list(seen.values())[:4],
                             params={"what": f"only global rank(s) {', '.join(map(str, sorted(seen)))} of {world} ever started"
@@ -760,7 +772,7 @@ def _watchdog(m: Any, found: list[Cand]) -> list[Cand]:
             who = f"rank {', '.join(map(str, sorted(late)))} enqueued the fewest collectives (last {low}): it is the straggler"
             evs = [progress[r][2] for r in sorted(late)][:2] + evs
     if not who and world and timed:
-        missing = sorted(set(range(world)) - set(timed))
+        missing = _missing(world, timed)
         if missing:
             late = set(missing)
             who = f"rank(s) {', '.join(map(str, missing[:8]))} never logged a timeout: the straggler is among them"

@@ -33,6 +33,15 @@ def prefixes(text: str) -> tuple[str, ...]:
     for p in out:
         if not p.replace("_", "").isalnum():
             raise CommDoctorError(f"{p!r} is not a code prefix (codes look like ENV030; prefixes like ENV or PG00)")
+    if out:
+        # A prefix no code starts with is a typo: running nothing and saying "healthy" would hide it.
+        from commdoctor.checks import BUILTIN_CHECKS
+
+        codes = {r.code for c in BUILTIN_CHECKS for r in c.rules}
+        for p in out:
+            if not any(code.startswith(p) for code in codes):
+                raise CommDoctorError(f"no code starts with {p!r}; 'commdoctor checks' lists them all "
+                                      "(prefixes like ENV, PG00, LOG031)")
     return out
 
 

@@ -31,12 +31,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    from commdoctor.loaders.logs import expand
+    from commdoctor.loaders.logs import expand_all
     from commdoctor.pipeline import Options
 
-    files = expand(args.paths)  # raises LogInputError (a CommDoctorError) for a missing path
+    files, skipped = expand_all(args.paths)  # raises LogInputError (a CommDoctorError) for a missing path
     if not files:
-        raise CommDoctorError(f"no files found under {', '.join(args.paths)}")
+        why = "".join(f"; {p}: {w}" for p, w in skipped[:3])
+        raise CommDoctorError(f"no files found under {', '.join(args.paths)}{why}")
     if sum(1 for f in files if f == "-") > 1:
         raise CommDoctorError("stdin (-) can be read only once")
     size = sum(os.path.getsize(f) for f in files if f != "-")
@@ -49,7 +50,7 @@ def options_from(args: argparse.Namespace) -> Options:
         fail_on=Severity(args.fail_on),
         verbose=args.verbose,
         inputs=tuple(files),
-        extra={"engine": args.engine, "deadline_s": deadline},
+        extra={"engine": args.engine, "deadline_s": deadline, "skipped": skipped},
     )
 
 
@@ -60,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor.pipeline import Context, Facts, plan, run_checks
 
     opts = options_from(args)
-    facts = Facts({"log_model": lambda ctx: load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"))})
+    facts = Facts({"log_model": lambda ctx: load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"),
+                                                      skipped=ctx.options.extra.get("skipped", ()))})
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     ctx = Context(options=opts, facts=facts)
     n = len(opts.inputs)

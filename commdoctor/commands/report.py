@@ -49,12 +49,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run_cmd.add_arguments(p)
 
 
+#: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).
+MAX_REPORT_BYTES = 256 << 20
+
+
 def _load(path: str) -> Any:
     from commdoctor.model import Report
+    from commdoctor.safeopen import open_input
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            doc = json.load(f)
+        with open_input(path) as f:  # a named pipe nobody writes to, or /dev/zero, must not hang us
+            data = f.read(MAX_REPORT_BYTES + 1)
+        if len(data) > MAX_REPORT_BYTES:
+            raise ValueError(f"over {MAX_REPORT_BYTES >> 20} MB, far more than a report")
+        doc = json.loads(data.decode("utf-8-sig", "replace"))
     except OSError as e:
         raise CommDoctorError(f"cannot read {path}: {e.strerror or e}; give a file written by `commdoctor ... --json`")
     except ValueError as e:

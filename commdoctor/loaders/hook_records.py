@@ -144,24 +144,31 @@ def load(paths: Iterable[str]) -> HookRecords | None:
                 bad += 1
                 continue
             try:
-                rank = int(d["rank"])
+                rank = records._rank(d.get("rank"))
+                if rank is None:
+                    raise ValueError("no rank")
                 kind = d.get("kind")
                 t = d.get("time")
                 if isinstance(t, (int, float)):
                     last_time = t if last_time is None else max(last_time, t)
                     last_seen[rank] = max(last_seen.get(rank, t), t)
                 if kind == "header":
-                    ws = d.get("world_size")
-                    if isinstance(ws, int) and ws > 0:
+                    ws = records.world_size(d.get("world_size"))
+                    if ws is not None:
                         world = max(world or 0, ws)
                 elif kind in ("enter", "exit"):
-                    seq = int(d["seq"])
+                    seq = d["seq"]
+                    if type(seq) is not int or not isinstance(d["group"], (str, int)):
+                        raise ValueError("seq must be an int, group a name")
+                    tf = float(t or 0.0)  # before the group is made: a damaged line leaves no empty group behind
+                    if tf != tf or tf in (float("inf"), float("-inf")):
+                        raise ValueError("time is not a number")
                     if seq < 0:  # point-to-point and unchecked calls: not part of a group's order
                         continue
                     g = groups.setdefault(str(d["group"]), GroupPicture(str(d["group"])))
                     if kind == "enter":
                         c = Call(rank, str(d["group"]), seq, str(d.get("op")), d.get("reduce_op"), d.get("dtype"),
-                                 d.get("shapes"), d.get("root"), d.get("site"), float(t or 0.0), path, n)
+                                 d.get("shapes"), d.get("root"), d.get("site"), tf, path, n)
                         g.entered[rank] = c
                         h = g.history.setdefault(rank, {})
                         h[seq] = c
@@ -173,14 +180,19 @@ def load(paths: Iterable[str]) -> HookRecords | None:
                         g.completed[rank] = max(g.completed.get(rank, -1), seq)
                         c0 = g.history.get(rank, {}).get(seq)
                         if c0 is not None:
-                            c0.completed = float(t or 0.0)
+                            c0.completed = tf
                 elif kind == "mismatch":
+                    if not isinstance(d.get("detail"), dict):
+                        raise ValueError("a mismatch record without its detail")
                     mismatches.append((rank, n, d))
                 elif kind == "warning":
                     warnings.append((rank, n, path, str(d.get("message", ""))))
                 elif kind == "backend" and len(backend) < 4096:  # commdoctor.hooks.backendwatch's notice
+                    if not all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
+                               for k in ("bytes", "time_s")):
+                        raise ValueError("a backend notice without its figures")
                     backend.append((rank, n, path, d))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, ArithmeticError):
                 bad += 1
     return HookRecords(paths=files, ranks=ranks, groups=groups, mismatches=mismatches, warnings=warnings,
                        world_size=world, bad_lines=bad, last_time=last_time, last_seen=last_seen,

@@ -30,6 +30,7 @@ from commdoctor.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
 from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
+from commdoctor.safeopen import Salvaging, Utf16ToUtf8, kind_of, open_input
 
 MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
 MAX_COMMS = 4096
@@ -629,12 +630,31 @@ def transport_kind(via: str) -> str:
 
 def expand(paths: Iterable[str]) -> list[str]:
     """Files to read, in a stable order: directories are walked (sorted), '-' is stdin."""
+    return expand_all(paths)[0]
+
+
+def expand_all(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """``expand``, plus what a directory walk found and could not read: (path, why) pairs.
+
+    Inside a directory, a symlink to a regular file is read (once: files are
+    deduplicated by their real path); a dangling link, a named pipe, a socket
+    or a device is left out and named, so the user learns it was not read.
+    """
     out: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path) if path != "-" else path
+        if real not in seen:
+            seen.add(real)
+            out.append(path)
+
     for p in paths:
         if p == "-":
             out.append(p)
             continue
-        if not os.path.exists(p):
+        if not os.path.lexists(p):
             raise LogInputError(f"{p}: no such file or directory (give log files, directories, or - for stdin)")
         if os.path.isdir(p):
             for root, dirs, files in os.walk(p, followlinks=False):
@@ -642,44 +662,63 @@ def expand(paths: Iterable[str]) -> list[str]:
                 for name in sorted(files):
                     full = os.path.join(root, name)
                     try:
-                        if stat.S_ISREG(os.lstat(full).st_mode):
-                            out.append(full)
-                    except OSError:
+                        mode = os.stat(full).st_mode  # follows a symlink to its target
+                    except OSError as e:
+                        skipped.append((full, f"skipped: {e.strerror or e}" + (" (a dangling symlink)" if os.path.islink(full) else "")))
                         continue
+                    if stat.S_ISREG(mode):
+                        add(full)
+                    else:
+                        skipped.append((full, f"skipped: {kind_of(mode)}, not a log file"))
             continue
         try:
             mode = os.stat(p).st_mode
         except OSError as e:
-            raise LogInputError(f"{p}: {e.strerror}") from None
+            raise LogInputError(f"{p}: {e.strerror} (a dangling symlink?)" if os.path.islink(p) else f"{p}: {e.strerror}") from None
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             # A device like /dev/zero would never end: refuse rather than hang.
-            raise LogInputError(f"{p}: not a regular file (pipe it through stdin with - if you mean to)")
-        out.append(p)
-    return out
+            raise LogInputError(f"{p}: {kind_of(mode)}, not a log file (pipe it through stdin with - if you mean to)")
+        add(p)
+    return out, skipped
 
 
 def _open(path: str, st: InputStat) -> BinaryIO:
-    raw: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed by caller
+    # A named pipe waits (bounded) for its writer; nothing else that is not a regular file is opened.
+    raw: BinaryIO = sys.stdin.buffer if path == "-" else open_input(path)
     head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    inner: BinaryIO | None = None
     if head[:2] == b"\x1f\x8b":
         st.compression = "gzip"
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    if head[:3] == b"BZh":
+        inner = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+    elif head[:3] == b"BZh":
         st.compression = "bzip2"
-        return bz2.BZ2File(raw)  # type: ignore[return-value]
-    if head[:6] == b"\xfd7zXZ\x00":
+        inner = bz2.BZ2File(raw)  # type: ignore[assignment]
+    elif head[:6] == b"\xfd7zXZ\x00":
         st.compression = "xz"
-        return lzma.LZMAFile(raw)  # type: ignore[return-value]
-    return raw
+        inner = lzma.LZMAFile(raw)  # type: ignore[assignment]
+    if inner is None:
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff") and path != "-":
+            # A UTF-16 log (its byte-order mark first): every other byte is NUL, nothing would match.
+            st.compression = "utf-16"
+            return io.BufferedReader(Utf16ToUtf8(raw))  # type: ignore[return-value]
+        return raw
+    # Decoded chunk by chunk, so a truncated archive (a node that died while writing) gives every line before the cut.
+    return Salvaging(inner, None if path == "-" else raw)  # type: ignore[return-value]
 
 
-def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None) -> RunModel:
-    """Read every input and build the run model (see the module docstring)."""
-    files = expand(paths)
+def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
+              skipped: Iterable[tuple[str, str]] = ()) -> RunModel:
+    """Read every input and build the run model (see the module docstring).
+
+    ``skipped``: (path, why) pairs an earlier ``expand_all`` left out, to be reported with the rest.
+    """
+    files, more = expand_all(paths)
+    skipped = [*skipped, *more]
     model = RunModel()
     b = _Builder(model)
     prefilter = make_prefilter(engine)
     model.engine = prefilter.name
+    model.inputs += [InputStat(path=p, error=why) for p, why in skipped]
     for path in files:
         st = InputStat(path="<stdin>" if path == "-" else path)
         model.inputs.append(st)
@@ -704,13 +743,15 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None) 
                     continue
                 b.line(src, line_no, text)
         except (OSError, EOFError, ValueError, lzma.LZMAError, zlib_error()) as e:
-            st.error = f"{type(e).__name__}: {e}"
+            st.error = f"{e.strerror}" if isinstance(e, OSError) and e.strerror and not e.filename else f"{type(e).__name__}: {e}"
         finally:
             if stream is not None and path != "-":
                 try:
                     stream.close()
                 except OSError:
                     pass
+        if not st.error and isinstance(stream, Salvaging) and stream.error:
+            st.error = f"{stream.error} (the lines before the damage were read)"
         s = scanner.stats
         st.bytes, st.lines, st.candidates, st.overlong, st.nul_bytes = s.bytes, s.lines, s.candidates, s.overlong, s.nul_bytes
         model.lines_seen += s.lines

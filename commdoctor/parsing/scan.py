@@ -137,9 +137,17 @@ class Scanner:
         carry = b""
         skipping = False  # inside the unkept tail of an over-long line
         line_no = 1  # number of the first line in the current block
+        cr_lines = None  # decided on the first block: a file ending its lines with a lone CR
         while True:
             data = stream.read(block_size)
             final = not data
+            if cr_lines is None and data:
+                # CR without any LF in the first block: lines end with CR (classic Mac, some Windows tools).
+                # Read CR as the end of a line (same length, so byte counts hold); otherwise the whole file
+                # is one line, cut at MAX_LINE, and every failure after its first 16 kB is lost.
+                cr_lines = b"\r" in data and b"\n" not in data
+            if cr_lines and data:
+                data = data.replace(b"\r", b"\n")
             if skipping:
                 nl = data.find(b"\n")
                 st.bytes += len(data)

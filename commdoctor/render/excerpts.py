@@ -16,8 +16,11 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import IO, Iterable, Mapping
+
+from commdoctor.safeopen import kind_of, open_input
 
 CHUNK = 4 << 20  # bytes read at a time
 CONTEXT_BYTES = 64 << 10  # how far back/forward a window may reach for its lines
@@ -97,10 +100,10 @@ class FileExcerpt:
 
 
 def _open(path: str) -> IO[bytes]:
-    f = open(path, "rb")
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
+    # A named pipe waits (bounded) for a writer; a device or socket is refused: neither may hang a report.
+    f = open_input(path)
+    magic = f.peek(2)[:2] if hasattr(f, "peek") else b""
+    if magic == b"\x1f\x8b" and f.seekable():
         return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
     return f
 
@@ -334,9 +337,24 @@ def list_files(paths: Iterable[str], limit: int = 256) -> tuple[list[str], list[
             for root, dirs, names in os.walk(p):
                 dirs.sort()
                 for n in sorted(names):
-                    files.append(os.path.join(root, n))
+                    full = os.path.join(root, n)
+                    try:
+                        mode = os.stat(full).st_mode
+                    except OSError as e:
+                        problems.append(f"{full}: {e.strerror or e}" + (" (a dangling symlink)" if os.path.islink(full) else ""))
+                        continue
+                    if stat.S_ISREG(mode):
+                        files.append(full)
+                    else:  # found by a walk, a pipe or socket is not the user's log: name it, do not wait on it
+                        problems.append(f"{full}: {kind_of(mode)}, left out")
         elif os.path.isfile(p):
             files.append(p)
+        elif os.path.exists(p):
+            mode = os.stat(p).st_mode
+            if stat.S_ISFIFO(mode):  # named on the command line: read it (open_input bounds the wait)
+                files.append(p)
+            else:
+                problems.append(f"{p}: {kind_of(mode)}, not a file")
         else:
             problems.append(f"{p}: no such file or folder")
     seen: set[str] = set()
