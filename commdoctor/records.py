@@ -105,7 +105,7 @@ class RankProgress:
         return e
 
 
-def _writer(path: str) -> tuple[Any, Any] | None:
+def _writer(path: str) -> tuple[Any, Any, Any] | None:
     """(host, pid, started) from a records file's first line, or None."""
     try:
         for d in iter_lines(path):

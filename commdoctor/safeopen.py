@@ -93,7 +93,7 @@ def _open_fifo(path: str, wait_s: float) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
-    return io.BufferedReader(_Prefixed(fd, head))  # type: ignore[return-value]
+    return io.BufferedReader(_Prefixed(fd, head))
 
 
 def open_input(path: str, fifo_wait_s: float | None = None) -> BinaryIO:

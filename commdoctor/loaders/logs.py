@@ -700,7 +700,7 @@ def _open(path: str, st: InputStat) -> BinaryIO:
         if head[:2] in (b"\xff\xfe", b"\xfe\xff") and path != "-":
             # A UTF-16 log (its byte-order mark first): every other byte is NUL, nothing would match.
             st.compression = "utf-16"
-            return io.BufferedReader(Utf16ToUtf8(raw))  # type: ignore[return-value]
+            return io.BufferedReader(Utf16ToUtf8(raw))
         return raw
     # Decoded chunk by chunk, so a truncated archive (a node that died while writing) gives every line before the cut.
     return Salvaging(inner, None if path == "-" else raw)  # type: ignore[return-value]
