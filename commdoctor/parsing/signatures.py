@@ -320,9 +320,12 @@ SIGNATURES: tuple[Signature, ...] = (
        r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:model )?checkpoint|[Ee]valuat\w+",
        None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
     # Which communication library wrote a line: decides which setting a remedy names (commdoctor.ifvars).
-    _s("lib_nccl", ("ProcessGroupNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
+    # Not "ProcessGroupNCCL": torch writes it on every INFO line of the NCCL process group (hundreds of thousands
+    # in a long job's log), and each such line would be parsed in full for this one fact; its error lines say
+    # "NCCL error" or "WorkNCCL", and NCCL's own lines give the version and communicators.
+    _s("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
                     "NCCL version", "NCCL_SOCKET_IFNAME"),
-       r"ProcessGroupNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
+       r"WorkNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
        None, CONTEXT, 9, "a line written by NCCL or torch's NCCL process group"),
     _s("lib_gloo", ("ProcessGroupGloo", "gloo", "Gloo", "GLOO_"),
        r"ProcessGroupGloo|\bgloo(?:/|::|\b)|\bGloo\b|GLOO_SOCKET_IFNAME",
