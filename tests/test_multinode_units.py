@@ -403,18 +403,24 @@ def test_support_report_has_a_nodes_section(tmp_path: Any) -> None:
     assert "MN041" in md
 
 
-@pytest.mark.skipif(not have_torch(), reason="needs torch")
-def test_two_tasks_per_node_local_rank_1_only_checks_in(tmp_path: Any) -> None:
-    """srun --ntasks-per-node 2 on 2 nodes: local rank 0 of each node works, local rank 1 checks in and leaves."""
-    port = free_port()
+def _srun_two_per_node(ranks: Any, port: int, cwd: Any) -> list[subprocess.Popen[str]]:
+    """`commdoctor run --json --select MN` as the given ranks of srun with 2 nodes x 2 tasks."""
     procs = []
-    for rank in range(4):
+    for rank in ranks:
         env = launcher_env("srun", rank, port)
         env.update(SLURM_NTASKS="4", SLURM_LOCALID=str(rank % 2), SLURM_NODEID=str(rank // 2),
                    SLURM_NTASKS_PER_NODE="2(x2)")
         procs.append(subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN",
                                        "--join-timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env, cwd=str(tmp_path)))
+                                      text=True, env=env, cwd=str(cwd)))
+    return procs
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_two_tasks_per_node_local_rank_1_only_checks_in(tmp_path: Any) -> None:
+    """srun --ntasks-per-node 2 on 2 nodes: local rank 0 of each node works, local rank 1 checks in and leaves."""
+    port = free_port()
+    procs = _srun_two_per_node(range(4), port, tmp_path)
     outs = []
     try:
         for p in procs:
@@ -436,14 +442,7 @@ def test_two_tasks_per_node_local_rank_1_only_checks_in(tmp_path: Any) -> None:
 def test_local_rank_that_never_checks_in_is_named(tmp_path: Any) -> None:
     """2 nodes x 2 tasks, rank 3 (local rank 1 of node 1) never started: MN003 names it and its host."""
     port = free_port()
-    procs = []
-    for rank in range(3):
-        env = launcher_env("srun", rank, port)
-        env.update(SLURM_NTASKS="4", SLURM_LOCALID=str(rank % 2), SLURM_NODEID=str(rank // 2),
-                   SLURM_NTASKS_PER_NODE="2(x2)")
-        procs.append(subprocess.Popen([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "MN",
-                                       "--join-timeout", "20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, env=env, cwd=str(tmp_path)))
+    procs = _srun_two_per_node(range(3), port, tmp_path)
     try:
         out, _ = procs[0].communicate(timeout=150)
     finally:
