@@ -224,6 +224,9 @@ class RunModel:
     exceptions: list[tuple[str, str, Evidence, int]] = field(default_factory=list)
     unmatched_errors: list[tuple[Evidence, int, str]] = field(default_factory=list)  # evidence, seq, kind
     retcode_files: dict[str, set[str]] = field(default_factory=dict)  # rank key -> NCCL source files in "-> N" chains
+    flight: list[Any] = field(default_factory=list)  # flight-recorder group states (loaders.flight_recorder.analyze)
+    flight_files: list[str] = field(default_factory=list)
+    flight_errors: list[str] = field(default_factory=list)
     lines_seen: int = 0
     engine: str = ""
 
@@ -498,7 +501,9 @@ class _Builder:
         if "ast enqueued" in msg and rank is not None:
             p = _PROGRESS.search(msg)
             if p:
-                self.m.progress[rank] = (int(p.group("enq")), int(p.group("done")), self.ev(src, line_no, rec, rank))
+                # The first report of a rank is its state when the failure was detected; later ones (after a
+                # straggler woke up, or the dump) describe what happened since and would hide who was behind.
+                self.m.progress.setdefault(rank, (int(p.group("enq")), int(p.group("done")), self.ev(src, line_no, rec, rank)))
         elif "Timeout at NCCL work" in msg and rank is not None:
             t = _TIMEOUT_AT.search(msg)
             if t:
@@ -712,7 +717,9 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
 
     ``skipped``: (path, why) pairs an earlier ``expand_all`` left out, to be reported with the rest.
     """
+    paths = list(paths)
     files, more = expand_all(paths)
+    files, fr_files = split_flight_dumps(paths, files)
     skipped = [*skipped, *more]
     model = RunModel()
     b = _Builder(model)
@@ -758,7 +765,63 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
         if progress is not None:
             progress(st)
     b.finish()
+    if fr_files:
+        _read_flight(model, fr_files)
     return model
+
+
+#: torch names a rank's flight-recorder dump PREFIX<rank> (TORCH_FR_DUMP_TEMP_FILE, default /tmp/nccl_trace_rank_).
+_FR_NAME = re.compile(r"trace_rank_?\d{1,7}(?:\.json|\.pkl)?$")
+MAX_FR_FILES = 4096
+
+
+def _is_dump(path: str) -> bool:
+    """A flight-recorder dump by its name and first bytes (a pickle, or JSON), not a log to scan."""
+    if not _FR_NAME.search(os.path.basename(path)):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return False
+    return head[:1] == b"\x80" or head[:1] == b"{"
+
+
+def split_flight_dumps(paths: list[str], files: list[str]) -> tuple[list[str], list[str]]:
+    """The inputs less flight-recorder dumps, and the dumps: those among the inputs plus those beside a log
+    file given alone (its folder's ``fr/`` sub-folder, or trace files next to it), as a job's folder holds them."""
+    dumps = [f for f in files if f != "-" and _is_dump(f)]
+    is_dump = set(dumps)
+    logs = [f for f in files if f not in is_dump]
+    seen = set(dumps)
+    for p in paths:
+        if p == "-" or not os.path.isfile(p):
+            continue
+        folder = os.path.dirname(os.path.abspath(p))
+        for d in (os.path.join(folder, "fr"), folder):
+            try:
+                names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+            except OSError:
+                continue
+            for n in names[:MAX_FR_FILES * 2]:
+                full = os.path.join(d, n)
+                if full not in seen and os.path.isfile(full) and _is_dump(full):
+                    seen.add(full)
+                    dumps.append(full)
+    return logs, dumps[:MAX_FR_FILES]
+
+
+def _read_flight(model: RunModel, fr_files: list[str]) -> None:
+    """The flight recorder's view of the same job, through its own loader; bad dumps become error lines."""
+    from commdoctor.loaders import flight_recorder
+
+    model.flight_files = fr_files
+    try:
+        dumps, errors = flight_recorder.load_dumps(fr_files)
+        model.flight = list(flight_recorder.analyze(dumps)) if dumps else []
+        model.flight_errors = list(errors)[:16]
+    except Exception as e:  # noqa: BLE001 - the dumps are a second opinion: a bad set must not cost the log verdict
+        model.flight_errors = [f"flight recorder: {type(e).__name__}: {e}"]
 
 
 def zlib_error() -> type[BaseException]:

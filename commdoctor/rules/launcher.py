@@ -42,7 +42,27 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if who is not None and who.signal is None and (who.exitcode or 0) > 0:
         c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
         c.consequence = bool(found) or bool(m.unmatched_errors)
+    elif _aborted_itself(m, who, hs):
+        # SIGABRT is a process ending itself (abort(), std::terminate): torch's NCCL watchdog does it on purpose
+        # after a collective timeout or an NCCL error ("we are taking the entire process down"). What made it
+        # abort is the root cause; the exit is what followed.
+        c.tier = 7
+        c.consequence = True
+        c.detail = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
+                    "collective timeout or a communicator error, so the error it logged before is the cause.")
     return [c]
+
+
+def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
+    """The dead rank aborted (SIGABRT), and the logs say why: a watchdog timeout or an error before it."""
+    if who is not None:
+        abrt = who.signal == "SIGABRT" or who.exitcode == -6
+    else:
+        abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
+                                or h.groups.get("code") == "-6" for h in hs)
+    if not abrt:
+        return False
+    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
 
 
 def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:

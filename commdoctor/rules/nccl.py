@@ -213,8 +213,12 @@ SIGNATURES = (
        alts=[("p2p_driver_bug", "GPUs without GPUDirect RDMA support (most consumer boards) fail the same "
                                 "way: NCCL_NET_GDR_LEVEL=LOC (or NCCL_NET_GDR_DISABLE=1) avoids it"),
              ("ib_misconfig", "lsmod | grep nvidia_peermem empty: load the module on every node")]),
-    sig("net_not_found", ("network", "NCCL_NET"),
-       r"Error: network (?P<net>\S*) not found|NCCL_NET.{0,40}not found",
+    # init.cc (before 2.19): WARN("Error: network %s not found.", NCCL_NET); plugin/net.cc (2.19 on):
+    # WARN("Failed to initialize any NET plugin"). NCCL's internal Socket network always initialises unless
+    # NCCL_NET (or a plugin) rules it out, so either line says the network asked for is not on this node. Not
+    # the INFO "Failed to initialize NET plugin IB" of a healthy job that falls back to Socket.
+    sig("net_not_found", ("network", "NCCL_NET", "any NET plugin"),
+       r"Error: network (?P<net>\S*) not found|NCCL_NET.{0,40}not found|Failed to initialize any NET plugin",
        "ib_misconfig", ROOT, 1, "NCCL_NET names a network (IB, a plugin) this node cannot load",
        code="LOG036",
        detail="NCCL_NET asks for a network this node cannot load (no InfiniBand device or verbs library, or a "

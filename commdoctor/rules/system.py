@@ -400,7 +400,7 @@ CODES = (
     Code("LOG061", "connection-lost", E, "connections to peers were closed or reset",
          "Read the first error of the peer named in the message: a dead peer explains this; if every peer is healthy, check the network between the hosts",
          cause="peer_process_died"),
-    Code("LOG080", "unexplained-error", E, "an error no rule explains",
+    Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
          "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
          cause="other", env=NCCL_DEBUG_ENV),
     Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",

@@ -56,13 +56,58 @@ def _torch_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
                  params={"versions": ", ".join(sorted(m.torch_versions))})]
 
 
+def _behind_completed(progress: dict[int, tuple[int, int, Any]]) -> tuple[int, list[int], list[int]] | None:
+    """A collective that completed on one rank while another rank still waits in the collective of that number.
+
+    Progress is each rank's first report after the failure (last enqueued, last completed). Ranks that run the
+    same collectives complete collective #N together, so rank A having completed #N while rank B waits in its
+    own #N means their #N were different calls (NCCL can pair a broadcast with an all_reduce of the same size
+    and complete both): returns (N, the ranks that completed it, the ranks still waiting in it)."""
+    for r, (enq, done, _ev) in sorted(progress.items()):
+        stuck = done + 1
+        if enq < stuck:
+            continue  # nothing in flight on r
+        ahead = sorted(a for a, (_e, d, _v) in progress.items() if a != r and d >= stuck)
+        if ahead:
+            waiting = sorted(b for b, (e, d, _v) in progress.items() if d + 1 == stuck and e >= stuck)
+            return stuck, ahead, waiting
+    return None
+
+
+def _flight_verdict(m: Any) -> tuple[str, Any] | None:
+    """What flight-recorder dumps beside the logs say (commdoctor.loaders.flight_recorder's analysis):
+    ("mismatch", group) when ranks recorded different calls at one sequence number, ("straggler", group)
+    when some ranks never entered the collective the others wait in."""
+    for g in m.flight:
+        if getattr(g, "mismatch_seq", None) is not None and getattr(g, "mismatch", None):
+            return "mismatch", g
+    for g in m.flight:
+        if getattr(g, "waiting", None) and getattr(g, "missing", None):
+            return "straggler", g
+    return None
+
+
+def _fr_evidence(m: Any, entries: dict[int, Any]) -> list[Any]:
+    from commdoctor.model import Evidence
+
+    files: dict[int, str] = {}
+    for f in m.flight_files:
+        for r in entries:
+            if f.endswith(f"_{r}") or f.endswith(f"rank{r}") or f.endswith(f"_{r}.json") or f.endswith(f"_{r}.pkl"):
+                files.setdefault(r, f)
+    return [Evidence(source=files.get(r, "flight recorder"), text=(e.describe() if e is not None else "no entry"), rank=r)
+            for r, e in sorted(entries.items())][:4]
+
+
 def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """Watchdog timeouts: a straggler, a hang in the library, or the echo of an earlier failure."""
+    """Watchdog timeouts: a straggler, ranks in different collectives, a hang in the library, or the echo of
+    an earlier failure."""
     recs = [w for w in m.watchdog if w.timed_out]
-    if not recs and not hs:
+    fr = _flight_verdict(m)
+    if not recs and not hs and fr is None:
         return []
     evs = [w.ev for w in recs[:3]] or [h.ev for h in hs[:3]]
-    seq = min([w.order for w in recs] + [h.seq for h in hs])
+    seq = min([w.order for w in recs] + [h.seq for h in hs] + ([] if recs or hs else [10**9]))
     timed: dict[int, int] = {}
     for w in recs:
         if w.rank is not None:
@@ -71,9 +116,38 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if not world and m.progress:
         world = max(m.progress) + 1
     progress = m.progress
+    strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
+    # -- ranks in different collectives: the flight recorder's entries, or progress that cannot pair up --------
+    if not strong_root:
+        if fr is not None and fr[0] == "mismatch":
+            g = fr[1]
+            calls_txt = "; ".join(f"rank {r}: {e.describe()}" for r, e in sorted(g.mismatch.items()))
+            return [Cand("LOG050", "collective_mismatch", 2, seq, _fr_evidence(m, g.mismatch) + evs[:2], ranks=set(g.mismatch),
+                         detail=f"The flight recorder shows the ranks called different collectives at sequence number "
+                                f"{g.mismatch_seq} of group {g.desc or g.name}: {calls_txt}.")]
+        behind = _behind_completed(progress)
+        if behind is not None:
+            n, ahead, waiting = behind
+            ev_ranks = ahead[:2] + waiting[:2]
+            return [Cand("LOG050", "collective_mismatch", 2, seq, [progress[r][2] for r in ev_ranks] + evs[:2],
+                         ranks=set(ahead) | set(waiting),
+                         detail=f"Rank(s) {', '.join(map(str, ahead))} completed collective #{n} while rank(s) "
+                                f"{', '.join(map(str, waiting))} still wait in their #{n}: the ranks' #{n} were different "
+                                "calls (another operation, or one rank called a collective the others skipped). The "
+                                "flight recorder (TORCH_NCCL_DUMP_ON_TIMEOUT=1) shows each rank's calls.",
+                         alts=[("collective_timeout_straggler", "if one rank's report is missing from these logs it may "
+                                                                "simply have been late: check every rank's output is here")])]
+    # -- who was late ----------------------------------------------------------------------------------------
     who = ""
     late: set[int] = set()
-    if progress:
+    if fr is not None and fr[0] == "straggler":
+        g = fr[1]
+        late = set(g.missing)
+        last = "; ".join(f"rank {r} last at {e.describe() if e is not None else 'nothing'}" for r, e in sorted(g.missing.items())[:4])
+        who = (f"rank {', '.join(map(str, sorted(late)))} never entered collective #{g.front_seq} "
+               f"({g.front_op or '?'}) the others wait in: it is the straggler ({last})")
+        evs = _fr_evidence(m, dict(g.missing)) + evs
+    if not who and progress:
         low = min(v[0] for v in progress.values())
         late = {r for r, v in progress.items() if v[0] == low}
         if len(late) < len(progress):
@@ -105,7 +179,6 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     for w in m.watchdog:
         by_seq.setdefault((w.pg, w.seq), set()).add((w.op, w.numel_in))
     split = [(k, v) for k, v in by_seq.items() if len(v) > 1]
-    strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
     if split and not strong_root:
         (pg, sq), calls = split[0]
         evs2 = [w.ev for w in m.watchdog if w.seq == sq][:4]
@@ -116,7 +189,7 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         # The ranks that waited; the one that failed first is named by the finding this follows from.
         return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=set(timed) or ranks,
                      consequence=True)]
-    if (maxseq >= 10000 or graph) and not busy:
+    if (maxseq >= 10000 or graph) and not busy and fr is None:
         return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
                      params={"what": f"a collective hung after {maxseq} had completed ({op})"},
                      detail=f"{who}. Hanging after tens of thousands of successful collectives, with no rank reporting an "
@@ -227,6 +300,10 @@ SIGNATURES = (
     # -- context ----------------------------------------------------------------------------------
     # socket.cpp's formatSockAddr warns when it cannot name the peer of a socket for a log message
     # (getnameinfo failed: err=-3 is EAI_AGAIN). The connection itself is made by address; nothing failed.
+    # ProcessGroupNCCL.cpp: the watchdog ending the process on purpose after a failure it reported before.
+    ctx("watchdog_abort", ("taking the entire process down", "watchdog thread terminated with exception"),
+        r"we are taking the entire process down|[Ww]atchdog thread terminated with exception",
+        "torch's watchdog aborted this process after a failure it logged before (SIGABRT follows)"),
     ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
         r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),

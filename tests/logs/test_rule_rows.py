@@ -1,0 +1,79 @@
+"""One row per rule: a real line it must match and a near-miss it must not (add yours here with your row).
+
+Lines are real output: the GPU captures (fixtures/logs/nccl-*), the public corpus,
+or the library's own format string filled in as it prints it. Also the tables'
+invariants, and what a user sees for notes that are harmless in a working job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import commdoctor.rules as rules
+from commdoctor.parsing.signatures import match_all
+from commdoctor.rules.base import CONTEXT
+from logs.test_corpus import diagnose_file
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    ("net_not_found",
+     "[2026-11-24 22:41:10] vm:1083:1083 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin",
+     "vm:867:867 [0] NCCL INFO Failed to initialize NET plugin IB"),
+    ("net_not_found", "NCCL WARN Error: network IB not found.", "NCCL INFO NET/IB : No device found."),
+    ("client_hostname_note",
+     "[W1121 10:00:00.123 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3",
+     "[W1121 10:00:00.123 socket.cpp:752] [c10d] The client socket has failed to connect to [node2]:29500"),
+    ("gethostname_failed", "RuntimeError: gethostname() failed: Resource temporarily unavailable",
+     "[c10d] The hostname of the client socket cannot be retrieved. err=-3"),
+    ("watchdog_abort",
+     "[rank0]:[E1124 22:43:00.293705519 ProcessGroupNCCL.cpp:764] [Rank 0] To avoid data inconsistency, we are taking "
+     "the entire process down.",
+     "[rank0]:[W1124 22:41:44.24 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called"),
+    ("duplicate_gpu", "vm:1010:1010 [0] init.cc:1043 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60",
+     "vm:1010:1010 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"),
+    ("cuda_oom", "vm:1320:1320 [0] include/alloc.h:227 NCCL WARN Cuda failure 'out of memory'",
+     "vm:1320:1320 [0] NCCL INFO cudaDriverVersion 13000"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    assert rule in rules.BY_ID
+    assert rule in [s.id for s, _ in match_all(line)]
+    assert rule not in [s.id for s, _ in match_all(near)]
+
+
+def test_tables_hold_together() -> None:
+    codes = {c.code for c in rules.CODES}
+    assert len(codes) == len(rules.CODES), "a code is declared twice"
+    for s in rules.SIGNATURES:
+        assert s.role in ("root", "consequence", "context"), s.id
+        if s.code:
+            assert s.code in codes, f"{s.id} gives {s.code}, which no family declares"
+        if s.role != CONTEXT:
+            assert s.cause, f"{s.id}: a root or consequence row names its cause"
+    assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "launcher"}
+
+
+def test_hostname_note_in_a_working_gloo_job_is_not_a_cause(tmp_path: Path) -> None:
+    """torch warns when it cannot name a peer's address for a log line; the job connected by address and ran."""
+    p = tmp_path / "node1.log"
+    p.write_text(
+        "[W1121 10:00:00.100 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3\n"
+        "[W1121 10:00:00.200 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3\n"
+        "[job] rank 0 step 9 loss 0.0905\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+def test_errors_no_rule_knows_are_an_unrecognised_failure_naming_each_rank(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(
+        "[rank0]:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:900] [PG ID 0 PG GUID 0 Rank 0] frobnication failed: widget 7\n"
+        "[rank1]:[E1121 10:00:00.2 ProcessGroupNCCL.cpp:900] [PG ID 0 PG GUID 0 Rank 1] frobnication failed: widget 9\n"
+        "[rank1]:[E1121 10:00:00.3 ProcessGroupNCCL.cpp:900] [PG ID 0 PG GUID 0 Rank 1] frobnication failed again\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found and found[0]["code"] == "LOG080" and found[0]["cause"] == "other"
+    assert found[0]["title"].startswith("unrecognised failure: first error of rank(s) 0, 1")
+    assert [e["text"][-8:] for e in found[0]["evidence"]] == ["widget 7", "widget 9"]  # one, the first, per rank
