@@ -32,6 +32,9 @@ from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.safeopen import Salvaging, Utf16ToUtf8, kind_of, open_input
 
+#: Causes that stop a job while its processes connect (store, names, interfaces, ports).
+SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
+                          "firewall_or_port_blocked"})
 MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
 MAX_COMMS = 4096
 MAX_RANKS = 65536
@@ -214,6 +217,10 @@ class RunModel:
     plugins: dict[str, Evidence] = field(default_factory=dict)
     env: dict[str, dict[str, Evidence]] = field(default_factory=dict)  # VAR -> value -> first line
     hits: dict[str, list[Hit]] = field(default_factory=dict)
+    #: Root signatures seen only on torch's warning lines ([W ...] [c10d]): retries and notes torch goes on
+    #: past (a connect retried until the store is up, an IPv6 lookup beside a working IPv4 one). They join
+    #: ``hits`` only when the job shows a failure; in a job that worked they explain nothing.
+    warn_hits: dict[str, list[Hit]] = field(default_factory=dict)
     hit_counts: dict[str, int] = field(default_factory=dict)
     watchdog: list[Watchdog] = field(default_factory=list)
     progress: dict[int, tuple[int, int, Evidence]] = field(default_factory=dict)  # rank -> (enqueued, completed)
@@ -333,8 +340,14 @@ class _Builder:
             if len(self.m.exceptions) < MAX_EXCEPTIONS:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception"
-        roots = [s for s, _ in matched if s.role != CONTEXT]
+        warning = kind == "c10d" and rec.level in ("W", "I")
+        roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:
+            if warning and sig.role != CONTEXT:
+                wh = self.m.warn_hits.setdefault(sig.id, [])
+                if len(wh) < MAX_HITS_PER_SIG:
+                    wh.append(Hit(sig, self.ev(src, line_no, rec, rank), self.seq, groups, rec))
+                continue
             hs = self.m.hits.setdefault(sig.id, [])
             self.m.hit_counts[sig.id] = self.m.hit_counts.get(sig.id, 0) + 1
             if len(hs) < MAX_HITS_PER_SIG:
@@ -346,7 +359,21 @@ class _Builder:
                 self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
 
     def finish(self) -> None:
-        """Fold what the launcher's failure summary says into the per-rank records."""
+        """Fold what the launcher's failure summary says into the per-rank records; let warnings count
+        only in a job that failed."""
+        m = self.m
+        said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
+        failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said)
+        # Warnings say how connecting went (retries, lookups): they matter when the job failed while connecting
+        # (an error line says so), or when no rule explains its errors; not when it failed later, having connected.
+        connecting = any(s.cause in SETUP_CAUSES for s in said)
+        if failed and (connecting or not said):
+            for sig_id, warned in m.warn_hits.items():
+                hs = m.hits.setdefault(sig_id, [])
+                hs.extend(warned)
+                hs.sort(key=lambda h: h.seq)
+                del hs[MAX_HITS_PER_SIG:]
+                m.hit_counts[sig_id] = m.hit_counts.get(sig_id, 0) + len(warned)
         for f in self.m.elastic:
             if f.rank is None:
                 continue

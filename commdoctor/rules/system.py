@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule, cand,
-    group, hits,
+    ctx, group, hits,
     sig,
 )
 
@@ -208,7 +208,12 @@ SIGNATURES = (
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
        r"|Unable to resolve hostname|No address associated with hostname|getaddrinfo\w* failed",
        "rendezvous_unreachable", ROOT, 2, "a host name could not be resolved",
-       build=_names),
+       build=_names, exclude=("ipv6_lookup_note",)),
+    # socket.cpp looks a store's name up once per family ("The {IPv6 |IPv4 |}network addresses of (host, port)
+    # cannot be retrieved (gai error: ...)") and connects over whichever resolves: a name with no IPv6 address
+    # fails the IPv6 lookup in every working job. Only the IPv4 (or family-less) line says the name is unknown.
+    ctx("ipv6_lookup_note", ("IPv6 network addresses of",), r"The IPv6 network addresses of \(",
+        "torch found no IPv6 address for a name it then reached over IPv4 (harmless on its own)"),
     sig("gethostname_failed", ("gethostname",), r"gethostname\(\) failed",
         "hostname_resolution", ROOT, 2, "this host's own name could not be read", read_by="name_resolution"),
     # -- interfaces and connections -----------------------------------------------------------------

@@ -77,3 +77,39 @@ def test_errors_no_rule_knows_are_an_unrecognised_failure_naming_each_rank(tmp_p
     assert found and found[0]["code"] == "LOG080" and found[0]["cause"] == "other"
     assert found[0]["title"].startswith("unrecognised failure: first error of rank(s) 0, 1")
     assert [e["text"][-8:] for e in found[0]["evidence"]] == ["widget 7", "widget 9"]  # one, the first, per rank
+
+
+# torch 2.x socket.cpp's own wording ("The {}network addresses of ({}, {}) cannot be retrieved (gai error: {} - {})."
+# and "The client socket has failed to connect to {} {}."), as a two-host gloo job prints it when node2's worker
+# starts before node1's store is up and the name has no IPv6 address.
+NOTES = (
+    "[W1121 10:00:00.100 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3\n"
+    "[W1121 10:00:00.110 socket.cpp:464] [c10d] The IPv6 network addresses of (node1, 29500) cannot be retrieved "
+    "(gai error: -2 - Name or service not known).\n"
+    "[W1121 10:00:00.120 socket.cpp:464] [c10d] The client socket has failed to connect to [node1]:29500 "
+    "(errno: 111 - Connection refused).\n")
+
+
+def test_notes_of_a_working_two_host_job_carry_no_cause(tmp_path: Path) -> None:
+    p = tmp_path / "node2.log"
+    p.write_text(NOTES + "[job] rank 1 step 9 loss 0.0905\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+def test_notes_do_not_outrank_the_failure_of_a_job_that_failed(tmp_path: Path) -> None:
+    p = tmp_path / "node2.log"
+    p.write_text(NOTES + "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error "
+                         "[10.0.0.1]:41235: Connection reset by peer\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found[0]["cause"] == "peer_process_died"
+    assert "hostname_resolution" not in [f["cause"] for f in found]
+
+
+def test_an_ipv4_lookup_failure_in_a_failed_job_is_the_name(tmp_path: Path) -> None:
+    p = tmp_path / "node2.log"
+    p.write_text("[W1121 10:00:00.110 socket.cpp:464] [c10d] The IPv4 network addresses of (node1, 29500) cannot be "
+                 "retrieved (gai error: -2 - Name or service not known).\n"
+                 "torch.distributed.DistNetworkError: The client socket has timed out after 900000ms while trying to "
+                 "connect to (node1, 29500).\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found[0]["code"] == "LOG015" and found[0]["cause"] == "rendezvous_unreachable"
