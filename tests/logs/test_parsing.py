@@ -127,3 +127,11 @@ def test_torchs_routine_process_group_lines_are_not_parsed_in_full() -> None:
     assert sc.stats.lines == 5001
     assert sc.stats.candidates <= 10, sc.stats.candidates
     assert any(b"WorkNCCL" in text for _, text in got)
+
+
+def test_mpirun_tag_output_prefix_gives_the_rank() -> None:
+    from commdoctor.parsing.lines import classify
+
+    rec = classify("[1,5]<stderr>:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:900] [Rank 5] Watchdog caught collective operation timeout")
+    assert (rec.kind, rec.level, rec.rank) == ("c10d", "E", 5)
+    assert classify("[1,5]<stdout>:node1:10:11 [0] misc/socket.cc:1 NCCL WARN x").host == "node1"
