@@ -821,10 +821,11 @@ def split_flight_dumps(paths: list[str], files: list[str]) -> tuple[list[str], l
     is_dump = set(dumps)
     logs = [f for f in files if f not in is_dump]
     seen = set(dumps)
+    folders: dict[str, None] = {}  # each folder once, however many of its files were given
     for p in paths:
-        if p == "-" or not os.path.isfile(p):
-            continue
-        folder = os.path.dirname(os.path.abspath(p))
+        if p != "-" and os.path.isfile(p):
+            folders.setdefault(os.path.dirname(os.path.abspath(p)), None)
+    for folder in folders:
         for d in (os.path.join(folder, "fr"), folder):
             try:
                 names = sorted(os.listdir(d)) if os.path.isdir(d) else []
