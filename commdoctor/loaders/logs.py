@@ -355,7 +355,9 @@ class _Builder:
         if (roots or is_error) and ri is not None and ri.first_error is None:
             ri.first_error, ri.first_error_seq = self.ev(src, line_no, rec, rank), self.seq
         if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
-            if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))):
+            # Not errors of their own: NCCL's notes on optional libraries, and the elastic agent's "failed
+            # (exitcode: N)" (the launcher reporting a rank's exit, which the failure summary rules read).
+            if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))) and not _AGENT_FAIL.search(msg):
                 self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
 
     def finish(self) -> None:

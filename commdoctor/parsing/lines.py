@@ -16,7 +16,8 @@ What a line can carry, outermost first:
   the device since 2.3), then ``file:line [(func)] NCCL WARN msg``,
   ``NCCL INFO msg``, ``time func:line NCCL TRACE msg`` or ``NCCL CALL msg``.
   NCCL 2.0-2.2 wrote ``WARN``/``INFO`` without the ``NCCL`` word;
-- a glog header from c10d: ``[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] msg``.
+- a glog header from c10d: ``[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] msg``, or the same
+  shape without brackets from torch's Python logging (``E1124 22:41:11.358000 1062 torch/x.py:986] msg``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ _VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][
 # -- torch / c10d ----------------------------------------------------------------------
 _GLOG = re.compile(
     r"\[(?P<lvl>[IWEF])(?:\d{3,4})?\s?(?:[\d:.]{6,30}\s)?(?:\d{1,10}\s)?(?P<file>[\w.\-/]{1,200}):(?P<line>\d{1,7})\]\s?(?P<msg>.*)"
+)
+# torch's Python logging (torch.distributed.elastic, 2.x) in glog's shape without brackets:
+# "E1124 22:41:11.358000 1062 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) ...".
+_PYGLOG = re.compile(
+    r"(?P<lvl>[IWEF])\d{4} [\d:.]{6,30} \d{1,10} (?P<file>[\w.\-/]{1,200}\.py):(?P<line>\d{1,7})\] ?(?P<msg>.*)"
 )
 _EXC = re.compile(
     r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt)"
@@ -258,6 +264,12 @@ def classify(text: str) -> Record:
         g = _GLOG.search(body, 0, 200) if "[" in body[:200] else None
         if g is not None and g.start() < 120:
             g = _GLOG.match(body, g.start()) or g  # the first search saw only 200 characters
+            rec.kind, rec.level, rec.file, rec.line = "c10d", g.group("lvl"), g.group("file"), _int(g.group("line"))
+            rec.msg = g.group("msg").strip()
+            return rec
+    if body[1:5].isdigit() and body[:1] in "IWEF":
+        g = _PYGLOG.match(body)
+        if g is not None:
             rec.kind, rec.level, rec.file, rec.line = "c10d", g.group("lvl"), g.group("file"), _int(g.group("line"))
             rec.msg = g.group("msg").strip()
             return rec
