@@ -18,7 +18,7 @@ from commdoctor.errors import SkipCheck
 from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.pipeline import CheckRun
-from commdoctor.rules import CODES
+from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
 from commdoctor.rules.base import NCCL_DEBUG_ENV, Cand, version_tuple
 from commdoctor.rules.engine import ALSO_POSSIBLE, diagnose, merge, order
 
@@ -221,6 +221,14 @@ class LogDiagnosisCheck(Check):
         run.data["communicators"] = [c.to_dict() for c in m.comms[:512]]
         run.data["transports"] = dict(m.transport_kinds)
         run.data["plugins"] = sorted(m.plugins)
+        # Every rule row that matched a line, with what it means: how the verdict was reached, for --json readers.
+        run.data["rules_matched"] = [
+            {"rule": s.id, "family": FAMILY_OF.get(s.id), "role": s.role, "cause": s.cause, "meaning": s.meaning,
+             "lines": m.hit_counts.get(s.id, 0)}
+            for s in SIGNATURES if m.hit_counts.get(s.id)][:256]
+        if m.flight_files:
+            run.data["flight_recorder"] = {"files": len(m.flight_files), "errors": m.flight_errors[:8],
+                                           "groups": [g.to_dict() for g in m.flight[:16] if hasattr(g, "to_dict")]}
         run.data["env_overrides"] = {k: sorted(v) for k, v in m.env.items()}
         run.data["watchdog"] = [{"rank": w.rank, "pg": w.pg, "seq": w.seq, "op": w.op, "numel_in": w.numel_in,
                                  "numel_out": w.numel_out, "timeout_ms": w.timeout_ms, "ran_ms": w.ran_ms,

@@ -809,6 +809,8 @@ def _is_dump(path: str) -> bool:
     if not _FR_NAME.search(os.path.basename(path)):
         return False
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a pipe named like a dump is read as the log it was given as (opening it here would block)
         with open(path, "rb") as f:
             head = f.read(2)
     except OSError:

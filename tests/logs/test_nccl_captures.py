@@ -107,3 +107,31 @@ def test_settings_meant_to_differ_per_host_are_not_a_finding() -> None:
     """NCCL_HOSTID differs per host by design: the healthy two-rank job has no LOG042."""
     doc = diagnose_file(FIX / "nccl-healthy" / "torchrun.log")
     assert not [f for f in doc["findings"] if f["code"] == "LOG042"]
+
+
+def test_a_pipe_named_like_a_dump_is_read_as_a_log(tmp_path: Path) -> None:
+    """Bad input never hangs: a FIFO is never opened to sniff whether it is a flight-recorder dump."""
+    import os
+    import threading
+
+    fifo = tmp_path / "nccl_trace_rank_0"
+    os.mkfifo(fifo)
+    line = b"n1:1:1 [0] include/alloc.h:227 NCCL WARN Cuda failure 'out of memory'\n"
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(line)
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    first = _causes(diagnose_file(fifo))[0]
+    t.join(10)
+    assert first["cause"] == "cuda_oom"
+
+
+def test_json_says_which_rules_matched_and_what_the_dumps_hold() -> None:
+    doc = diagnose_file(FIX / "nccl-mismatch" / "torchrun.log")
+    data = next(r for r in doc["results"] if r["check"] == "logs.diagnose")["data"]
+    wd = next(x for x in data["rules_matched"] if x["rule"] == "watchdog_timeout")
+    assert wd["family"] == "torch" and wd["role"] == "consequence" and wd["lines"] >= 2 and wd["meaning"]
+    assert data["flight_recorder"]["files"] == 2 and data["flight_recorder"]["groups"][0]["mismatch_seq"] == 17
