@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, ctx, sig
+from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, sig
 
 
 def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -41,6 +41,31 @@ SIGNATURES = (
        r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>recv|send) operation to complete",
        "collective_timeout_straggler", ROOT, 5, "a gloo send/recv did not complete within the timeout",
        build=_recv_timeout),
+    # gloo/transport/tcp/pair.cc: GLOO_ERROR_MSG("Connect timeout ", peer) -- the TCP connect to a peer's
+    # advertised address got no answer within the timeout: dropped on the way, or an address not routed here.
+    sig("gloo_connect_timeout", ("Connect timeout",), r"Connect timeout (?:\[(?P<peer>[^\]\s]{1,64})\]:(?P<port>\d{1,5}))?",
+        "firewall_or_port_blocked", ROOT, 4, "gloo's connection to a peer timed out",
+        code="LOG025",
+        alts=[("wrong_interface", "an address that is not routed between the hosts (a docker bridge, a second NIC) times "
+                                  "out the same way: GLOO_SOCKET_IFNAME names the interface gloo advertises")]),
+    # pair.cc: a pending operation outlived the process group's timeout and gloo closed the pair.
+    sig("gloo_pair_timeout", ("Application timeout caused pair closure",), r"Application timeout caused pair closure",
+        "collective_timeout_straggler", ROOT, 6, "a gloo operation outlived its timeout and gloo closed the connection",
+        code="LOG054",
+        alts=[("collective_mismatch", "gloo times out the same way when ranks call different collectives; "
+                                      "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch"),
+              ("peer_process_died", "a peer that hung or died without closing its sockets leaves the same timeout")]),
+    # torch's ProcessGroupGloo wraps gloo's mesh set-up error: "Gloo connectFullMesh failed with <gloo's reason>".
+    # The ranks could not all connect to the addresses they advertised; the reason, when a row knows it, is more precise.
+    sig("gloo_full_mesh", ("connectFullMesh failed",), r"Gloo connectFullMesh failed with",
+        "wrong_interface", ROOT, 5, "gloo could not connect every pair of ranks when the group was created",
+        code="LOG022", params=lambda hs: {"how": "not established when the gloo group was created (connectFullMesh)"},
+        exclude=("gloo_connect_timeout", "peer_refused", "connect_loopback", "connect_link_local", "family_mismatch",
+                 "ifname_missing", "connect_timeout"),
+        alts=[("hostname_resolution", "gloo advertises the address its host name resolves to: if that is 127.0.1.1 or "
+                                      "another host's address (getent hosts $(hostname)), fix the name or set GLOO_SOCKET_IFNAME"),
+              ("firewall_or_port_blocked", "gloo connects on ephemeral ports: a firewall that opens only the master port "
+                                           "lets the store work and the mesh fail")]),
     sig("lib_gloo", ("ProcessGroupGloo", "gloo", "Gloo", "GLOO_"),
        r"ProcessGroupGloo|\bgloo(?:/|::|\b)|\bGloo\b|GLOO_SOCKET_IFNAME",
        None, CONTEXT, 9, "a line written by gloo or torch's gloo process group"),

@@ -251,10 +251,10 @@ SIGNATURES = (
                                  "which interface each rank advertised")]),
     sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
                      "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
-                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes"),
+                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes", "Socket closed ["),
        r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
-       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes",
+       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket closed \[",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
        build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------

@@ -35,6 +35,15 @@ ROWS = [
      "vm:1010:1010 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"),
     ("cuda_oom", "vm:1320:1320 [0] include/alloc.h:227 NCCL WARN Cuda failure 'out of memory'",
      "vm:1320:1320 [0] NCCL INFO cudaDriverVersion 13000"),
+    # gloo's own messages (gloo/transport/tcp/pair.cc, as torch's wheels carry them) and torch's wrapper.
+    ("gloo_connect_timeout", "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+     "pair.cc:144] Connect timeout [10.0.0.2]:45219", "RuntimeError: [enforce fail at pair.cc:144] Connect to peer done"),
+    ("gloo_full_mesh", "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+     "no error", "[I ProcessGroupGloo.cpp:700] Gloo connectFullMesh succeeded"),
+    ("gloo_pair_timeout", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Application timeout caused "
+     "pair closure", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Application error"),
+    ("conn_lost", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Socket closed [10.0.0.2]:41235",
+     "Socket closed cleanly at shutdown"),
 ]
 
 
@@ -113,3 +122,12 @@ def test_an_ipv4_lookup_failure_in_a_failed_job_is_the_name(tmp_path: Path) -> N
                  "connect to (node1, 29500).\n")
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert found[0]["code"] == "LOG015" and found[0]["cause"] == "rendezvous_unreachable"
+
+
+def test_a_gloo_mesh_timeout_is_the_connect_timeout_not_the_wrapper(tmp_path: Path) -> None:
+    p = tmp_path / "node2.log"
+    p.write_text("[rank1]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/"
+                 "pair.cc:144] Connect timeout [10.0.0.1]:45219\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG025", "firewall_or_port_blocked")
+    assert not [f for f in found if f["code"] == "LOG022"]
