@@ -10,6 +10,7 @@ down on purpose).
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from commdoctor.rules.base import (
@@ -77,7 +78,27 @@ def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     return out
 
 
+def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
+    g = hs[0].groups
+    try:
+        name = signal.Signals(int(g.get("sig") or "")).name
+    except ValueError:
+        name = f"signal {g.get('sig')}"
+    return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
+
+
 SIGNATURES = (
+    # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
+    # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
+    # limit, preemption, Ctrl-C, `timeout`) signals the launcher; it then stops its workers.
+    sig("agent_signalled", ("got signal:",), r"SignalException: Process (?P<pid>\d{1,10}) got signal: (?P<sig>\d{1,3})",
+        "peer_process_died", ROOT, 7, "the launcher was stopped by a signal from outside the job",
+        code="LOG060", params=_agent_signalled,
+        detail="The launcher did not fail: something outside the job stopped it (a scheduler's time limit, "
+               "preemption, Ctrl-C, `timeout`). If the job had stopped making progress before, it hung: "
+               "`commdoctor hang` takes every rank's stacks while it waits.",
+        alts=[("collective_timeout_straggler", "a job stopped for running too long may have been waiting on a late or "
+                                               "stuck rank: look at the last lines of each rank before the signal")]),
     sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
        "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",

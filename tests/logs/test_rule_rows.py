@@ -44,6 +44,8 @@ ROWS = [
      "pair closure", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Application error"),
     ("conn_lost", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Socket closed [10.0.0.2]:41235",
      "Socket closed cleanly at shutdown"),
+    ("agent_signalled", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 25603 got signal: 15",
+     '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)'),
 ]
 
 
