@@ -24,11 +24,17 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                             "have arrived late: check that every rank's output is here"),
                            ("hardware_fault", "a network partition or an MTU black hole between the hosts times out "
                                               "every rank the same way: if the code paths are identical, test the network")])]
-    return [cand("LOG054", "collective_timeout_straggler", 6, hs, alts=[
+    # gloo does not name the peer it waited for; ranks of the job that logged no timeout are the candidates.
+    late = [r for r in range(world) if r not in waited][:8] if world >= 2 and waited else []
+    who = (f"rank(s) {', '.join(map(str, late))} logged no timeout: the late rank is among them" if late
+           else "gloo does not name the peer it waited for")
+    c = cand("LOG054", "collective_timeout_straggler", 6, hs, params={"who": who}, alts=[
         ("collective_mismatch", "gloo gives this same timeout when ranks call different collectives (all_reduce against "
                                 "broadcast); TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch within milliseconds"),
         ("peer_process_died", "a peer that hung or died without closing its sockets also leaves the recv waiting: "
-                              "take stacks (commdoctor hang) while it waits")])]
+                              "take stacks (commdoctor hang) while it waits")])
+    c.ranks |= set(late)
+    return [c]
 
 
 SIGNATURES = (
@@ -51,7 +57,7 @@ SIGNATURES = (
     # pair.cc: a pending operation outlived the process group's timeout and gloo closed the pair.
     sig("gloo_pair_timeout", ("Application timeout caused pair closure",), r"Application timeout caused pair closure",
         "collective_timeout_straggler", ROOT, 6, "a gloo operation outlived its timeout and gloo closed the connection",
-        code="LOG054",
+        code="LOG054", params=lambda hs: {"who": "gloo closed the connection when the operation outlived its timeout"},
         alts=[("collective_mismatch", "gloo times out the same way when ranks call different collectives; "
                                       "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch"),
               ("peer_process_died", "a peer that hung or died without closing its sockets leaves the same timeout")]),

@@ -344,7 +344,7 @@ CODES = (
     Code("LOG053", "collective-hang", E, "collectives hung: {what}",
          "Run without CUDA graphs (e.g. vLLM --enforce-eager) to confirm, then upgrade NCCL; take stacks of every rank while it hangs",
          cause="nccl_internal_bug", env={"NCCL_GRAPH_MIXING_SUPPORT": "0"}),
-    Code("LOG054", "recv-timeout", E, "a gloo send/recv timed out without naming the peer",
+    Code("LOG054", "recv-timeout", E, "a gloo send/recv timed out: {who}",
          "Find which rank did not take part: take stacks (commdoctor hang) or rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL",
          cause="collective_timeout_straggler", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
     Code("LOG055", "store-wait-timeout", E, "a rank waited in the store for a key another rank never wrote ({what})",

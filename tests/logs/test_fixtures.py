@@ -61,3 +61,9 @@ def test_a_launcher_stopped_from_outside_is_said_so() -> None:
     first = _first(diagnose_file(FIX / "gloo-hang-killed" / "torchrun.log"))
     assert first["code"] == "LOG060" and "stopped from outside by SIGTERM" in first["title"]
     assert "commdoctor hang" in first["detail"]
+
+
+def test_gloo_straggler_names_the_rank_that_logged_no_timeout() -> None:
+    first = _first(diagnose_file(FIX / "gloo-straggler-2rank" / "torchrun.log"))
+    assert (first["code"], first["cause"]) == ("LOG054", "collective_timeout_straggler")
+    assert "rank(s) 1 logged no timeout" in first["title"] and first["ranks"] == [0, 1]
