@@ -46,6 +46,46 @@ ROWS = [
      "Socket closed cleanly at shutdown"),
     ("agent_signalled", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 25603 got signal: 15",
      '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)'),
+    # Lines of the public corpus (../shared/corpus, case named), each with a line that reads alike and means otherwise.
+    ("port_in_use", "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",  # 001
+     "The server socket has started to listen on [::]:29500."),
+    ("name_resolution", "ValueError: host not found: Name or service not known",  # 043
+     "[I socket.cpp:820] [c10d] The client socket has connected to [master]:29500 on [node2]:41234."),
+    ("connect_loopback", "pair.cc:724] connect [127.0.1.1]:3210: Connection refused",  # 003
+     "pair.cc:724] connect [10.0.0.7]:3210: Connection refused"),
+    ("shm", "Error while creating shared memory segment /dev/shm/nccl-F9ffgB (size 9637888)",  # 006
+     "NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"),
+    ("driver_too_old", "init.cu:674 WARN Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'",  # 019
+     "NCCL INFO cudaDriverVersion 12040"),
+    ("fabric_not_ready", "test: Test CUDA failure common.cu:941 'system not yet initialized'",  # 018
+     "NCCL INFO NVLS multicast support is not available on dev 0"),
+    ("memlock", "ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",  # 024
+     "ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Invalid argument"),
+    ("ib_qp", "ibvwrap.cc: NCCL WARN Call to ibv_modify_qp failed with error Connection timed out",  # 016
+     "NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"),
+    ("ib_async", "NCCL WARN NET/IB : Got async event : port error",  # 027
+     "NCCL INFO NET/IB: Dev 0 Port 1 qpn 1229 mtu 5 GID 3 (0/0) fe80::1"),
+    ("msg_truncated", "bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",  # 013
+     "bootstrap.cc:77 NCCL INFO Message received : 256 bytes"),
+    ("topo_attr", "graph/xml.h:101 NCCL WARN Attribute arch of node cpu not found",  # 041
+     "NCCL INFO Attribute coll of comm 0x1 is set to ring"),
+    ("nccl_mismatched_collective", "init.cu:1197 NCCL WARN Mismatched collective detected, please check your collective "
+     "calls at and around rank 11.", "NCCL INFO Collective AllReduce is matched on rank 11"),  # 037
+    ("collective_mismatch", "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running inconsistent "
+     "collective: CollectiveFingerPrint(OpType=BROADCAST", "[I ProcessGroupWrapper.cpp] collectives on ranks matched"),  # 007
+    ("store_get_timeout", "RuntimeError: [6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+     "key-value store by key '0', but store->get('0') got error: Socket Timeout",  # 022
+     "[6] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0'"),
+    ("watchdog_timeout", "[E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum=20518, OpType=ALLREDUCE, NumelIn=106496, NumelOut=106496, Timeout(ms)=1800000) ran for 1800270 "
+     "milliseconds before timing out.", "[I ProcessGroupNCCL.cpp:900] [Rank 4] ProcessGroupNCCL initialization options: "
+     "TIMEOUT(ms): 1800000"),  # 010
+    ("gloo_recv_timeout", "RuntimeError: [unbound_buffer.cc:78] Timed out waiting 20000ms for recv operation to complete",
+     "[job] waited 20000ms for recv of the batch"),  # fixtures/logs/gloo-mismatch-timeout
+    ("mpi_btl_tcp", "[btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier "
+     "[[22157,1],7]", "[btl_tcp_component.c:1000] using interface ib0 for btl tcp"),  # 023
+    ("process_died", "  traceback : Signal 9 (SIGKILL) received by PID 1133",  # fixtures/logs/nccl-peer-died
+     "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"),
 ]
 
 
