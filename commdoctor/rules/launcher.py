@@ -13,9 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (
-    E, PHASE_DEATHS, PHASE_SETUP, ROOT, Cand, Code, ModelRule, missing_ranks, sig,
-)
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:

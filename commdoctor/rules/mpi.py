@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, sig
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, group, hits, sig
 
 
 def _signal_name(num: str | None) -> str:

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import (
-    CONTEXT, E, NCCL_DEBUG_ENV, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits, sig,
-    version_tuple,
-)
+from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, group, sig, version_tuple
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",

@@ -15,9 +15,8 @@ from typing import Any
 
 from commdoctor.ifvars import iface_env
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule, cand,
-    ctx, group, hits,
-    sig,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+    group, hits, sig,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, missing_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks, sig,
 )
 
 
