@@ -357,7 +357,8 @@ class _Builder:
         if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
             # Not errors of their own: NCCL's notes on optional libraries, and the elastic agent's "failed
             # (exitcode: N)" (the launcher reporting a rank's exit, which the failure summary rules read).
-            if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))) and not _AGENT_FAIL.search(msg):
+            if not (kind == "nccl" and msg.startswith("NET/Plugin")) and not _AGENT_FAIL.search(msg) \
+                    and not any(s.harmless for s, _ in matched):
                 self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
 
     def finish(self) -> None:

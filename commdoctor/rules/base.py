@@ -78,6 +78,7 @@ class Signature:
     always: bool = False  # run ``build`` even without a hit (it also reads the run model)
     phase: int = PHASE_LINES
     read_by: str = ""  # a root signature without a code of its own: the rule whose build reads it
+    harmless: bool = False  # a context note that a working job prints at error level: not an unrecognised error
 
     def search(self, text: str) -> re.Match[str] | None:
         for n in self.needles:
@@ -118,9 +119,10 @@ def sig(id: str, needles: tuple[str, ...], pattern: str, cause: str | None, role
     return Signature(id, needles, re.compile(pattern), cause, role, tier, meaning, **kw)
 
 
-def ctx(id: str, needles: tuple[str, ...], pattern: str, meaning: str, cause: str | None = None) -> Signature:
-    """A context row: read by other rules, never a verdict."""
-    return Signature(id, needles, re.compile(pattern), cause, CONTEXT, 9, meaning)
+def ctx(id: str, needles: tuple[str, ...], pattern: str, meaning: str, cause: str | None = None,
+        harmless: bool = False) -> Signature:
+    """A context row: read by other rules, never a verdict (``harmless``: nor an error to report)."""
+    return Signature(id, needles, re.compile(pattern), cause, CONTEXT, 9, meaning, harmless=harmless)
 
 
 # -- helpers the rules' functions share ----------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, group, sig, version_tuple
+from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, sig, version_tuple
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -282,7 +282,12 @@ SIGNATURES = (
        r"WorkNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
        None, CONTEXT, 9, "a line written by NCCL or torch's NCCL process group"),
     sig("ibverbs_missing", ("libibverbs",),
-       r"Failed to open libibverbs", None, CONTEXT, 9, "no InfiniBand verbs library: NCCL uses sockets (harmless on non-IB hosts)"),
+       r"Failed to open libibverbs", None, CONTEXT, 9, "no InfiniBand verbs library: NCCL uses sockets (harmless on non-IB hosts)",
+       harmless=True),
+    # net_ib.cc (2.1x on): WARN("Could not find real path of %s (%s)", devName, devicePath) and NCCL goes on without
+    # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
+    ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",
+        "NCCL could not read an InfiniBand NIC's PCI path (virtual machines, containers) and went on", harmless=True),
 )
 
 MODEL_RULES = (

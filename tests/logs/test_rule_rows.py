@@ -173,3 +173,16 @@ def test_a_gloo_mesh_timeout_is_the_connect_timeout_not_the_wrapper(tmp_path: Pa
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert (found[0]["code"], found[0]["cause"]) == ("LOG025", "firewall_or_port_blocked")
     assert not [f for f in found if f["code"] == "LOG022"]
+
+
+def test_nccl_warnings_a_working_job_prints_are_not_an_unrecognised_failure(tmp_path: Path) -> None:
+    """NCCL WARNs that it goes on past (net_ib.cc's NIC path in a VM, a missing verbs library) are not errors."""
+    p = tmp_path / "rank0.log"
+    p.write_text("n1:10:10 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+                 "n1:10:10 [0] transport/net_ib.cc:300 NCCL WARN Could not find real path of mlx5_0 "
+                 "(/sys/class/infiniband/mlx5_0/device)\n"
+                 "[job] rank 0 step 9 loss 0.0905\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+    q = tmp_path / "old.log"  # the older form returns ncclSystemError: an error, never "healthy"
+    q.write_text("n1:10:10 [0] graph/topo.cc:90 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00/../../0000:3b:00.0\n")
+    assert [f["code"] for f in diagnose_file(q)["findings"] if f["cause"]][:1] == ["LOG080"]
