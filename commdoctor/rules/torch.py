@@ -143,9 +143,10 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if fr is not None and fr[0] == "straggler":
         g = fr[1]
         late = set(g.missing)
-        last = "; ".join(f"rank {r} last at {e.describe() if e is not None else 'nothing'}" for r, e in sorted(g.missing.items())[:4])
-        who = (f"rank {', '.join(map(str, sorted(late)))} never entered collective #{g.front_seq} "
-               f"({g.front_op or '?'}) the others wait in: it is the straggler ({last})")
+        last = "; ".join(f"rank {r}'s last: {e.describe() if e is not None else 'none recorded'}"
+                         for r, e in sorted(g.missing.items())[:4])
+        who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collectives the others wait in (up to "
+               f"#{g.front_seq} {g.front_op or '?'}, flight recorder): it is the straggler ({last})")
         evs = _fr_evidence(m, dict(g.missing)) + evs
     if not who and progress:
         low = min(v[0] for v in progress.values())
