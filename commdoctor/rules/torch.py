@@ -10,6 +10,7 @@ collectives (a mismatch) or in the same one (a straggler or a hang).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
@@ -74,20 +75,36 @@ def _behind_completed(progress: dict[int, tuple[int, int, Any]]) -> tuple[int, l
     return None
 
 
-def _flight_verdict(m: Any) -> tuple[str, Any] | None:
-    """What flight-recorder dumps beside the logs say (commdoctor.loaders.flight_recorder's analysis):
-    ("mismatch", group) when ranks recorded different calls at one sequence number, ("straggler", group)
-    when some ranks never entered the collective the others wait in."""
-    for g in m.flight:
-        if getattr(g, "mismatch_seq", None) is not None and getattr(g, "mismatch", None):
-            return "mismatch", g
-    for g in m.flight:
-        if getattr(g, "waiting", None) and getattr(g, "missing", None):
-            return "straggler", g
+@dataclass(frozen=True)
+class _FlightSays:
+    """What the flight recorder's analysis says, in plain values (read once, defensively)."""
+
+    kind: str  # "mismatch" or "straggler"
+    seq: int  # the sequence number where calls differ, or the newest one the others wait in
+    op: str
+    group: str
+    entries: dict[int, str]  # rank -> its entry at seq (mismatch) or its last entry (straggler), described
+
+
+def _flight_verdict(m: Any) -> _FlightSays | None:
+    """What flight-recorder dumps beside the logs say (commdoctor.loaders.flight_recorder's analysis): ranks
+    that recorded different calls at one sequence number, or ranks that never entered the collective the
+    others wait in. None when there are no dumps, or their analysis does not have the shape expected."""
+    try:
+        for g in m.flight:
+            if getattr(g, "mismatch_seq", None) is not None and getattr(g, "mismatch", None):
+                return _FlightSays("mismatch", int(g.mismatch_seq), "", str(g.desc or g.name),
+                                   {int(r): e.describe() for r, e in g.mismatch.items()})
+        for g in m.flight:
+            if getattr(g, "waiting", None) and getattr(g, "missing", None):
+                return _FlightSays("straggler", int(g.front_seq), str(g.front_op or "?"), str(g.desc or g.name),
+                                   {int(r): (e.describe() if e is not None else "none recorded") for r, e in g.missing.items()})
+    except (AttributeError, TypeError, ValueError):
+        return None
     return None
 
 
-def _fr_evidence(m: Any, entries: dict[int, Any]) -> list[Any]:
+def _fr_evidence(m: Any, entries: dict[int, str]) -> list[Any]:
     from commdoctor.model import Evidence
 
     files: dict[int, str] = {}
@@ -95,8 +112,7 @@ def _fr_evidence(m: Any, entries: dict[int, Any]) -> list[Any]:
         for r in entries:
             if f.endswith(f"_{r}") or f.endswith(f"rank{r}") or f.endswith(f"_{r}.json") or f.endswith(f"_{r}.pkl"):
                 files.setdefault(r, f)
-    return [Evidence(source=files.get(r, "flight recorder"), text=(e.describe() if e is not None else "no entry"), rank=r)
-            for r, e in sorted(entries.items())][:4]
+    return [Evidence(source=files.get(r, "flight recorder"), text=text, rank=r) for r, text in sorted(entries.items())][:4]
 
 
 def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -119,12 +135,11 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
     # -- ranks in different collectives: the flight recorder's entries, or progress that cannot pair up --------
     if not strong_root:
-        if fr is not None and fr[0] == "mismatch":
-            g = fr[1]
-            calls_txt = "; ".join(f"rank {r}: {e.describe()}" for r, e in sorted(g.mismatch.items()))
-            return [Cand("LOG050", "collective_mismatch", 2, seq, _fr_evidence(m, g.mismatch) + evs[:2], ranks=set(g.mismatch),
+        if fr is not None and fr.kind == "mismatch":
+            calls_txt = "; ".join(f"rank {r}: {text}" for r, text in sorted(fr.entries.items()))
+            return [Cand("LOG050", "collective_mismatch", 2, seq, _fr_evidence(m, fr.entries) + evs[:2], ranks=set(fr.entries),
                          detail=f"The flight recorder shows the ranks called different collectives at sequence number "
-                                f"{g.mismatch_seq} of group {g.desc or g.name}: {calls_txt}.")]
+                                f"{fr.seq} of group {fr.group}: {calls_txt}.")]
         behind = _behind_completed(progress)
         if behind is not None:
             n, ahead, waiting = behind
@@ -140,14 +155,12 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # -- who was late ----------------------------------------------------------------------------------------
     who = ""
     late: set[int] = set()
-    if fr is not None and fr[0] == "straggler":
-        g = fr[1]
-        late = set(g.missing)
-        last = "; ".join(f"rank {r}'s last: {e.describe() if e is not None else 'none recorded'}"
-                         for r, e in sorted(g.missing.items())[:4])
+    if fr is not None and fr.kind == "straggler":
+        late = set(fr.entries)
+        last = "; ".join(f"rank {r}'s last: {text}" for r, text in sorted(fr.entries.items())[:4])
         who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collectives the others wait in (up to "
-               f"#{g.front_seq} {g.front_op or '?'}, flight recorder): it is the straggler ({last})")
-        evs = _fr_evidence(m, dict(g.missing)) + evs
+               f"#{fr.seq} {fr.op}, flight recorder): it is the straggler ({last})")
+        evs = _fr_evidence(m, fr.entries) + evs
     if not who and progress:
         low = min(v[0] for v in progress.values())
         late = {r for r, v in progress.items() if v[0] == low}
