@@ -154,6 +154,8 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)  # type: ignore[call-arg]
         self._rank, self._size = rank, size
         self.timeout_s = timeout.total_seconds() if timeout else 1800.0
+        self.options = dist.ProcessGroupGloo._Options()  # as a backend keeps it: callers read options._timeout
+        self.options._timeout = timeout
         gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         real = dist.ProcessGroup(store, rank, size)
         real._set_default_backend(dist.ProcessGroup.BackendType.GLOO)

@@ -275,8 +275,14 @@ class Hooks:
             return entry
         return None
 
-    def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...]) -> bool:
-        """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs."""
+    def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...],
+               gate_all: bool = False) -> bool:
+        """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs.
+
+        ``gate_all``: the call goes to a backend whose work the hooks cannot wait on in slices (NCCL,
+        any backend not known to be safe): once it is handed over, a mismatch can no longer release
+        the ranks that wait for it (their GPU stream waits for a peer that never comes), so it is
+        gated whatever ``gate`` says, unless the user chose ``never``."""
         c = self.checker
         if c is None or not c.active or len(g.members) < 2:
             return True
@@ -298,8 +304,9 @@ class Hooks:
                 if len(g.steps) > 65536:
                     g.steps.clear()
                 g.steps.add(step)
+            gated = gated or gate_all
         else:
-            gated = gate == "always"
+            gated = gate == "always" or (gate_all and gate != "never")
         c.publish(g, seq, fp, site, later=not gated, entry=key)
         if not gated:
             v = c.poison or g.verdicts.get(seq)  # the others may be ahead: then it is decided already
