@@ -610,7 +610,7 @@ class HookedProcessGroup(dist.ProcessGroup):
                 t = self._cd_inner._get_backend(torch.device(dev)).options._timeout.total_seconds()
             except (AttributeError, IndexError, RuntimeError):
                 try:  # a Python process group that keeps a backend's options itself
-                    t = self._cd_inner.options._timeout.total_seconds()
+                    t = getattr(self._cd_inner, "options")._timeout.total_seconds()
                 except (AttributeError, RuntimeError):
                     t = 1800.0
             self._cd_timeout = t = float(t) if t and t > 0 else 1800.0
