@@ -173,8 +173,10 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
         self._async_errors = os.environ.get("FAKENCCL_ASYNC_ERROR_HANDLING", "3") != "0"
         self._stream: queue.Queue[Any] = queue.Queue()
         self._pending: queue.Queue[Any] = queue.Queue()
-        threading.Thread(target=self._run_stream, name="fakenccl-stream", daemon=True).start()
-        threading.Thread(target=self._run_completion, name="fakenccl-watchdog", daemon=True).start()
+        self._threads = [threading.Thread(target=self._run_stream, name="fakenccl-stream", daemon=True),
+                         threading.Thread(target=self._run_completion, name="fakenccl-watchdog", daemon=True)]
+        for t in self._threads:
+            t.start()
 
     # -- identity, as torch and the wrapper ask for it ------------------------------------
 
@@ -306,8 +308,10 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
     def shutdown(self) -> None:
         self._closed = True
         self._stream.put(None)
+        for t in self._threads:  # what was enqueued runs to its end first, as NCCL's destroy waits for it
+            t.join(min(self.timeout_s, 10.0))
         try:
-            self._gloo.shutdown()
+            self._real.shutdown()
         except RuntimeError:
             pass
 
