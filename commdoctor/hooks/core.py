@@ -282,7 +282,7 @@ class Hooks:
         ``gate_all``: the call goes to a backend whose work the hooks cannot wait on in slices (NCCL,
         any backend not known to be safe): once it is handed over, a mismatch can no longer release
         the ranks that wait for it (their GPU stream waits for a peer that never comes), so it is
-        gated whatever ``gate`` says, unless the user chose ``never``."""
+        gated whatever ``gate`` says, unless the user chose ``never``, for at most ``async_gate_s``."""
         c = self.checker
         if c is None or not c.active or len(g.members) < 2:
             return True
@@ -313,7 +313,11 @@ class Hooks:
             if v is not None and v is not UNVERIFIED and raising:
                 raise self._error(v)
             return False
-        if async_op:
+        if async_op or gate_all:
+            # On a backend whose collectives do not hold the CPU (NCCL: "blocking" calls return once
+            # enqueued), a program may rely on running past a collective (to a send its peer waits
+            # for before it enters): holding it here until the peers come could deadlock a job that
+            # runs without the hooks. Bounded like an async call; checked later if the time runs out.
             v = c.wait(g, seq, self.config.async_gate_s, UNVERIFIED)
         else:
             v = c.wait(g, seq, w._cd_timeout_s(), STALL)
