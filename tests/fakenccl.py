@@ -107,11 +107,13 @@ class FakeNcclWork(dist.Work):
 
     def _finish(self, value: Any, error: BaseException | None) -> None:
         self._value, self._error = value, error
-        self._done.set()
-        if error is None:
-            self._fut.set_result(value)
-        else:
-            self._fut.set_exception(error)
+        try:  # the future first: whoever wait() releases may read it at once
+            if error is None:
+                self._fut.set_result(value)
+            else:
+                self._fut.set_exception(error)
+        finally:
+            self._done.set()
 
     def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
         secs = timeout.total_seconds() if timeout else 0.0

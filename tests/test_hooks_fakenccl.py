@@ -21,6 +21,7 @@ def test_async_work_untimed_wait_and_future_do_no_harm() -> None:
     res = job("fake_check@plain", "fakenccl")
     why = explain(res)
     for r in res:
+        assert r["error"] is None and "result" in r, why
         assert r.get("completed_at_once") is False, why  # the call returned before the operation ran
         # wait() without a timeout waited for the late peer; the future holds the outputs
         assert r["result"] == [[2.0] * 4, True, [[2.0] * 4]], why
@@ -38,3 +39,51 @@ def test_expired_timed_wait_takes_the_process_down_as_nccl_does() -> None:
     assert "[Rank 0] To avoid data inconsistency, we are taking the entire process down." in r0["stderr"], why
     assert r1["returncode"] == -signal.SIGABRT, why
     assert "[Rank 1] To avoid data inconsistency, we are taking the entire process down." in r1["stderr"], why
+
+
+_ONE_RANK = r"""
+import datetime, json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+import torch, torch.distributed as dist
+import fakenccl
+import commdoctor.hooks as hooks
+hooks.install(records_dir=None)
+out = {}
+for i, backend in enumerate(("gloo", "fakenccl")):
+    dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    w = dist.group.WORLD
+    t = torch.ones(3)
+    dist.all_reduce(t)  # fakenccl: 300 ms of communicator set-up, far past a 50 ms wait slice
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    from commdoctor.hooks.group import poll_safe
+    polled, bare = poll_safe(w._cd_inner)
+    out[backend] = {"polled": sorted(polled), "bare": bare, "result": t.tolist(), "wrapped": type(w).__name__}
+    dist.destroy_process_group()
+print("OUT " + json.dumps(out), flush=True)
+"""
+
+
+def test_hooks_decide_per_backend_and_never_time_a_wait_on_the_nccl_like_one() -> None:
+    """One-rank groups in one process: gloo's calls may be waited on in timed slices, fakenccl's may not,
+    and a hooked fakenccl call whose communicator takes 300 ms to set up completes (on main at 1c28f6e
+    the hooks' first 50 ms slice expired and the backend took the process down)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), FAKENCCL_INIT_MS="300", OMP_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-c", _ONE_RANK], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=str(REPO))
+    got = [ln for ln in p.stdout.splitlines() if ln.startswith("OUT ")]
+    assert p.returncode == 0 and got, p.stderr[-3000:]
+    out = json.loads(got[0][4:])
+    assert out["gloo"]["polled"] == ["cpu", "cuda"] and out["gloo"]["bare"] is True, out
+    assert out["fakenccl"]["polled"] == [] and out["fakenccl"]["bare"] is False, out
+    for backend in ("gloo", "fakenccl"):
+        assert out[backend]["wrapped"] == "HookedProcessGroup" and out[backend]["result"] == [1.0] * 3, out
+    assert "timed out in blocking wait" not in p.stderr
