@@ -24,6 +24,12 @@ mismatch on ``wait``. Point-to-point calls are checked the same way, after the
 fact, except that a side that finds its peer's entry already there checks
 before sending.
 
+On a backend whose timed wait is destructive or unknown (NCCL: an expired
+``Work.wait(timeout)`` aborts the communicator and the process; see
+``group.POLL_SAFE``), every collective is gated, for at most ``async_gate_s``
+(such a backend's collectives do not hold the CPU, and a program may rely on
+that), and the hooks never wait on its work with a timeout of their own.
+
 Where the error appears: in the thread that made the call, from inside the
 collective function (``dist.all_reduce``, DDP's backward, ...), on every member
 rank; ranks outside the group raise at their next collective, because the
