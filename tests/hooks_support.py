@@ -176,7 +176,7 @@ BACKENDS = ("gloo", "fakenccl")
 #: own; tests/hooks_worker.py run_many). ``fake_check@plain`` takes its process down on purpose: last.
 FAKE_SCENARIOS = ["ok", "ddp_train", "ddp_train@plain", "ddp_opmismatch", "op", "shape", "dtype", "redop", "root",
                   "barrier", "order", "ddp", "ddp_model", "later", "skip", "order_same", "skip_last",
-                  "redop@report", "redop@record", "channel_lost", "fake_check@plain"]
+                  "redop@report", "redop@record", "channel_lost", "late_mismatch@raise:0.3", "fake_check@plain"]
 _fake: dict[str, list[dict[str, Any]]] = {}
 
 

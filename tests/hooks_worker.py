@@ -199,6 +199,28 @@ def s_fake_check(r: int, w: int) -> None:
     OUT["survived"] = True
 
 
+def s_late_mismatch(r: int, w: int) -> None:
+    """Rank 1 comes 1.5 s late to a call where it uses MAX and rank 0 SUM. Run with a short gate
+    (``@raise:0.3``) on fakenccl: rank 0's call is not held past the gate, goes to the backend
+    unchecked, and rank 0 waits for it; the verdict reached in the background when rank 1 comes
+    must release that wait. Rank 1 then completes rank 0's call behind the hooks' back, so the
+    shared job's next scenario finds the backend clean (NCCL would abort the job instead)."""
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if r == 1:
+        time.sleep(1.5)
+    mark()
+    if r == 0:
+        dist.all_reduce(t)  # SITE:late_sum
+        return
+    try:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # SITE:late_max
+    finally:
+        time.sleep(1.0)  # rank 0 is released by the verdict first, not by this call completing
+        inner = dist.group.WORLD._cd_inner
+        inner.allreduce([torch.ones(4)], dist.AllreduceOptions()).wait()
+
+
 def s_op(r: int, w: int) -> None:
     t = torch.ones(4)
     dist.all_reduce(t)
@@ -474,6 +496,7 @@ def run_many(specs: list[str], r: int, w: int) -> None:
     base = os.environ.get("COMMDOCTOR_HOOKS_DIR") or "commdoctor-hooks"
     for i, spec in enumerate(specs):
         name, _, mode = spec.partition("@")
+        mode, _, gate = mode.partition(":")  # @raise:0.3: the gate's bound (async_gate_s) for this scenario
         MARKS.clear()
         OUT.clear()
         sys.stderr.write(f"=== scenario {spec}\n")  # the test gives each scenario its own part of stderr
@@ -482,7 +505,7 @@ def run_many(specs: list[str], r: int, w: int) -> None:
         store.wait([f"ready/{i}/{q}" for q in range(w)], datetime.timedelta(seconds=120))
         rec = os.path.join(base, spec)
         if mode != "plain":
-            hooks.install(mode=mode or "raise", records_dir=rec)
+            hooks.install(mode=mode or "raise", records_dir=rec, async_gate_s=float(gate) if gate else None)
         dist.init_process_group(BACKEND, store=dist.PrefixStore(f"scenario{i}/", store), rank=r, world_size=w,
                                 timeout=_timeout())
         res = _run(name, r, w)

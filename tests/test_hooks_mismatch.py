@@ -82,6 +82,23 @@ def test_sum_against_max_in_a_ddp_job_on_an_nccl_like_backend() -> None:
     assert not_taken_down(res), why
 
 
+def test_late_rank_on_an_nccl_like_backend_does_not_hold_the_others_and_still_releases_them() -> None:
+    """On fakenccl, with the gate bounded at 0.3 s: rank 0 is not held until rank 1 comes (1.5 s late;
+    an NCCL collective does not hold the CPU, and holding it could deadlock a job), its call goes to
+    the backend unchecked, and rank 0 waits for it. When rank 1 comes with MAX, both raise: rank 1
+    before its call is enqueued, rank 0 from inside its wait, released by the background verdict."""
+    res = job("late_mismatch@raise:0.3", "fakenccl")
+    why = explain(res)
+    assert all(r["error"] == "CollectiveMismatchError" for r in res), why
+    for r in res:
+        assert site("late_sum") in r["message"] and site("late_max") in r["message"], why
+        assert "all_reduce(SUM)" in r["message"] and "all_reduce(MAX)" in r["message"], why
+    assert "_wait_done" in res[0]["traceback"], why  # raised from the wait, not from the gate
+    assert "in before" in res[1]["traceback"], why  # rank 1: at the gate, before its call was enqueued
+    assert res[0]["t_raise"] - res[1]["marks"][-1] < 1.0, why  # rank 0 released within 1 s of rank 1's coming
+    assert not_taken_down(res), why
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_skipped_collective_of_same_shape(backend: str) -> None:
     """Rank 1 skips one of two same-shape all_reduces: the calls pair off by one, which only the
