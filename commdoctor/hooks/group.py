@@ -47,7 +47,7 @@ _now = time.time
 _SLICE_S = 0.05
 #: Backends whose Work.wait(timeout) only reports that the time ran out, so the hooks may wait on
 #: their work in slices (FIELD-NOTES: "gloo lets you wait again"). Every other backend is treated as
-#: one whose timed wait is destructive (NCCL) or refused (MPI), until shown otherwise.
+#: one whose timed wait may be destructive (NCCL), until shown otherwise.
 POLL_SAFE = frozenset({"gloo"})
 _SLICE = datetime.timedelta(seconds=_SLICE_S)
 _NO_TIMEOUT = datetime.timedelta(0)
