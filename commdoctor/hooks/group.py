@@ -399,7 +399,7 @@ def _wait_done(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | No
     try:
         inner.get_future().add_done_callback(lambda _f: done.set())
         watch = True
-    except (RuntimeError, AttributeError, TypeError):  # "getFuture not implemented" (MPI, some custom backends)
+    except (RuntimeError, AttributeError, TypeError):  # a work without a future ("getFuture not implemented")
         watch = False
     while watch and not done.wait(_SLICE_S):
         if h.poisoned() is not None:
