@@ -68,7 +68,7 @@ def run_many(scenarios: list[str], world: int = 2, env: dict[str, str] | None = 
 
     A scenario whose RESULT a rank never printed (the job died or hung there) gets that rank's
     stderr and return code, so the test says where the job stopped."""
-    per_rank = _run(",".join(scenarios), world, env, timeout, records, backend)
+    per_rank = _run(",".join(scenarios), world, env, timeout, records, backend, many=True)
     out: dict[str, list[dict[str, Any]]] = {}
     for spec in scenarios:
         rows = []
@@ -92,9 +92,8 @@ def _part(stderr: str, spec: str) -> str:
 
 
 def _run(scenario: str, world: int, env: dict[str, str] | None, timeout: float, records: str | None,
-         backend: str) -> Any:
-    """run_job for one scenario ([rank results]) or several ([[rank 0's results], ...]), by the scenario's form."""
-    many = "," in scenario or "@" in scenario
+         backend: str, many: bool = False) -> Any:
+    """run_job for one scenario ([rank results]) or, ``many``, several ([[rank 0's results], ...])."""
     port = free_port()
     rec = records or tempfile.mkdtemp(prefix="cd-hooks-")
     procs = []
@@ -102,7 +101,8 @@ def _run(scenario: str, world: int, env: dict[str, str] | None, timeout: float, 
         e = dict(os.environ)
         e.update({"RANK": str(r), "WORLD_SIZE": str(world), "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1",
                   "MASTER_PORT": str(port), "PYTHONPATH": str(REPO), "COMMDOCTOR_HOOKS_DIR": rec,
-                  "OMP_NUM_THREADS": "1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "60", "HOOKS_BACKEND": backend})
+                  "OMP_NUM_THREADS": "1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "60", "HOOKS_BACKEND": backend,
+                  "HOOKS_MANY": "1" if many else ""})
         e.update(env or {})
         procs.append(subprocess.Popen([sys.executable, str(WORKER), scenario], cwd=str(REPO), env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -192,9 +192,13 @@ def fake_job() -> dict[str, list[dict[str, Any]]]:
 
 def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None = None,
         records: str | None = None) -> list[dict[str, Any]]:
-    """Each rank's result of ``scenario`` on ``backend``: a job of its own on gloo, the shared job's on fakenccl."""
+    """Each rank's result of ``scenario`` on ``backend``: a job of its own on gloo, the shared job's on
+    fakenccl (a job of its own there too for more than 2 ranks)."""
     if backend == "gloo":
         return run_job(scenario, world, env=env, records=records)
+    if world != 2:
+        return run_many([scenario], world, backend=backend, records=records or tempfile.mkdtemp(prefix="cd-fake-"),
+                        env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10", **(env or {})})[scenario]
     return fake_job()[scenario]
 
 

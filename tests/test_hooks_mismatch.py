@@ -139,10 +139,11 @@ def test_rank_that_leaves_before_the_last_collective(backend: str) -> None:
     assert detection_delay(res) < DETECT_S, why
 
 
-def test_subgroup_mismatch_reaches_bystanders() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_subgroup_mismatch_reaches_bystanders(backend: str) -> None:
     """4 ranks: ranks 0 and 2 disagree in their own group; ranks 1 and 3, waiting in a world
     barrier for them, raise too (told by the side channel), naming the original disagreement."""
-    res = run_job("subgroup", world=4)
+    res = job("subgroup", backend, world=4)
     why = explain(res)
     assert all(r["error"] == "CollectiveMismatchError" for r in res), why
     for r in (res[0], res[2]):
