@@ -118,11 +118,13 @@ def _run(scenario: str, world: int, env: dict[str, str] | None, timeout: float, 
             so, se = p.communicate()
             killed = True
         got = [json.loads(line[7:]) for line in so.splitlines() if line.startswith("RESULT ")]
-        for res in got or [{"rank": r, "missing": True}]:
+        # A rank that printed no RESULT (it died, or never got as far) says so in "error", so that the
+        # test's assertion shows explain() instead of failing on a missing key.
+        got = got or [{"rank": r, "missing": True, "error": "no RESULT"}]
+        for res in got:
             res.update(returncode=p.returncode, stderr=se, stdout=so, killed=killed)
             res.setdefault("records", rec)
-        out.append(got or [{"rank": r, "missing": True, "returncode": p.returncode, "stderr": se, "stdout": so,
-                            "killed": killed, "records": rec}])
+        out.append(got)
     if many:
         return out
     return [rows[-1] for rows in out]
