@@ -235,14 +235,39 @@ def load_dumps(paths: Iterable[str]) -> tuple[list[FRDump], list[str]]:
             errors.append(f"{f}: cannot tell which rank wrote it (name dumps PREFIX<rank>, as torch does)")
             continue
         dumps.append(d)
-    # One dump per rank: torch's own (TORCH_FR_DUMP_TEMP_FILE) and commdoctor's agent may both have
-    # written one; the newer file wins.
-    newest: dict[int, FRDump] = {}
+    # Several dumps of one rank: torch's own on timeout (TORCH_FR_DUMP_TEMP_FILE) beside the agent's,
+    # or NCCL's recorder beside the generic one. They are merged; where two hold the same call, the
+    # newer file's entry wins (the watchdog may have marked it completed since).
+    by_rank: dict[int, list[FRDump]] = {}
     for d in dumps:
-        old = newest.get(d.rank)  # type: ignore[arg-type]
-        if old is None or _mtime(d.path) >= _mtime(old.path):
-            newest[d.rank] = d  # type: ignore[index]
-    return [newest[r] for r in sorted(newest)], errors
+        by_rank.setdefault(d.rank, []).append(d)  # type: ignore[arg-type]
+    return [merge_dumps(by_rank[r]) for r in sorted(by_rank)], errors
+
+
+def merge_dumps(dumps: Sequence[FRDump]) -> FRDump:
+    """One rank's dumps as one: groups, status and entries of all, the newest file first."""
+    if len(dumps) == 1:
+        return dumps[0]
+    ordered = sorted(dumps, key=lambda d: _mtime(d.path), reverse=True)
+    newest = ordered[0]
+    out = FRDump(rank=newest.rank, path=", ".join(d.path for d in ordered), fmt=newest.fmt, version=newest.version)
+    seen: set[tuple[str, bool, int]] = set()
+    backends: set[str] = set()
+    for d in ordered:
+        for k, v in d.pg_config.items():
+            out.pg_config.setdefault(k, v)
+        for k, st in d.pg_status.items():
+            out.pg_status.setdefault(k, st)
+        for e in d.entries:
+            key = (e.pg_name, e.is_p2p, e.seq)
+            if key not in seen:
+                seen.add(key)
+                out.entries.append(e)
+        backends.update(b for b in d.backend.split(",") if b)
+        out.notes += d.notes
+    out.entries.sort(key=lambda e: (e.pg_name, e.seq))
+    out.backend = ",".join(sorted(backends))
+    return out
 
 
 def _mtime(path: str) -> float:
@@ -257,18 +282,25 @@ def _mtime(path: str) -> float:
 
 @dataclass
 class GroupState:
-    """One process group across the dumps: who waits in what, who never arrived."""
+    """One process group across the dumps: who waits in what, who never arrived, where calls differ.
+
+    NCCL entries stay ``scheduled`` until the watchdog marks them ``completed`` (``started`` only
+    with TORCH_NCCL_ENABLE_TIMING), and a rank's Python has moved on long before: "waiting" here
+    means "has collectives enqueued that never completed", whatever the rank's stack shows.
+    """
 
     name: str
     desc: str
     ranks: list[int]  # global ranks in the group
     membership_from: str  # how the member list was found
-    front_seq: int = -1  # the newest collective any member entered
+    front_seq: int = -1  # the collective the waiting ranks wait in (else the newest any member entered)
     front_op: str | None = None
-    waiting: dict[int, FREntry] = field(default_factory=dict)  # entered front, not completed
+    waiting: dict[int, FREntry] = field(default_factory=dict)  # rank -> its oldest collective never completed
+    pending: dict[int, list[FREntry]] = field(default_factory=dict)  # rank -> every such collective, oldest first
     missing: dict[int, FREntry | None] = field(default_factory=dict)  # never entered front: their last entry
     no_dump: list[int] = field(default_factory=list)
     last: dict[int, FREntry | None] = field(default_factory=dict)
+    last_seq: dict[int, int] = field(default_factory=dict)  # newest sequence number each rank enqueued
     mismatch_seq: int | None = None
     mismatch: dict[int, FREntry] = field(default_factory=dict)  # rank -> its entry at mismatch_seq
 
@@ -284,6 +316,7 @@ class GroupState:
                 "front_seq": self.front_seq, "front_op": self.front_op,
                 "waiting": {str(r): e(x) for r, x in self.waiting.items()},
                 "missing": {str(r): e(x) for r, x in self.missing.items()}, "no_dump": self.no_dump,
+                "last_seq": {str(r): s for r, s in self.last_seq.items()},
                 "mismatch_seq": self.mismatch_seq, "mismatch": {str(r): e(x) for r, x in self.mismatch.items()}}
 
 
@@ -324,8 +357,12 @@ def _members(name: str, desc: str, dumps: Sequence[FRDump], seen_ranks: set[int]
 
 
 def analyze(dumps: Sequence[FRDump]) -> list[GroupState]:
-    """Per process group: the newest collective, who waits in it, who never entered it,
-    and the first sequence number at which ranks recorded different calls."""
+    """Per process group: what the waiting ranks wait in, which ranks never entered it (their last
+    sequence number is lower), and the first sequence number at which ranks recorded different calls.
+
+    A rank waits when it has collectives that never completed: entries neither ``completed`` nor
+    retired and newer than the group's ``last_completed_collective``. ``last_started_collective``
+    is not used: NCCL leaves it at -1 unless timing is switched on."""
     per_group: dict[str, dict[int, list[FREntry]]] = {}
     descs: dict[str, str] = {}
     pg_ids: dict[str, int | None] = {}
@@ -351,24 +388,28 @@ def analyze(dumps: Sequence[FRDump]) -> list[GroupState]:
             last = ents[-1] if ents else None
             gs.last[r] = last
             enq = last.seq if last else -1
+            done_upto = -1
             status = by_rank[r].pg_status.get(str(pg_ids.get(name)))
             if status:
                 enq = max(enq, status.get("last_enqueued_collective", -1) or -1)
-            gs.front_seq = max(gs.front_seq, enq)
-        for r in members:
-            if r in gs.no_dump:
-                continue
-            by_seq = {e.seq: e for e in ranks_entries.get(r, [])}
-            at_front = by_seq.get(gs.front_seq)
-            if at_front is not None:
-                gs.front_op = gs.front_op or at_front.op
-                if not at_front.completed:
-                    gs.waiting[r] = at_front
-            else:
-                gs.missing[r] = gs.last.get(r)
-        # If nobody waits, a rank behind the front is just ahead/behind in a healthy job.
-        if not gs.waiting:
-            gs.missing.clear()
+                done_upto = status.get("last_completed_collective", -1) or -1
+            gs.last_seq[r] = enq
+            pend = [e for e in ents if not e.completed and e.seq > done_upto]
+            if pend:
+                gs.pending[r] = pend
+                gs.waiting[r] = pend[0]
+        if gs.waiting:
+            # What the waiting ranks wait in: the oldest collective one of them never saw complete.
+            # A rank whose last sequence number is below it never entered it: it is behind.
+            wait_seq = min(e.seq for e in gs.waiting.values())
+            gs.front_seq = wait_seq
+            gs.front_op = next(e.op for e in gs.waiting.values() if e.seq == wait_seq)
+            for r in members:
+                if r in gs.last_seq and r not in gs.waiting and gs.last_seq[r] < wait_seq:
+                    gs.missing[r] = gs.last.get(r)
+        else:
+            gs.front_seq = max(gs.last_seq.values(), default=-1)
+            gs.front_op = next((e.op for e in gs.last.values() if e is not None and e.seq == gs.front_seq), None)
         # Divergence: the first sequence number at which two ranks recorded different calls.
         common: dict[int, dict[int, FREntry]] = {}
         for r, ents_list in ranks_entries.items():
