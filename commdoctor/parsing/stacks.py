@@ -286,8 +286,13 @@ def _is_commdoctor(path: str) -> bool:
     if "/commdoctor/" not in p:
         return False
     mods = _package_modules()
-    parts = p.split("/commdoctor/")
-    return any(tail in mods for tail in ("/commdoctor/".join(parts[i:]) for i in range(1, len(parts))))
+    # Every place the segment starts ('/opt/commdoctor/commdoctor/cli.py' has two, overlapping).
+    i = p.find("/commdoctor/")
+    while i >= 0:
+        if p[i + len("/commdoctor/"):] in mods:
+            return True
+        i = p.find("/commdoctor/", i + 1)
+    return False
 
 
 def is_library(frame: Frame) -> bool:

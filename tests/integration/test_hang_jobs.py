@@ -115,6 +115,24 @@ def test_collectives_in_a_different_order() -> None:
     assert "odd one: rank 2" in v["detail"]
 
 
+def test_a_job_in_a_folder_named_commdoctor_keeps_its_lines(tmp_path: Path) -> None:
+    """A clone of this repository is a folder called commdoctor: its jobs are the user's code, not ours."""
+    clone = tmp_path / "src" / "commdoctor" / "tests" / "integration"
+    clone.mkdir(parents=True)
+    script = clone / "hangjob.py"
+    script.write_text((REPO / "tests" / "integration" / "hangjob.py").read_text())
+    with start_plain("mismatch", 3, script=script) as job:
+        job.wait("steady", timeout=240)
+        time.sleep(1.5)
+        doc, _ = run_json("hang", "--pid", *map(str, job.rank_pids().values()))
+    v = verdict(doc)
+    assert v["code"] == "HANG011"
+    assert f"rank 2 in broadcast at hangjob.py:{LINE('mismatch-broadcast')}" in v["title"]
+    assert f"ranks 0 and 1 in all_reduce at hangjob.py:{LINE('mismatch-allreduce')}" in v["title"]
+    ranks = result(doc, "hang.ranks")["data"]["ranks"]
+    assert ranks[2]["classification"]["call_site"]["file"] == str(script)
+
+
 def test_a_killed_rank_the_others_wait_for() -> None:
     """Rank 2 is killed before it joins; 0 and 1 wait for it in init_process_group."""
     with start_plain("dead", 3) as job:
