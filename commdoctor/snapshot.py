@@ -131,15 +131,18 @@ class HangSnapshot:
     elapsed_s: float | None = None  # how long taking it took
     notes: list[str] = field(default_factory=list)
     job: dict[str, Any] | None = None  # probes.procs.Job.to_dict() when discovered
+    #: with several jobs on the host: which one was taken and why, and the others (never a silent choice)
+    choice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"ranks": [v.to_dict() for _, v in sorted(self.ranks.items())], "source": self.source,
                 "world_size": self.world_size, "host": self.host, "taken_at": self.taken_at,
-                "elapsed_s": self.elapsed_s, "notes": list(self.notes), "job": self.job}
+                "elapsed_s": self.elapsed_s, "notes": list(self.notes), "job": self.job, "choice": self.choice}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HangSnapshot:
         ranks = {int(r["rank"]): RankView.from_dict(r) for r in d.get("ranks") or ()}
         return cls(ranks=ranks, source=d.get("source") or "saved", world_size=d.get("world_size"),
                    host=d.get("host") or "", taken_at=d.get("taken_at"), elapsed_s=d.get("elapsed_s"),
-                   notes=list(d.get("notes") or ()), job=d.get("job"))
+                   notes=list(d.get("notes") or ()), job=d.get("job"),
+                   choice=d.get("choice") if isinstance(d.get("choice"), str) else None)

@@ -186,7 +186,11 @@ class HangRanksCheck(Check):
         op, through DDP/FSDP when they issue it, and the user's line), in a
         barrier, in rendezvous, in data loading, in a CUDA synchronisation, in
         checkpoint I/O, sleeping or computing. Ranks in the same state at the
-        same line are grouped; the summary names the odd ones.
+        same line are grouped; the summary names the odd ones. Without
+        ``--pid``, when several jobs run on the host, each is looked at and
+        the one whose ranks wait in communication is diagnosed; HANG004 says
+        which, why, and lists the others (commdoctor's own runs and pytest
+        runs are never taken for the job).
     Why it matters:
         A hung job's ranks all look alike from outside; their stacks do not.
         Reading them by hand means attaching to every rank with py-spy or gdb.
@@ -209,6 +213,8 @@ class HangRanksCheck(Check):
         Rule("HANG002", "rank-unknown", W, "pid {pid}: its rank is unknown ({why})",
              "Run commdoctor as the job's user or as root so it can read /proc/PID/environ, or give the ranks' pids "
              "in rank order with commdoctor hang --pid", cause="environment_misconfig"),
+        Rule("HANG004", "several-jobs", I, "{choice}",
+             "To diagnose another of the jobs, name its ranks (or its launcher): commdoctor hang --pid PID..."),
         Rule("HANG003", "no-job-found", W, "no distributed job found {where}",
              "Run commdoctor on the host where the ranks run, as their user or root, or name the ranks with "
              "commdoctor hang --pid PID..."),
@@ -260,6 +266,9 @@ class HangRanksCheck(Check):
         for (state, g_op, g_where), ranks in ordered:
             label = RankState(state).label if not (g_op and RankState(state).waiting) else f"in {g_op}"
             parts.append(f"{ranks_text(ranks)}: {label}" + (f" at {g_where}" if g_where else ""))
+        if snap.choice:
+            run.data["choice"] = snap.choice
+            yield self.finding("HANG004", choice=snap.choice, evidence=[Evidence("probe:procs", snap.choice)])
         run.summary(f"{len(views)} rank{'s' if len(views) != 1 else ''} — " + "; ".join(parts)
                     + (f" (stacks in {snap.elapsed_s:.1f} s)" if snap.elapsed_s else ""))
         for r, v in sorted(views.items()):

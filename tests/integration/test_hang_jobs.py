@@ -315,3 +315,36 @@ def test_wrapper_mode_diagnoses_within_its_no_progress_time(tmp_path: Path) -> N
             p.kill()
         p.wait(timeout=10)
         err.close()
+
+
+def test_hang_without_pid_says_which_of_two_jobs_it_took_and_why(tmp_path: Path) -> None:
+    """Two jobs on the host: one hung in its collectives, one whose ranks only sleep. No silent choice."""
+    idle: list[subprocess.Popen[bytes]] = []
+    with start_plain("mismatch", 3) as job:
+        try:
+            for r in range(2):  # a second job: RANK set, nothing communicates
+                idle.append(subprocess.Popen(
+                    [sys.executable, "-c", "import time; time.sleep(300)"],
+                    env=base_env({"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
+            job.wait("steady", timeout=240)
+            time.sleep(1.5)
+            doc, p = run_json("hang")
+        finally:
+            for q in idle:
+                q.kill()
+                q.wait(timeout=10)
+    (choice,) = findings(doc, "HANG004")
+    hung = " ".join(str(pid) for pid in sorted(job.rank_pids().values()))
+    assert "diagnosing" in choice["title"] and "wait in communication" in choice["title"]
+    chosen = choice["title"].split("Other job(s):")[0]
+    assert all(str(pid) in chosen for pid in job.rank_pids().values()), choice["title"]
+    assert all(str(q.pid) in choice["title"].split("Other job(s):")[1] for q in idle)
+    assert verdict(doc)["code"] == "HANG011", hung
+
+
+def test_hang_pid_of_no_process_is_a_usage_error() -> None:
+    from tests.conftest import run_cli
+
+    p = run_cli("hang", "--pid", "999999")
+    assert p.returncode == 2 and "no process with pid 999999" in p.stderr and not p.stdout
