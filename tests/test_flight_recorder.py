@@ -89,3 +89,38 @@ def test_the_cli_reads_dumps_alone_and_names_rank_3() -> None:
     assert f["ranks"] == [3] and f["cause"] == "collective_timeout_straggler"
     assert f"hangjob.py:{mark_line('straggler-allreduce')}" in f["title"]
     assert any(e["source"] == "flight recorder:rank3" for e in f["evidence"])
+
+
+def _memo_bomb(levels: int = 30) -> bytes:
+    """A pickle of a few hundred bytes whose memo references describe 2**levels list nodes."""
+    shared: list[object] = []
+    for _ in range(levels):
+        shared = [shared, shared]
+    return pickle.dumps({"entries": [{"profiling_name": "nccl:all_reduce", "input_sizes": shared}]}, protocol=2)
+
+
+def test_a_memo_bomb_is_refused_within_its_budget(tmp_path: Path) -> None:
+    import time
+
+    from commdoctor.loaders.flight_recorder import read_plain
+    from commdoctor.render.bundle import read_fr_dump
+
+    p = tmp_path / "rank0.pkl"
+    p.write_bytes(_memo_bomb())
+    assert len(p.read_bytes()) < 400
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="elements"):
+        read_plain(str(p))
+    dumps, errors = load_dumps([str(tmp_path)])  # hang's reading walks only what it knows: bounded too
+    assert not errors and len(dumps[0].entries) == 1
+    note = read_fr_dump(str(p), 1 << 20)  # the bundle's, the same reader
+    assert "elements" in note["unreadable"]
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_bundle_reads_dumps_with_the_loaders_reader() -> None:
+    from commdoctor.render import bundle
+
+    assert not hasattr(bundle, "_PlainUnpickler")
+    doc = bundle.read_fr_dump(str(FIX / "straggler" / "fr" / "rank0.pkl"), 1 << 20)
+    assert isinstance(doc, dict) and doc["entries"] and "pg_status" in doc

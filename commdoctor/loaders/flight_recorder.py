@@ -40,7 +40,77 @@ class _SafeUnpickler(pickle.Unpickler):
 
 
 def safe_loads(data: bytes) -> Any:
+    """Unpickle plain data only: every global (class, function) is refused. Building the objects
+    costs time linear in the bytes; walking them is what memo references can make explode, so
+    every walk of the result spends from a ``Budget``."""
     return _SafeUnpickler(io.BytesIO(data)).load()
+
+
+class BudgetExceeded(ValueError):
+    """A dump describes more elements than its size allows: a crafted file (memo references)."""
+
+
+class Budget:
+    """Elements one may visit while reading a dump. Memo references let a few hundred bytes of
+    pickle describe 2^30 nodes, each visited anew by any walk; a depth cap bounds nothing there.
+    A real dump has fewer elements than bytes, so the default allows a few per byte."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    @classmethod
+    def for_bytes(cls, n: int) -> Budget:
+        return cls(max(200_000, 4 * n))
+
+    def spend(self, n: int = 1) -> None:
+        self.spent += n
+        if self.spent > self.limit:
+            raise BudgetExceeded(f"more than {self.limit} elements: not a flight-recorder dump torch wrote "
+                                 f"(shared references describe more data than the file holds)")
+
+
+def to_plain(obj: Any, budget: Budget, depth: int = 0) -> Any:
+    """A JSON-safe copy of unpickled data (dicts, lists, strings, numbers), within ``budget``."""
+    budget.spend()
+    if depth > 64:
+        return "[... nested too deep]"
+    if isinstance(obj, Mapping):
+        return {str(k): to_plain(v, budget, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_plain(v, budget, depth + 1) for v in obj]
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj[:256]).decode("utf-8", "replace")
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+        return None
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def read_plain(path: str, max_bytes: int = 64 << 20) -> Any:
+    """One dump (pickle or JSON) as plain JSON-safe data, for reports and bundles; the one reader
+    of raw dumps besides ``read_dump``. Raises ValueError (or OSError) with a reason."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes: not a flight-recorder dump")
+    budget = Budget.for_bytes(len(data))
+    if data.lstrip()[:1] in (b"{", b"["):
+        try:
+            doc = json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"not valid JSON: {str(e)[:200]}") from None
+    else:
+        try:
+            doc = safe_loads(data)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
+                AttributeError, MemoryError, RecursionError) as e:
+            raise ValueError(f"unreadable pickle: {str(e)[:200]}") from None
+    try:
+        return to_plain(doc, budget)
+    except RecursionError:
+        raise ValueError("nested too deep to be a flight-recorder dump") from None
 
 
 @dataclass(frozen=True)
@@ -117,22 +187,36 @@ def _int(v: Any, default: int | None = None) -> int | None:
         return default
 
 
-def _sizes(v: Any) -> tuple[tuple[int, ...], ...]:
+def _sizes(v: Any, budget: Budget) -> tuple[tuple[int, ...], ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    budget.spend(len(v))
     out = []
-    for s in v or ():
+    for s in v:
         if isinstance(s, (list, tuple)):
-            out.append(tuple(_int(x, 0) or 0 for x in s))
+            budget.spend(len(s))
+            out.append(tuple(x if type(x) is int else (_int(x, 0) or 0) for x in s))
     return tuple(out)
 
 
-def _frames(v: Any) -> tuple[Frame, ...]:
+def _frames(v: Any, budget: Budget) -> tuple[Frame, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    budget.spend(len(v))
     out = []
-    for f in v or ():
+    for f in v:
         if isinstance(f, Mapping):
             fn = str(f.get("filename") or "?")
             out.append(Frame(function=str(f.get("name") or "?"), file=fn, line=_int(f.get("line")),
                              short_file=_short(fn)))
     return tuple(out)
+
+
+def _dtypes(v: Any, budget: Budget) -> tuple[str, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    budget.spend(len(v))
+    return tuple(str(x) for x in v)
 
 
 def _short(path: str) -> str:
@@ -143,9 +227,11 @@ def _short(path: str) -> str:
     return os.path.basename(p)
 
 
-def parse_dump(doc: Any, path: str, fmt: str, rank: int | None) -> FRDump:
+def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget | None = None) -> FRDump:
+    """Typed entries from an unpickled (or JSON) dump; every element visited is spent from ``budget``."""
     if not isinstance(doc, Mapping) or "entries" not in doc and "pg_config" not in doc:
         raise ValueError("not a flight-recorder dump (no 'entries' or 'pg_config')")
+    budget = budget or Budget(10_000_000)
     d = FRDump(rank=rank, path=path, fmt=fmt, version=str(doc.get("version", "")))
     cfg = doc.get("pg_config") or {}
     if isinstance(cfg, Mapping):
@@ -158,7 +244,11 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None) -> FRDump:
             if isinstance(v, Mapping):
                 d.pg_status[str(k)] = {kk: _int(vv, -1) for kk, vv in v.items()}  # type: ignore[misc]
     backends: set[str] = set()
-    for e in doc.get("entries") or ():
+    entries = doc.get("entries") or ()
+    if not isinstance(entries, (list, tuple)):
+        raise ValueError("'entries' is not a list")
+    for e in entries:
+        budget.spend(24)
         if not isinstance(e, Mapping):
             d.notes.append("an entry is not a mapping; skipped")
             continue
@@ -174,9 +264,9 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None) -> FRDump:
         d.entries.append(FREntry(
             record_id=_int(e.get("record_id"), -1) or 0, pg_id=_int(e.get("pg_id")), pg_name=pg_name, pg_desc=pg_desc,
             seq=seq if seq is not None else -1, op=op, backend=backend, state=str(e.get("state") or ""),
-            retired=bool(e.get("retired")), is_p2p=is_p2p, input_sizes=_sizes(e.get("input_sizes")),
-            input_dtypes=tuple(str(x) for x in e.get("input_dtypes") or ()),
-            output_sizes=_sizes(e.get("output_sizes")), frames=_frames(e.get("frames")),
+            retired=bool(e.get("retired")), is_p2p=is_p2p, input_sizes=_sizes(e.get("input_sizes"), budget),
+            input_dtypes=_dtypes(e.get("input_dtypes"), budget),
+            output_sizes=_sizes(e.get("output_sizes"), budget), frames=_frames(e.get("frames"), budget),
             time_created_ns=_int(e.get("time_created_ns")), timeout_ms=_int(e.get("timeout_ms"))))
     d.backend = ",".join(sorted(b for b in backends if b)) or ""
     return d
@@ -195,16 +285,16 @@ def read_dump(path: str, rank: int | None = None, max_bytes: int = 512 << 20) ->
     if head == b"{":
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ValueError(f"not valid JSON: {e}") from None
-        return parse_dump(doc, path, "json", rank)
+        return parse_dump(doc, path, "json", rank, Budget.for_bytes(len(data)))
     if data[:1] == b"\x80":
         try:
             doc = safe_loads(data)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
             raise ValueError(f"unreadable pickle: {e}") from None
-        return parse_dump(doc, path, "pickle", rank)
+        return parse_dump(doc, path, "pickle", rank, Budget.for_bytes(len(data)))
     raise ValueError("neither a pickle nor a JSON flight-recorder dump")
 
 
