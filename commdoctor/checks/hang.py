@@ -425,7 +425,10 @@ class HangVerdictCheck(Check):
                 from commdoctor.loaders.flight_recorder import analyze
 
                 seq_views += seq_views_from_fr(analyze(dumps))
-                signals.append(f"flight-recorder dumps of {len(dumps)} rank(s)")
+                shared = sum(1 for d in dumps if d.notes and d.notes[0].startswith("entries taken from"))
+                signals.append(f"flight-recorder dumps of {len(dumps)} rank(s)" + (
+                    f" (entries read in full for {len(dumps) - shared}, one per distinct sequence status; "
+                    f"the other {shared} share their class's entries)" if shared else ""))
         if _has_progress(progress):
             seq_views += seq_views_from_records(progress)
             signals.append(f"hooks records of {len(progress)} rank(s)")

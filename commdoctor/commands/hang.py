@@ -78,6 +78,7 @@ def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
         "pids": pids, "attach": attach, "stacks": list(args.stacks), "records": list(args.records),
         "fr": list(args.fr), "logs": list(args.logs), "native": bool(args.native),
         "stack_timeout": float(args.stack_timeout),
+        "json": bool(getattr(args, "json", False)),  # no progress lines with --json
     }
     x.update(extra or {})
     return Options(mode="hang", select=prefixes(args.select), ignore=prefixes(args.ignore),
