@@ -147,9 +147,10 @@ def test_a_large_set_is_read_by_status_class_and_names_the_odd_rank(tmp_path: Pa
     dumps, errors = load_dumps_at_scale([str(tmp_path)])
     assert not errors and [d.rank for d in dumps] == list(range(n))
     assert sum(1 for d in dumps if not d.notes) == 2  # read in full: one per status class
-    doc, _ = run_json("hang", "--fr", str(tmp_path))
+    doc, p = run_json("hang", "--fr", str(tmp_path))
     v = doc["verdict"]
     assert v["code"] == code and v["ranks"] == [odd]
+    assert "reading" not in p.stderr  # no progress line with --json or in a pipe
     others = f"ranks 0-{odd - 1} and {odd + 1}-{n - 1}"
     if code == "HANG011":
         assert f"#17 is all_reduce at job.py:69 on {others}, broadcast at job.py:63 on rank {odd}" in v["title"]

@@ -554,7 +554,7 @@ def analyze(dumps: Sequence[FRDump]) -> list[GroupState]:
 # say so.
 
 #: Up to this many dumps, every dump is read in full.
-FULL_READ_RANKS = 64
+FULL_READ_RANKS = 16
 
 _OP_SIZE = {b"q": 1, b"h": 1, b"r": 4, b"j": 4, b"K": 1, b"M": 2, b"J": 4, b"G": 8, b"\x95": 8, b"\x80": 1}
 
