@@ -465,10 +465,17 @@ class HangVerdictCheck(Check):
                    and (_waits(states[r][0]) or (r in seq_waiting and r not in behind))]
         run.data["waiting"], run.data["dead"], run.data["stopped"], run.data["behind"] = waiting, dead, stopped, behind
 
-        def seq_evidence(ranks: Iterable[int], kinds: Sequence[str] = ("waiting", "behind")) -> list[Evidence]:
+        def seq_evidence(ranks: Iterable[int], kinds: Sequence[str] = ("waiting", "behind"),
+                         limit: int = 8) -> list[Evidence]:
+            # A few ranks' lines tell the story; 4,095 alike ones would bury it.
+            ranks = list(ranks)
             out = []
             for sv in seq_views:
-                for r in ranks:
+                shown = [r for r in ranks if r in sv.waiting_text or r in sv.behind]
+                if len(shown) > limit:
+                    out.append(Evidence(f"{sv.source}", f"group {sv.group}: {len(shown)} ranks; the first "
+                                                         f"{limit} are shown"))
+                for r in shown[:limit]:
                     if "waiting" in kinds and r in sv.waiting_text:
                         out.append(Evidence(f"{sv.source}:rank{r}", f"group {sv.group}: {sv.waiting_text[r]}", rank=r))
                     if "behind" in kinds and r in sv.behind:
