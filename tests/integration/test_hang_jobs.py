@@ -335,12 +335,18 @@ def test_hang_without_pid_says_which_of_two_jobs_it_took_and_why(tmp_path: Path)
                 q.kill()
                 q.wait(timeout=10)
     (choice,) = findings(doc, "HANG004")
-    hung = " ".join(str(pid) for pid in sorted(job.rank_pids().values()))
-    assert "diagnosing" in choice["title"] and "wait in communication" in choice["title"]
-    chosen = choice["title"].split("Other job(s):")[0]
-    assert all(str(pid) in chosen for pid in job.rank_pids().values()), choice["title"]
-    assert all(str(q.pid) in choice["title"].split("Other job(s):")[1] for q in idle)
-    assert verdict(doc)["code"] == "HANG011", hung
+    title = choice["title"]
+    pids = job.rank_pids()
+    hung = " ".join(str(pids[r]) for r in sorted(pids))
+    sleepers = " ".join(str(q.pid) for q in idle)
+    # Both jobs are listed with what was seen of them (other tests' jobs may run beside them on a
+    # shared machine, so which one is taken is asserted only when these two are the only ones).
+    assert re.search(rf"\(pids {hung}\), running [^,]+, 3 of 3 wait in communication", title), title
+    assert re.search(rf"\(pids {sleepers}\), running [^,]+, 0 of 2 wait in communication", title), title
+    if title.startswith("2 jobs on this host"):
+        assert f"(pids {hung})" in title.split("Other job(s):")[0]
+        assert "the only one whose ranks wait in communication" in title
+        assert verdict(doc)["code"] == "HANG011"
 
 
 def test_hang_pid_of_no_process_is_a_usage_error() -> None:
