@@ -17,7 +17,6 @@ import gzip
 import io
 import json
 import os
-import pickle
 import re
 import tarfile
 from dataclasses import dataclass, field
@@ -161,49 +160,18 @@ def _progress_row(p: hook_records.RankProgress) -> dict[str, Any]:
             "mismatches": len(p.mismatches), "warnings": len(p.warnings), "bad lines": p.bad_lines}
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Builds dicts, lists, tuples, strings and numbers only: a dump cannot run code."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("collections", "OrderedDict"):
-            import collections
-
-            return collections.OrderedDict
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a flight-recorder dump")
-
-
-def _jsonable(o: Any, depth: int = 0) -> Any:
-    if depth > 40:
-        return "[... nested too deep]"
-    if isinstance(o, Mapping):
-        return {str(k): _jsonable(v, depth + 1) for k, v in o.items()}
-    if isinstance(o, (list, tuple, set)):
-        return [_jsonable(v, depth + 1) for v in o]
-    if isinstance(o, bytes):
-        return o[:256].decode("utf-8", "replace")
-    if isinstance(o, float) and o != o:
-        return None
-    if o is None or isinstance(o, (str, int, float, bool)):
-        return o
-    return str(o)
-
-
 def read_fr_dump(path: str, budget: int) -> Any:
-    """A flight-recorder dump (torch's pickle or JSON form) as JSON-safe data, trimmed to ``budget``."""
+    """A flight-recorder dump (torch's pickle or JSON form) as JSON-safe data, trimmed to ``budget``.
+    Read by the one flight-recorder reader (commdoctor.loaders.flight_recorder: no globals, a budget
+    of elements); a file it refuses becomes a note."""
+    from commdoctor.loaders.flight_recorder import read_plain
+
     try:
-        with open(path, "rb") as f:
-            data = f.read(64 << 20)
+        obj = read_plain(path)
     except OSError as e:
         return {"unreadable": e.strerror or str(e)}
-    obj: Any
-    try:
-        if data[:1] in (b"{", b"["):
-            obj = json.loads(data.decode("utf-8", "replace"))
-        else:
-            obj = _PlainUnpickler(io.BytesIO(data)).load()
-    except Exception as e:  # noqa: BLE001 - any malformed dump becomes a note
-        return {"unreadable": f"not a flight-recorder dump commdoctor can read ({type(e).__name__}: {str(e)[:200]})"}
-    obj = _jsonable(obj)
+    except ValueError as e:
+        return {"unreadable": f"not a flight-recorder dump commdoctor can read ({str(e)[:200]})"}
     text = json.dumps(obj, ensure_ascii=False)
     if len(text) > budget and isinstance(obj, dict) and isinstance(obj.get("entries"), list):
         n = len(obj["entries"])
