@@ -157,8 +157,9 @@ def lines_except_warnings(text: str) -> list[str]:
 #
 # Most tests wait on real jobs (process groups, torchrun, hung ranks) rather than compute, so more
 # workers than cores pays. Two kinds of tests must stay together on one worker:
-# - tests that build network namespaces (marker `netns`): their namespaces, bridges and addresses have
-#   fixed names, so two of them at once would tear down each other's lab;
+# - tests that build network namespaces (marker `netns`): a module's namespaces, bridges and addresses
+#   have fixed names (cdm-*, cdn-*, cdh-*: one prefix per module), so two tests of one module at once
+#   would tear down each other's lab. Modules use different names and subnets, so they may overlap;
 # - tests that share a module-scoped fixture (one job whose result several tests read): xdist gives
 #   every worker its own copy of such a fixture, so spreading them would start the job once per worker.
 
@@ -173,7 +174,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("xdist_group"):
             continue
         if item.get_closest_marker("netns"):
-            item.add_marker(pytest.mark.xdist_group("netns"))
+            item.add_marker(pytest.mark.xdist_group("netns:" + item.nodeid.split("::")[0]))
             continue
         info = getattr(item, "_fixtureinfo", None)
         defs = info.name2fixturedefs.values() if info is not None else []

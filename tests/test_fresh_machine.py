@@ -19,14 +19,10 @@ from tests.conftest import REPO
 
 HIDDEN = ("iptables", "tmux", "chromium", "chromium-browser", "google-chrome")
 
-# Every test that uses one of the hidden tools (the multi-node and net-scenario ones are `netns`: were
-# one of them not to skip, it would build namespaces, so this test runs in their group).
+# Every test that uses one of the hidden tools.
 USERS = [
     "tests/integration/test_multinode.py::test_firewall_that_lets_only_the_master_port_through",
     "tests/integration/test_multinode.py::test_one_node_with_another_mtu",
-    "tests/test_net_scenarios.py::test_firewall_drop_and_reject",
-    "tests/test_net_scenarios.py::test_only_master_port_open",
-    "tests/test_net_scenarios.py::test_resolver_that_never_answers_is_cut_short",
     "tests/tui/test_tui_tmux.py",
     "tests/test_report_cli.py::test_html_renders_in_headless_chromium",
 ]
@@ -46,6 +42,8 @@ def path_without(tools: tuple[str, ...], into: Path) -> str:
     return str(into)
 
 
+# Were a test of test_multinode not to skip, it would build that module's namespaces: run beside it, never with it.
+@pytest.mark.xdist_group("netns:tests/integration/test_multinode.py")
 @pytest.mark.netns
 def test_tests_needing_a_missing_tool_skip_with_the_reason(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": path_without(HIDDEN, tmp_path / "bin"), "PYTHONPATH": str(REPO)}
