@@ -169,6 +169,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, min(8, 2 * (os.cpu_count() or 1)))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group"):
