@@ -1,4 +1,5 @@
-"""One rank of a long-lived 2-rank gloo job for the property test (tests/test_hooks_property.py).
+"""One rank of a long-lived 2-rank job for the property test (tests/test_hooks_property.py), on gloo or,
+with ``HOOKS_BACKEND=fakenccl``, on the NCCL-like test backend (tests/fakenccl.py).
 
 Reads one JSON command per line on stdin: a list of collective calls. Runs them
 with commdoctor.hooks installed, hashes every output, uninstalls the hooks,
@@ -20,7 +21,12 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 import commdoctor.hooks as hooks  # noqa: E402
+
+BACKEND = os.environ.get("HOOKS_BACKEND", "gloo")
+if BACKEND == "fakenccl":
+    import fakenccl  # noqa: E402,F401 - registers the backend
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32, "int64": torch.int64}
 OPS = {"SUM": dist.ReduceOp.SUM, "MAX": dist.ReduceOp.MAX, "MIN": dist.ReduceOp.MIN, "PRODUCT": dist.ReduceOp.PRODUCT}
@@ -103,7 +109,7 @@ def run(calls: list[dict[str, Any]], seed: int, sub: Any) -> list[str]:
 
 
 def main() -> None:
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60))
     sub = dist.new_group([0, 1])  # a second group over the same ranks: its own sequence numbers
     hooks.install()
     for line in sys.stdin:
@@ -115,7 +121,7 @@ def main() -> None:
         try:
             hooked = run(cmd["calls"], cmd["seed"], sub)
             hooks.uninstall()
-            assert type(dist.group.WORLD) is dist.ProcessGroup
+            assert type(dist.group.WORLD).__name__ != "HookedProcessGroup"  # the real group again
             plain = run(cmd["calls"], cmd["seed"], sub)
             hooks.install()
             reply = {"hooked": hooked, "plain": plain}

@@ -1,4 +1,4 @@
-"""Run real multi-process gloo jobs of tests/hooks_worker.py and collect each rank's result."""
+"""Run real multi-process jobs of tests/hooks_worker.py (gloo, or the NCCL-like fakenccl) and collect each rank's result."""
 
 from __future__ import annotations
 
@@ -57,8 +57,43 @@ def stop_job(procs: list[subprocess.Popen]) -> None:
 
 
 def run_job(scenario: str, world: int = 2, env: dict[str, str] | None = None, timeout: float = 150,
-            records: str | None = None) -> list[dict[str, Any]]:
+            records: str | None = None, backend: str = "gloo") -> list[dict[str, Any]]:
     """Start ``world`` ranks, wait for all (killing them at ``timeout``), return each rank's RESULT."""
+    return _run(scenario, world, env, timeout, records, backend)
+
+
+def run_many(scenarios: list[str], world: int = 2, env: dict[str, str] | None = None, timeout: float = 240,
+             records: str | None = None, backend: str = "gloo") -> dict[str, list[dict[str, Any]]]:
+    """Several scenarios in one job (one process group each): scenario -> each rank's RESULT.
+
+    A scenario whose RESULT a rank never printed (the job died or hung there) gets that rank's
+    stderr and return code, so the test says where the job stopped."""
+    per_rank = _run(",".join(scenarios), world, env, timeout, records, backend, many=True)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for spec in scenarios:
+        rows = []
+        for r, results in enumerate(per_rank):
+            got = [x for x in results if x.get("scenario") == spec]
+            row = dict(got[0]) if got else {"rank": r, "missing": True, "error": "no RESULT", "records": "",
+                                            "returncode": results[-1].get("returncode"),
+                                            "killed": results[-1].get("killed")}
+            row["stderr"] = _part(results[-1].get("stderr", ""), spec)
+            rows.append(row)
+        out[spec] = rows
+    return out
+
+
+def _part(stderr: str, spec: str) -> str:
+    """What the job wrote on stderr while running scenario ``spec`` (the worker marks each start)."""
+    head = f"=== scenario {spec}\n"
+    if head not in stderr:
+        return stderr
+    return stderr.split(head, 1)[1].split("=== scenario ", 1)[0]
+
+
+def _run(scenario: str, world: int, env: dict[str, str] | None, timeout: float, records: str | None,
+         backend: str, many: bool = False) -> Any:
+    """run_job for one scenario ([rank results]) or, ``many``, several ([[rank 0's results], ...])."""
     port = free_port()
     rec = records or tempfile.mkdtemp(prefix="cd-hooks-")
     procs = []
@@ -66,7 +101,8 @@ def run_job(scenario: str, world: int = 2, env: dict[str, str] | None = None, ti
         e = dict(os.environ)
         e.update({"RANK": str(r), "WORLD_SIZE": str(world), "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1",
                   "MASTER_PORT": str(port), "PYTHONPATH": str(REPO), "COMMDOCTOR_HOOKS_DIR": rec,
-                  "OMP_NUM_THREADS": "1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "60"})
+                  "OMP_NUM_THREADS": "1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "60", "HOOKS_BACKEND": backend,
+                  "HOOKS_MANY": "1" if many else ""})
         e.update(env or {})
         procs.append(subprocess.Popen([sys.executable, str(WORKER), scenario], cwd=str(REPO), env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -81,13 +117,17 @@ def run_job(scenario: str, world: int = 2, env: dict[str, str] | None = None, ti
                 q.kill()
             so, se = p.communicate()
             killed = True
-        res: dict[str, Any] = {"rank": r, "missing": True}
-        for line in so.splitlines():
-            if line.startswith("RESULT "):
-                res = json.loads(line[7:])
-        res.update(returncode=p.returncode, stderr=se, stdout=so, killed=killed, records=rec)
-        out.append(res)
-    return out
+        got = [json.loads(line[7:]) for line in so.splitlines() if line.startswith("RESULT ")]
+        # A rank that printed no RESULT (it died, or never got as far) says so in "error", so that the
+        # test's assertion shows explain() instead of failing on a missing key.
+        got = got or [{"rank": r, "missing": True, "error": "no RESULT"}]
+        for res in got:
+            res.update(returncode=p.returncode, stderr=se, stdout=so, killed=killed)
+            res.setdefault("records", rec)
+        out.append(got)
+    if many:
+        return out
+    return [rows[-1] for rows in out]
 
 
 def explain(results: list[dict[str, Any]]) -> str:
@@ -128,3 +168,53 @@ def detection_delay(results: list[dict[str, Any]]) -> float:
 
 def sites_in(message: str) -> set[str]:
     return set(re.findall(r"tests/hooks_worker\.py:\d+", message))
+
+
+#: Backends the hooks' tests run on: real gloo, and tests/fakenccl.py, which behaves as NCCL does on a
+#: GPU (asynchronous work; an expired timed wait takes the process down).
+BACKENDS = ("gloo", "fakenccl")
+
+#: The scenarios of the one 2-rank fakenccl job that the hooks' tests share (each on a group of its
+#: own; tests/hooks_worker.py run_many). ``fake_check@plain`` takes its process down on purpose: last.
+FAKE_SCENARIOS = ["ok", "ddp_train", "ddp_train@plain", "ddp_opmismatch", "op", "shape", "dtype", "redop", "root",
+                  "barrier", "order", "ddp", "ddp_model", "later", "skip", "order_same", "skip_last",
+                  "redop@report", "redop@record", "channel_lost", "late_mismatch@raise:0.3", "fake_check@plain"]
+_fake: dict[str, list[dict[str, Any]]] = {}
+
+
+def fake_job() -> dict[str, list[dict[str, Any]]]:
+    """The shared fakenccl job's results (run once per test session, on first use)."""
+    if not _fake:
+        # A peer may stall for over a second on this loaded 2-core box; the gate's bound (1 s by
+        # default) is raised so that every call is still checked before it reaches the backend.
+        _fake.update(run_many(FAKE_SCENARIOS, 2, backend="fakenccl", records=tempfile.mkdtemp(prefix="cd-fake-"),
+                              env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10"}))
+    return _fake
+
+
+def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None = None,
+        records: str | None = None) -> list[dict[str, Any]]:
+    """Each rank's result of ``scenario`` on ``backend``: a job of its own on gloo, the shared job's on
+    fakenccl (a job of its own there too for more than 2 ranks)."""
+    if backend == "gloo":
+        return run_job(scenario, world, env=env, records=records)
+    if world != 2:
+        return run_many([scenario], world, backend=backend, records=records or tempfile.mkdtemp(prefix="cd-fake-"),
+                        env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10", **(env or {})})[scenario]
+    return fake_job()[scenario]
+
+
+def not_taken_down(results: list[dict[str, Any]]) -> bool:
+    """No rank was killed, died of a signal or was taken down by the backend during the scenario.
+
+    On fakenccl the shared job ends with a deliberate SIGABRT (its last scenario), so there it
+    means: every rank printed the scenario's result and nothing on stderr says the backend took
+    the process down."""
+    for r in results:
+        if r.get("missing") or r.get("killed"):
+            return False
+        if r.get("scenario") is None and (r.get("returncode") or 0) < 0:
+            return False
+        if "taking the entire process down" in r.get("stderr", "") or "timed out in blocking wait" in r.get("stderr", ""):
+            return False
+    return True

@@ -1,6 +1,13 @@
-"""One rank of a real gloo job with commdoctor.hooks, for tests/test_hooks_*.py.
+"""One rank of a real job with commdoctor.hooks, on gloo or on the NCCL-like test backend, for tests/test_hooks_*.py.
 
 usage: python tests/hooks_worker.py SCENARIO   (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment)
+       python tests/hooks_worker.py SCENARIO,SCENARIO[@MODE],...   (several in one job, one group each)
+
+``HOOKS_BACKEND`` picks the backend: ``gloo`` (default) or ``fakenccl`` (tests/fakenccl.py:
+asynchronous work, and an expired timed wait aborts the process, as on NCCL). With several
+scenarios, each runs on a process group of its own, made from one store, with the hooks installed
+before it (``@report``/``@record``: in that mode; ``@plain``: no hooks) and removed after it; each
+prints its own RESULT line, with its records in ``$COMMDOCTOR_HOOKS_DIR/SCENARIO[@MODE]``.
 
 Prints one line ``RESULT {json}`` on stdout: the error the scenario raised (type,
 message, the mismatch's calls), the time the rank reached the diverging call
@@ -22,7 +29,12 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 import commdoctor.hooks as hooks  # noqa: E402
+
+BACKEND = os.environ.get("HOOKS_BACKEND", "gloo")
+if BACKEND == "fakenccl":
+    import fakenccl  # noqa: E402,F401 - registers the backend
 
 MARKS: list[float] = []
 OUT: dict = {}
@@ -92,6 +104,7 @@ def s_ok(r: int, w: int) -> None:
     OUT["store_progress"] = _json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}"))
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
+    OUT["completed"] = _completed()
     dist.destroy_process_group(sub) if r in (0, 1) else None
 
 
@@ -101,8 +114,111 @@ def _ops_seen() -> set[str]:
     from commdoctor.hooks import core
 
     core.current().recorder.flush()
-    path = records.record_path(os.environ["COMMDOCTOR_HOOKS_DIR"], dist.get_rank())
+    path = records.record_path(core.current().config.records_dir, dist.get_rank())
     return {d["op"] for d in records.iter_lines(path) if d and d.get("kind") == "enter"}
+
+
+def _completed() -> bool:
+    """Whether every call this rank's hooks recorded so far is marked completed in its records."""
+    from commdoctor import records
+    from commdoctor.hooks import core
+
+    for _ in range(40):  # the recorder marks calls nobody waited on when it next looks (every 50 ms)
+        core.current().recorder.flush()
+        path = records.record_path(core.current().config.records_dir, dist.get_rank())
+        lines = [d for d in records.iter_lines(path) if d]
+        enters = {(d["group"], d["seq"]) for d in lines if d.get("kind") == "enter" and d["seq"] >= 0}
+        exits = {(d["group"], d["seq"]) for d in lines if d.get("kind") == "exit"}
+        if enters <= exits:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _ddp_steps(r: int, w: int, steps: int, fault: str | None = None) -> list[str]:
+    """A small DDP training loop, as ../shared/gpu/job.py runs it on the GPU: forward, backward,
+    optimizer step, then one all_reduce of a tensor per step. ``fault="opmismatch"``: the last rank
+    reduces with MAX in the last step. Returns the hash of the parameters after each step."""
+    import hashlib
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(1000 + r)
+    hashes = []
+    for step in range(steps):
+        loss = ddp(torch.randn(8, 32, generator=gen)).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        t = torch.full((64,), float(r + 1))
+        if fault == "opmismatch" and step == steps - 1:
+            mark()
+            if r == w - 1:
+                dist.all_reduce(t, op=dist.ReduceOp.MAX)  # SITE:ddp_max
+            else:
+                dist.all_reduce(t)  # SITE:ddp_sum
+        else:
+            dist.all_reduce(t)
+        h = hashlib.sha1()
+        for p in model.parameters():
+            h.update(p.detach().numpy().tobytes())
+        h.update(t.numpy().tobytes())
+        hashes.append(h.hexdigest()[:16])
+    return hashes
+
+
+def s_ddp_train(r: int, w: int) -> None:
+    """A healthy DDP job: what its parameters are after each of 4 steps (the test compares with and without hooks)."""
+    OUT["result"] = _ddp_steps(r, w, 4)
+
+
+def s_ddp_opmismatch(r: int, w: int) -> None:
+    """The GPU capture's reduce-op job: DDP steps that agree, then SUM against MAX on the last rank."""
+    OUT["result"] = _ddp_steps(r, w, 4, "opmismatch")
+
+
+def s_fake_check(r: int, w: int) -> None:
+    """The test backend itself (run @plain, last in its job): an untimed wait waits, is_completed and
+    the future answer without harm; then rank 0's timed wait expires while rank 1 is late, which
+    must take the process down as NCCL does."""
+    t = torch.ones(4)
+    if r == 1:
+        time.sleep(0.5)
+    work = dist.all_reduce(t, async_op=True)
+    OUT["completed_at_once"] = work.is_completed()
+    fut = work.get_future()
+    work.wait()
+    OUT["result"] = [t.tolist(), fut.done(), [x.tolist() for x in fut.value()]]
+    print("RESULT " + json.dumps({"rank": r, "error": None, "scenario": "fake_check@plain", **OUT}), flush=True)
+    if r == 1:
+        time.sleep(3)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait(datetime.timedelta(milliseconds=200))  # rank 0: expires, and NCCL takes the process down
+    OUT["survived"] = True
+
+
+def s_late_mismatch(r: int, w: int) -> None:
+    """Rank 1 comes 1.5 s late to a call where it uses MAX and rank 0 SUM. Run with a short gate
+    (``@raise:0.3``) on fakenccl: rank 0's call is not held past the gate, goes to the backend
+    unchecked, and rank 0 waits for it; the verdict reached in the background when rank 1 comes
+    must release that wait. Rank 1 then completes rank 0's call behind the hooks' back, so the
+    shared job's next scenario finds the backend clean (NCCL would abort the job instead)."""
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if r == 1:
+        time.sleep(1.5)
+    mark()
+    if r == 0:
+        dist.all_reduce(t)  # SITE:late_sum
+        return
+    try:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # SITE:late_max
+    finally:
+        time.sleep(1.0)  # rank 0 is released by the verdict first, not by this call completing
+        inner = dist.group.WORLD._cd_inner
+        inner.allreduce([torch.ones(4)], dist.AllreduceOptions()).wait()
 
 
 def s_op(r: int, w: int) -> None:
@@ -348,18 +464,11 @@ def s_uninstall(r: int, w: int) -> None:
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 
-def main() -> None:
-    name = sys.argv[1]
-    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    import torch.distributed.distributed_c10d as c10d
+def _timeout() -> datetime.timedelta:
+    return datetime.timedelta(seconds=float(os.environ.get("GLOO_TIMEOUT", "30")))
 
-    OUT["_helper"] = c10d._new_process_group_helper
-    when = os.environ.get("HOOKS_INSTALL", "before")
-    if when == "before":
-        hooks.install()
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("GLOO_TIMEOUT", "30"))))
-    if when == "after":
-        hooks.install()
+
+def _run(name: str, r: int, w: int) -> dict:
     res: dict = {"rank": r, "error": None}
     try:
         SCENARIOS[name](r, w)
@@ -375,8 +484,57 @@ def main() -> None:
         if m is not None:
             res["mismatch"] = m.detail()
         res["traceback"] = traceback.format_exc()[-3000:]
-    res["marks"] = MARKS
+    res["marks"] = list(MARKS)
     res.update({k: v for k, v in OUT.items() if not k.startswith("_")})
+    return res
+
+
+def run_many(specs: list[str], r: int, w: int) -> None:
+    """Several scenarios in one job: each on a group of its own, the ranks lined up between them."""
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), w, r == 0,
+                          timeout=datetime.timedelta(seconds=120))
+    base = os.environ.get("COMMDOCTOR_HOOKS_DIR") or "commdoctor-hooks"
+    for i, spec in enumerate(specs):
+        name, _, mode = spec.partition("@")
+        mode, _, gate = mode.partition(":")  # @raise:0.3: the gate's bound (async_gate_s) for this scenario
+        MARKS.clear()
+        OUT.clear()
+        sys.stderr.write(f"=== scenario {spec}\n")  # the test gives each scenario its own part of stderr
+        sys.stderr.flush()
+        store.set(f"ready/{i}/{r}", "1")  # every rank has finished the scenario before
+        store.wait([f"ready/{i}/{q}" for q in range(w)], datetime.timedelta(seconds=120))
+        rec = os.path.join(base, spec)
+        if mode != "plain":
+            hooks.install(mode=mode or "raise", records_dir=rec, async_gate_s=float(gate) if gate else None)
+        dist.init_process_group(BACKEND, store=dist.PrefixStore(f"scenario{i}/", store), rank=r, world_size=w,
+                                timeout=_timeout())
+        res = _run(name, r, w)
+        res.update(scenario=spec, records=rec)
+        print("RESULT " + json.dumps(res), flush=True)
+        try:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        except Exception:  # noqa: BLE001
+            pass
+        hooks.uninstall()
+
+
+def main() -> None:
+    name = sys.argv[1]
+    r, w = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    import torch.distributed.distributed_c10d as c10d
+
+    if "," in name or "@" in name or os.environ.get("HOOKS_MANY"):
+        run_many(name.split(","), r, w)
+        return
+    OUT["_helper"] = c10d._new_process_group_helper
+    when = os.environ.get("HOOKS_INSTALL", "before")
+    if when == "before":
+        hooks.install()
+    dist.init_process_group(BACKEND, timeout=_timeout())
+    if when == "after":
+        hooks.install()
+    res = _run(name, r, w)
     print("RESULT " + json.dumps(res), flush=True)
     try:
         if dist.is_initialized() and res["error"] is None:

@@ -66,3 +66,12 @@ def test_budget_drops_windows_and_says_so(tmp_path: Path) -> None:
     assert sum(len(t) + 10 for b in x.blocks for t in b.lines) <= 20_000
     assert any("first error of rank" in o for o in x.omitted)
     assert "# omitted (size bound): first error of rank" in x.text()
+
+
+def test_line_key_knows_every_prefix() -> None:
+    from commdoctor.render.excerpts import line_key
+
+    assert line_key(b"[2026-11-24 22:43:00] vm:1192:1213 [0] misc/socket.cc:72 NCCL WARN socketProgress: x") == "vm:1192"
+    assert line_key(b"[1,3]<stderr>:RuntimeError: boom") == "rank 3"
+    assert line_key(b"[rank0]:[E1124 ProcessGroupNCCL.cpp:689] x") == "rank 0"
+    assert line_key(b"[default2]:x") == "rank 2" and line_key(b"5: x") == "rank 5" and line_key(b"plain") == ""

@@ -1,8 +1,9 @@
 """Property: any sequence of collectives gives bit-for-bit the same results with the hooks as without.
 
-One long-lived 2-rank gloo job (tests/hooks_prop_worker.py) runs every example twice, hooks on and
+One long-lived 2-rank job (tests/hooks_prop_worker.py) runs every example twice, hooks on and
 hooks off (uninstall/install between, so restoring is exercised too), and reports a hash of every
-output; hypothesis draws the sequences.
+output; hypothesis draws the sequences. On gloo, and on the NCCL-like test backend (tests/fakenccl.py:
+asynchronous work, an expired timed wait takes the process down).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from hooks_support import free_port  # noqa: E402
+from hooks_support import BACKENDS, free_port  # noqa: E402
 
 pytestmark = needs_torch
 
@@ -49,12 +50,12 @@ CALL = st.one_of(
 
 
 class Job:
-    def __init__(self) -> None:
+    def __init__(self, backend: str = "gloo") -> None:
         port = free_port()
         self.procs = []
         for r in range(2):
             env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                       PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", COMMDOCTOR_HOOKS_DIR="")
+                       PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", COMMDOCTOR_HOOKS_DIR="", HOOKS_BACKEND=backend)
             self.procs.append(subprocess.Popen([sys.executable, str(REPO / "tests" / "hooks_prop_worker.py")],
                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                text=True, env=env, cwd=str(REPO)))
@@ -103,9 +104,9 @@ class Job:
                 p.kill()
 
 
-@pytest.fixture(scope="module")
-def job() -> Iterator[Job]:
-    j = Job()
+@pytest.fixture(scope="module", params=BACKENDS)
+def job(request: pytest.FixtureRequest) -> Iterator[Job]:
+    j = Job(request.param)
     yield j
     j.close()
 

@@ -14,7 +14,7 @@ import pytest
 from commdoctor import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
-from hooks_support import explain, run_job, site, start_job, stop_job
+from hooks_support import BACKENDS, explain, job, run_job, site, start_job, stop_job
 
 pytestmark = needs_torch
 
@@ -72,12 +72,16 @@ def test_loader_contract_on_a_hung_job(straggler: Path) -> None:
     assert rec.last_seen[0] - rec.groups["0"].entered[0].time >= 5.0  # the heartbeat
 
 
-def test_record_mode_mismatch_is_found_offline(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> None:
     """Hooks only recording (no checking): SUM on one rank, MAX on the other, silently wrong numbers
-    from gloo; the records still show it, naming both lines."""
-    res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "record"}, records=str(tmp_path))
-    assert all(r["error"] is None for r in res), explain(res)
-    assert res[0]["result"] != res[1]["result"] or True  # the numbers came back (wrong ones)
+    from the backend; the records still show it, naming both lines."""
+    if backend == "gloo":
+        res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "record"}, records=str(tmp_path))
+    else:
+        res = job("redop@record", backend)
+        tmp_path = Path(res[0]["records"])
+    assert all(r["error"] is None and "result" in r for r in res), explain(res)  # the numbers came back (wrong ones)
     doc, p = run_json("records", str(tmp_path))
     assert p.returncode == 1
     f = findings(doc, "HOOK005")
@@ -95,6 +99,19 @@ def test_recorded_mismatch_reported_once_with_every_rank(tmp_path: Path) -> None
     f = doc["findings"][0]
     assert f["ranks"] == [0, 1, 2] and "differ in shapes" in f["title"]
     assert any("ranks 0, 1:" in e["text"] for e in f["evidence"]) and any("rank 2:" in e["text"] for e in f["evidence"])
+
+
+def test_recorded_mismatch_on_an_nccl_like_backend() -> None:
+    """The DDP job whose last all_reduce is SUM on rank 0 and MAX on rank 1, on fakenccl: the records
+    hold the mismatch once, and no rank appears stuck in a call (none was handed to the backend)."""
+    res = job("ddp_opmismatch", "fakenccl")
+    assert all(r["error"] == "CollectiveMismatchError" for r in res), explain(res)
+    doc, _ = run_json("records", res[0]["records"], "-v")
+    assert codes(doc) == ["HOOK001"], doc["findings"]
+    f = doc["findings"][0]
+    assert f["ranks"] == [0, 1] and "differ in reduce op" in f["title"], f
+    texts = " ".join(e["text"] for e in f["evidence"])
+    assert site("ddp_sum") in texts and site("ddp_max") in texts, texts
 
 
 def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:

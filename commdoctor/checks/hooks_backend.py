@@ -35,10 +35,12 @@ class HookBackendCheck(Check):
         gloo's future; with the nccl-against-gloo figure of a ``commdoctor
         run`` report when the job named one (COMMDOCTOR_REPORT).
     Why it matters:
-        Gloo gives byte-for-byte the same results as NCCL on CUDA tensors, so a
-        job ported from a CPU prototype runs, slowly, and nothing else says so.
-        Gloo copies every CUDA tensor to host memory and back and moves it over
-        TCP; NCCL keeps it on the GPU and uses NVLink, InfiniBand and GPUDirect.
+        Gloo gives correct results on CUDA tensors (equal to NCCL's up to the
+        order in which floating-point sums are taken), so a job ported from a
+        CPU prototype runs, slowly, and nothing else says so. Gloo copies every
+        CUDA tensor to host memory and back and moves it over TCP; NCCL keeps it
+        on the GPU and uses NVLink, InfiniBand and GPUDirect where the host has
+        them.
     Known limits:
         The hooks time only the first calls of each process (five), so the
         figure is an early one (gloo sets up connections lazily: the first

@@ -24,6 +24,12 @@ mismatch on ``wait``. Point-to-point calls are checked the same way, after the
 fact, except that a side that finds its peer's entry already there checks
 before sending.
 
+On a backend whose timed wait is destructive or unknown (NCCL: an expired
+``Work.wait(timeout)`` aborts the communicator and the process; see
+``group.POLL_SAFE``), every collective is gated, for at most ``async_gate_s``
+(such a backend's collectives do not hold the CPU, and a program may rely on
+that), and the hooks never wait on its work with a timeout of their own.
+
 Where the error appears: in the thread that made the call, from inside the
 collective function (``dist.all_reduce``, DDP's backward, ...), on every member
 rank; ranks outside the group raise at their next collective, because the
@@ -275,8 +281,14 @@ class Hooks:
             return entry
         return None
 
-    def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...]) -> bool:
-        """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs."""
+    def before(self, w: Any, g: GroupState, seq: int, fp: str, site: str, async_op: bool, call: tuple[Any, ...],
+               gate_all: bool = False) -> bool:
+        """Publish the call; wait for the verdict if it is gated. True when it was checked (and agreed) before it runs.
+
+        ``gate_all``: the call goes to a backend whose work the hooks cannot wait on in slices (NCCL,
+        any backend not known to be safe): once it is handed over, a mismatch can no longer release
+        the ranks that wait for it (their GPU stream waits for a peer that never comes), so it is
+        gated whatever ``gate`` says, unless the user chose ``never``, for at most ``async_gate_s``."""
         c = self.checker
         if c is None or not c.active or len(g.members) < 2:
             return True
@@ -298,15 +310,20 @@ class Hooks:
                 if len(g.steps) > 65536:
                     g.steps.clear()
                 g.steps.add(step)
+            gated = gated or gate_all
         else:
-            gated = gate == "always"
+            gated = gate == "always" or (gate_all and gate != "never")
         c.publish(g, seq, fp, site, later=not gated, entry=key)
         if not gated:
             v = c.poison or g.verdicts.get(seq)  # the others may be ahead: then it is decided already
             if v is not None and v is not UNVERIFIED and raising:
                 raise self._error(v)
             return False
-        if async_op:
+        if async_op or gate_all:
+            # On a backend whose collectives do not hold the CPU (NCCL: "blocking" calls return once
+            # enqueued), a program may rely on running past a collective (to a send its peer waits
+            # for before it enters): holding it here until the peers come could deadlock a job that
+            # runs without the hooks. Bounded like an async call; checked later if the time runs out.
             v = c.wait(g, seq, self.config.async_gate_s, UNVERIFIED)
         else:
             v = c.wait(g, seq, w._cd_timeout_s(), STALL)

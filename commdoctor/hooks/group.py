@@ -12,6 +12,18 @@ Why a subclass and not patched functions: DDP's reducer and functional
 collectives call the process group from C++, through pybind's trampoline for
 Python subclasses; patching torch.distributed's functions sees none of those
 calls (FIELD-NOTES: "0 calls seen"). A dispatcher kernel deadlocks on gloo.
+
+Waiting is decided per backend. The wrapper waits on a backend's work with
+short timed waits (to be released by a mismatch found meanwhile) only where
+the backend is known to let a caller wait again after a timed wait ran out:
+gloo (``POLL_SAFE``). On NCCL an expired ``Work.wait(timeout)`` is a
+collective timeout: the communicator is aborted and the process taken down
+with SIGABRT (gpu-captures/hooks/hooks-ddp-healthy-nccl.log). There, and on
+every backend not known to be safe (MPI, UCC, XCCL, out-of-tree ones), the
+hooks never give the work a timeout of their own: every collective is checked
+with the other ranks before it is handed to the backend, and a wait watches the
+work's future on an event of the hooks' own, then calls the backend's wait
+with the caller's own timeout (none unless the caller gave one).
 """
 
 from __future__ import annotations
@@ -33,6 +45,10 @@ from commdoctor.hooks.errors import CollectiveMismatchError
 _now = time.time
 
 _SLICE_S = 0.05
+#: Backends whose Work.wait(timeout) only reports that the time ran out, so the hooks may wait on
+#: their work in slices (FIELD-NOTES: "gloo lets you wait again"). Every other backend is treated as
+#: one whose timed wait may be destructive (NCCL), until shown otherwise.
+POLL_SAFE = frozenset({"gloo"})
 _SLICE = datetime.timedelta(seconds=_SLICE_S)
 _NO_TIMEOUT = datetime.timedelta(0)
 
@@ -368,16 +384,71 @@ def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelt
                 raise
 
 
-class HookedWork(dist.Work):
-    """The real work handle, wrapped: waits in slices so that a mismatch found meanwhile releases the
-    waiting rank, and turns a failure caused by a mismatch (a peer that raised and left) into that mismatch."""
+def _wait_done(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
+               timeout: datetime.timedelta = _NO_TIMEOUT) -> Any:
+    """_wait for a backend whose timed wait must not be used (NCCL: an expired one aborts the process).
 
-    def __init__(self, inner: Any, hooks: Any, group: str, seq: int, entry: list[Any] | None = None) -> None:
+    The work's future completing sets an event of our own; this thread waits on that event in
+    slices, so a mismatch found meanwhile still releases it, and never gives the work a timeout of
+    its own. Then the backend's own wait runs with the caller's timeout, and no other: on NCCL it
+    orders the streams (the future completes when the kernel is enqueued); elsewhere the work is
+    done by then. A backend without futures gets the caller's wait as it is."""
+    limit = timeout.total_seconds() if timeout else None
+    start = time.monotonic()
+    done = threading.Event()
+    try:
+        inner.get_future().add_done_callback(lambda _f: done.set())
+        watch = True
+    except (RuntimeError, AttributeError, TypeError):  # a work without a future ("getFuture not implemented")
+        watch = False
+    while watch and not done.wait(_SLICE_S):
+        if h.poisoned() is not None:
+            h.raise_if_known(where, None)
+        if limit is not None and time.monotonic() - start >= limit:
+            break
+    try:
+        if limit is None:
+            ok = inner.wait()
+        else:  # the caller asked for a timeout: theirs, less what has passed, as the backend would count it
+            ok = inner.wait(datetime.timedelta(seconds=max(0.001, limit - (time.monotonic() - start))))
+    except RuntimeError as e:
+        if not isinstance(e, CollectiveMismatchError):
+            h.raise_if_known(where, e)
+        raise
+    c = h.checker
+    if c is not None and c.poison is not None:
+        h.raise_if_known(where, None)
+    if entry is not None and entry[2] is None:
+        entry[2] = time.time()
+    return ok
+
+
+def poll_safe(inner: Any) -> tuple[frozenset[str], bool]:
+    """(device types whose calls may be waited on in timed slices, whether device-less calls may be).
+
+    A device type qualifies when the backend that carries it is in POLL_SAFE; a group whose
+    backends cannot be read (a Python process group, another wrapper) qualifies for nothing."""
+    try:
+        names = backendwatch.backend_names(inner)
+    except Exception:  # noqa: BLE001 - unknown: treat as unsafe
+        names = {}
+    safe = frozenset(d for d, b in names.items() if b in POLL_SAFE)
+    return safe, bool(names) and len(safe) == len(names)
+
+
+class HookedWork(dist.Work):
+    """The real work handle, wrapped: waits so that a mismatch found meanwhile releases the waiting
+    rank (in timed slices where the backend allows it, else on the work's future), and turns a failure
+    caused by a mismatch (a peer that raised and left) into that mismatch."""
+
+    def __init__(self, inner: Any, hooks: Any, group: str, seq: int, entry: list[Any] | None = None,
+                 polls: bool = True) -> None:
         super().__init__()
         self._cd_inner = inner
         self._cd_hooks = hooks
         self._cd_where = (group, seq)
         self._cd_entry = entry  # the recorder's pending entry: a successful wait marks the call completed
+        self._cd_polls = polls  # False: the backend's timed wait is destructive or unknown (NCCL, ...)
 
     def _cd_check(self, err: BaseException | None = None) -> None:
         h = self._cd_hooks
@@ -387,7 +458,10 @@ class HookedWork(dist.Work):
     def wait(self, timeout: datetime.timedelta = _NO_TIMEOUT) -> bool:
         inner, h = self._cd_inner, self._cd_hooks
         if h is not None and self._cd_where[1] >= 0:
-            ok = _wait(inner, h, self._cd_where, self._cd_entry, timeout)
+            if self._cd_polls:
+                ok = _wait(inner, h, self._cd_where, self._cd_entry, timeout)
+            else:
+                ok = _wait_done(inner, h, self._cd_where, self._cd_entry, timeout)
             return bool(ok) if ok is not None else True
         try:  # unhooked, or point-to-point: gloo's recv cannot be polled safely
             ok = inner.wait(timeout) if timeout else inner.wait()
@@ -450,6 +524,9 @@ class HookedProcessGroup(dist.ProcessGroup):
         self._cd_state: Any = None
         self._cd_timeout: float | None = None
         self._cd_watch = backendwatch.for_group(inner, hooks)  # None unless CUDA tensors would go through gloo
+        # Which calls the hooks may wait on in timed slices (gloo); all others are checked before they
+        # reach the backend and never get a timed wait (module docstring).
+        self._cd_polled, self._cd_polled_bare = poll_safe(inner)
         # C++ code that does not go through the virtual methods (DDP's logger,
         # ProcessGroup::getBackend) must find the real backends on this object.
         default = _BACKEND_TYPES.get(inner.name(), BT.CUSTOM)
@@ -532,7 +609,10 @@ class HookedProcessGroup(dist.ProcessGroup):
                 dev = self._cd_inner._device_types[0]
                 t = self._cd_inner._get_backend(torch.device(dev)).options._timeout.total_seconds()
             except (AttributeError, IndexError, RuntimeError):
-                t = 1800.0
+                try:  # a Python process group that keeps a backend's options itself
+                    t = getattr(self._cd_inner, "options")._timeout.total_seconds()
+                except (AttributeError, RuntimeError):
+                    t = 1800.0
             self._cd_timeout = t = float(t) if t and t > 0 else 1800.0
         return t
 
@@ -559,7 +639,8 @@ class HookedProcessGroup(dist.ProcessGroup):
             call = (g.name, seq, op, red, dtype, shapes, None, root, dev, async_op, site)
             if r is not None:
                 r._q.append(("enter", call, _now()))
-            h.before(self, g, seq, fp, site, async_op, call)
+            polls = dev in self._cd_polled if dev else self._cd_polled_bare
+            h.before(self, g, seq, fp, site, async_op, call, not polls)
             try:
                 if self._cd_watch is not None and dev in self._cd_watch.devices:
                     work = self._cd_watch.call(method, args, kw, op, dev)
@@ -579,7 +660,7 @@ class HookedProcessGroup(dist.ProcessGroup):
             entry = None
         # Even a call checked before it ran can be cut short by a mismatch elsewhere (a
         # peer that raised and exited): waiting for it in slices turns that into the mismatch it was.
-        if not async_op and dev == "cpu":
+        if not async_op and dev == "cpu" and polls:
             # A blocking call on CPU tensors (dist.* with async_op=False): its caller waits for it at
             # once anyway, so wait here, and hand back the real handle, already complete: its
             # wait() returns at once. This spares a Work object and a Python wait per call (~9 µs
@@ -593,7 +674,7 @@ class HookedProcessGroup(dist.ProcessGroup):
             # would change nothing but cost ~10 µs of the caller's time per bucket (and one more
             # crossing into Python for get_future). The recorder polls the real handle.
             return work
-        return HookedWork(work, h, g.name, seq, entry)
+        return HookedWork(work, h, g.name, seq, entry, polls)
 
     def _cd_p2p(self, method: str, direction: str, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         h = self._cd_hooks

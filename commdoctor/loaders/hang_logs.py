@@ -6,7 +6,7 @@ lines that name an error, a timeout, a closed connection or an NCCL warning
 carries the pid of a known rank (NCCL_DEBUG_FILE's ``%p``) or a rank number.
 
 The log analyzer (``commdoctor logs``) is used when it is installed: its
-ordered diagnoses (``commdoctor.checks.logs``: diagnose, merge, order) over
+ordered diagnoses (``commdoctor.rules.engine.diagnose``, the rule engine, not a check) over
 the same files, the first three with their evidence lines and their codes;
 a ``hang_facts(paths, pid_rank)`` in ``commdoctor.loaders.logs`` would take
 precedence. Without it (or if it fails), a small scan keeps the lines that
@@ -47,9 +47,9 @@ def analyzer_facts(paths: list[str], pid_rank: Mapping[int, int]) -> list[dict[s
         fn = getattr(logs, "hang_facts", None)
         if callable(fn):
             return list(fn(paths, pid_rank))
-        checks = importlib.import_module("commdoctor.checks.logs")
+        engine = importlib.import_module("commdoctor.rules.engine")
         model = logs.load_logs(paths)
-        cands = checks.order(checks.merge(checks.diagnose(model)))
+        cands = engine.diagnose(model)  # already merged and in causal order
     except ImportError:
         return None
     except Exception:  # noqa: BLE001 - a failing analyzer must not cost the hang verdict its other signals

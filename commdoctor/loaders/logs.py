@@ -32,6 +32,9 @@ from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.safeopen import Salvaging, Utf16ToUtf8, kind_of, open_input
 
+#: Causes that stop a job while its processes connect (store, names, interfaces, ports).
+SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
+                          "firewall_or_port_blocked"})
 MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
 MAX_COMMS = 4096
 MAX_RANKS = 65536
@@ -214,6 +217,10 @@ class RunModel:
     plugins: dict[str, Evidence] = field(default_factory=dict)
     env: dict[str, dict[str, Evidence]] = field(default_factory=dict)  # VAR -> value -> first line
     hits: dict[str, list[Hit]] = field(default_factory=dict)
+    #: Root signatures seen only on torch's warning lines ([W ...] [c10d]): retries and notes torch goes on
+    #: past (a connect retried until the store is up, an IPv6 lookup beside a working IPv4 one). They join
+    #: ``hits`` only when the job shows a failure; in a job that worked they explain nothing.
+    warn_hits: dict[str, list[Hit]] = field(default_factory=dict)
     hit_counts: dict[str, int] = field(default_factory=dict)
     watchdog: list[Watchdog] = field(default_factory=list)
     progress: dict[int, tuple[int, int, Evidence]] = field(default_factory=dict)  # rank -> (enqueued, completed)
@@ -224,6 +231,9 @@ class RunModel:
     exceptions: list[tuple[str, str, Evidence, int]] = field(default_factory=list)
     unmatched_errors: list[tuple[Evidence, int, str]] = field(default_factory=list)  # evidence, seq, kind
     retcode_files: dict[str, set[str]] = field(default_factory=dict)  # rank key -> NCCL source files in "-> N" chains
+    flight: list[Any] = field(default_factory=list)  # flight-recorder group states (loaders.flight_recorder.analyze)
+    flight_files: list[str] = field(default_factory=list)
+    flight_errors: list[str] = field(default_factory=list)
     lines_seen: int = 0
     engine: str = ""
 
@@ -330,8 +340,14 @@ class _Builder:
             if len(self.m.exceptions) < MAX_EXCEPTIONS:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception"
-        roots = [s for s, _ in matched if s.role != CONTEXT]
+        warning = kind == "c10d" and rec.level in ("W", "I")
+        roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:
+            if warning and sig.role != CONTEXT:
+                wh = self.m.warn_hits.setdefault(sig.id, [])
+                if len(wh) < MAX_HITS_PER_SIG:
+                    wh.append(Hit(sig, self.ev(src, line_no, rec, rank), self.seq, groups, rec))
+                continue
             hs = self.m.hits.setdefault(sig.id, [])
             self.m.hit_counts[sig.id] = self.m.hit_counts.get(sig.id, 0) + 1
             if len(hs) < MAX_HITS_PER_SIG:
@@ -339,11 +355,28 @@ class _Builder:
         if (roots or is_error) and ri is not None and ri.first_error is None:
             ri.first_error, ri.first_error_seq = self.ev(src, line_no, rec, rank), self.seq
         if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
-            if not (kind == "nccl" and ("libibverbs" in msg or msg.startswith("NET/Plugin"))):
+            # Not errors of their own: NCCL's notes on optional libraries, and the elastic agent's "failed
+            # (exitcode: N)" (the launcher reporting a rank's exit, which the failure summary rules read).
+            if not (kind == "nccl" and msg.startswith("NET/Plugin")) and not _AGENT_FAIL.search(msg) \
+                    and not any(s.harmless for s, _ in matched):
                 self.m.unmatched_errors.append((self.ev(src, line_no, rec, rank), self.seq, kind))
 
     def finish(self) -> None:
-        """Fold what the launcher's failure summary says into the per-rank records."""
+        """Fold what the launcher's failure summary says into the per-rank records; let warnings count
+        only in a job that failed."""
+        m = self.m
+        said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
+        failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said)
+        # Warnings say how connecting went (retries, lookups): they matter when the job failed while connecting
+        # (an error line says so), or when no rule explains its errors; not when it failed later, having connected.
+        connecting = any(s.cause in SETUP_CAUSES for s in said)
+        if failed and (connecting or not said):
+            for sig_id, warned in m.warn_hits.items():
+                hs = m.hits.setdefault(sig_id, [])
+                hs.extend(warned)
+                hs.sort(key=lambda h: h.seq)
+                del hs[MAX_HITS_PER_SIG:]
+                m.hit_counts[sig_id] = m.hit_counts.get(sig_id, 0) + len(warned)
         for f in self.m.elastic:
             if f.rank is None:
                 continue
@@ -498,7 +531,9 @@ class _Builder:
         if "ast enqueued" in msg and rank is not None:
             p = _PROGRESS.search(msg)
             if p:
-                self.m.progress[rank] = (int(p.group("enq")), int(p.group("done")), self.ev(src, line_no, rec, rank))
+                # The first report of a rank is its state when the failure was detected; later ones (after a
+                # straggler woke up, or the dump) describe what happened since and would hide who was behind.
+                self.m.progress.setdefault(rank, (int(p.group("enq")), int(p.group("done")), self.ev(src, line_no, rec, rank)))
         elif "Timeout at NCCL work" in msg and rank is not None:
             t = _TIMEOUT_AT.search(msg)
             if t:
@@ -712,7 +747,9 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
 
     ``skipped``: (path, why) pairs an earlier ``expand_all`` left out, to be reported with the rest.
     """
+    paths = list(paths)
     files, more = expand_all(paths)
+    files, fr_files = split_flight_dumps(paths, files)
     skipped = [*skipped, *more]
     model = RunModel()
     b = _Builder(model)
@@ -758,7 +795,66 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
         if progress is not None:
             progress(st)
     b.finish()
+    if fr_files:
+        _read_flight(model, fr_files)
     return model
+
+
+#: torch names a rank's flight-recorder dump PREFIX<rank> (TORCH_FR_DUMP_TEMP_FILE, default /tmp/nccl_trace_rank_).
+_FR_NAME = re.compile(r"trace_rank_?\d{1,7}(?:\.json|\.pkl)?$")
+MAX_FR_FILES = 4096
+
+
+def _is_dump(path: str) -> bool:
+    """A flight-recorder dump by its name and first bytes (a pickle, or JSON), not a log to scan."""
+    if not _FR_NAME.search(os.path.basename(path)):
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a pipe named like a dump is read as the log it was given as (opening it here would block)
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError:
+        return False
+    return head[:1] == b"\x80" or head[:1] == b"{"
+
+
+def split_flight_dumps(paths: list[str], files: list[str]) -> tuple[list[str], list[str]]:
+    """The inputs less flight-recorder dumps, and the dumps: those among the inputs plus those beside a log
+    file given alone (its folder's ``fr/`` sub-folder, or trace files next to it), as a job's folder holds them."""
+    dumps = [f for f in files if f != "-" and _is_dump(f)]
+    is_dump = set(dumps)
+    logs = [f for f in files if f not in is_dump]
+    seen = set(dumps)
+    folders: dict[str, None] = {}  # each folder once, however many of its files were given
+    for p in paths:
+        if p != "-" and os.path.isfile(p):
+            folders.setdefault(os.path.dirname(os.path.abspath(p)), None)
+    for folder in folders:
+        for d in (os.path.join(folder, "fr"), folder):
+            try:
+                names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+            except OSError:
+                continue
+            for n in names[:MAX_FR_FILES * 2]:
+                full = os.path.join(d, n)
+                if full not in seen and os.path.isfile(full) and _is_dump(full):
+                    seen.add(full)
+                    dumps.append(full)
+    return logs, dumps[:MAX_FR_FILES]
+
+
+def _read_flight(model: RunModel, fr_files: list[str]) -> None:
+    """The flight recorder's view of the same job, through its own loader; bad dumps become error lines."""
+    from commdoctor.loaders import flight_recorder
+
+    model.flight_files = fr_files
+    try:
+        dumps, errors = flight_recorder.load_dumps(fr_files)
+        model.flight = list(flight_recorder.analyze(dumps)) if dumps else []
+        model.flight_errors = list(errors)[:16]
+    except Exception as e:  # noqa: BLE001 - the dumps are a second opinion: a bad set must not cost the log verdict
+        model.flight_errors = [f"flight recorder: {type(e).__name__}: {e}"]
 
 
 def zlib_error() -> type[BaseException]:

@@ -9,13 +9,15 @@ What a line can carry, outermost first:
 
 - launcher prefixes, possibly several: ``3: `` (torchrun ``--tee``/srun ``-l``),
   ``[rank3]:`` (torch >= 2.2), ``[default0]:`` (torchrun log redirects),
+  ``[1,3]<stderr>:`` (Open MPI's ``mpirun --tag-output``: job, rank),
   ``(Actor pid=12, ip=10.0.0.1) `` (Ray), ANSI colour codes, or the ``[0m``
   left behind when a terminal's escape byte was lost in copying;
 - an NCCL header ``[timestamp] host:pid:tid [dev] `` (timestamp since 2.26;
   the device since 2.3), then ``file:line [(func)] NCCL WARN msg``,
   ``NCCL INFO msg``, ``time func:line NCCL TRACE msg`` or ``NCCL CALL msg``.
   NCCL 2.0-2.2 wrote ``WARN``/``INFO`` without the ``NCCL`` word;
-- a glog header from c10d: ``[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] msg``.
+- a glog header from c10d: ``[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] msg``, or the same
+  shape without brackets from torch's Python logging (``E1124 22:41:11.358000 1062 torch/x.py:986] msg``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _PREFIXES = re.compile(
     r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
+    r"|\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"  # mpirun --tag-output: "[1,3]<stderr>:"
     r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
     r")"
 )
@@ -69,6 +72,11 @@ _VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][
 # -- torch / c10d ----------------------------------------------------------------------
 _GLOG = re.compile(
     r"\[(?P<lvl>[IWEF])(?:\d{3,4})?\s?(?:[\d:.]{6,30}\s)?(?:\d{1,10}\s)?(?P<file>[\w.\-/]{1,200}):(?P<line>\d{1,7})\]\s?(?P<msg>.*)"
+)
+# torch's Python logging (torch.distributed.elastic, 2.x) in glog's shape without brackets:
+# "E1124 22:41:11.358000 1062 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) ...".
+_PYGLOG = re.compile(
+    r"(?P<lvl>[IWEF])\d{4} [\d:.]{6,30} \d{1,10} (?P<file>[\w.\-/]{1,200}\.py):(?P<line>\d{1,7})\] ?(?P<msg>.*)"
 )
 _EXC = re.compile(
     r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt)"
@@ -158,6 +166,8 @@ def strip_prefixes(text: str, rec: Record | None = None) -> str:
         if rec is not None:
             if m.group("rank") is not None:
                 rec.rank = int(m.group("rank"))
+            elif m.group("mpirank") is not None:
+                rec.rank = int(m.group("mpirank"))
             elif m.group("task") is not None and rec.task is None:
                 rec.task = int(m.group("task"))
             elif m.group("local") is not None and rec.task is None:
@@ -257,6 +267,12 @@ def classify(text: str) -> Record:
             rec.kind, rec.level, rec.file, rec.line = "c10d", g.group("lvl"), g.group("file"), _int(g.group("line"))
             rec.msg = g.group("msg").strip()
             return rec
+    if body[1:5].isdigit() and body[:1] in "IWEF":
+        g = _PYGLOG.match(body)
+        if g is not None:
+            rec.kind, rec.level, rec.file, rec.line = "c10d", g.group("lvl"), g.group("file"), _int(g.group("line"))
+            rec.msg = g.group("msg").strip()
+            return rec
     s = body.strip()
     if s.startswith(_TRACEBACK):
         rec.kind, rec.msg = "traceback", s
@@ -270,3 +286,64 @@ def classify(text: str) -> Record:
         rec.extra["nccl_version"] = v.group("v")
     rec.msg = s
     return rec
+
+
+# -- raw lines (bytes): who wrote a line and how bad it is, without decoding it -----------------------------
+# The TUI's log view and the report's excerpts read gigabytes through mmap and decide per line from bytes.
+# They use these, so a prefix commdoctor knows is known everywhere (``classify`` reads the same prefixes
+# from text).
+
+#: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
+RAW_HEAD = re.compile(
+    rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
+    rb"\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>:) ?){0,4}"
+    rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
+    rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"
+)
+#: NCCL's communicator line, which ties its host:pid to a rank ("... NCCL INFO ... rank 3 nranks 8 ...").
+RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nranks \d{1,7}")
+# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here.
+RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
+RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
+#: Lines worth showing around a failure (broader than RAW_ERROR: timeouts, failed calls, signals).
+RAW_TROUBLE = re.compile(
+    rb"NCCL WARN|NCCL ERROR|Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|"
+    rb"\bnccl(?:System|Internal|Remote|UnhandledCuda|Invalid)\w*\b|\bterminate called\b|Segmentation fault|"
+    rb"SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog caught|[Tt]imed out|timeout|unhandled (?:system|cuda) error|"
+    rb"CUDA error|\bERROR\b|\bFATAL\b|\bfailed\b"
+)
+#: A fast literal prefilter for RAW_TROUBLE (Python's re is slow on the full pattern over gigabytes).
+RAW_TROUBLE_PREFILTER = re.compile(
+    rb"Error|Exception|WARN|Traceback|terminate|Segmentation|SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog|"
+    rb"imed out|timeout|unhandled|ERROR|FATAL|failed|nccl"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RawOwner:
+    """Who wrote a raw line, as far as its prefixes say: a rank (launcher prefix) and/or NCCL's host:pid."""
+
+    rank: int | None = None  # [rankN]:, mpirun's [job,N]<stderr>:, or srun/torchrun's "N: "
+    host: bytes | None = None
+    pid: int | None = None
+    local: int | None = None  # torchrun's [defaultN]: (a local rank)
+
+
+def raw_owner(line: bytes) -> RawOwner:
+    m = RAW_HEAD.match(line)
+    if m is None:
+        return RawOwner()
+    r = m.group("rank") or m.group("mpirank") or m.group("task")
+    pid, local = m.group("pid"), m.group("local")
+    return RawOwner(int(r) if r is not None else None, m.group("host"), int(pid) if pid is not None else None,
+                    int(local) if local is not None else None)
+
+
+def raw_level(line: bytes) -> str:
+    """"error", "warn" or "info"."""
+    if RAW_ERROR.search(line):
+        return "error"
+    if RAW_WARNING.search(line):
+        return "warn"
+    return "info"
+

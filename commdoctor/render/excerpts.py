@@ -20,35 +20,29 @@ import stat
 from dataclasses import dataclass, field
 from typing import IO, Iterable, Mapping
 
+from commdoctor.parsing.lines import RAW_TROUBLE, RAW_TROUBLE_PREFILTER, raw_owner
 from commdoctor.safeopen import kind_of, open_input
 
 CHUNK = 4 << 20  # bytes read at a time
 CONTEXT_BYTES = 64 << 10  # how far back/forward a window may reach for its lines
 
-#: What makes a line an error worth a window (bytes regex; the first per rank counts).
-ERROR_RE = re.compile(
-    rb"NCCL WARN|NCCL ERROR|Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|"
-    rb"\bnccl(?:System|Internal|Remote|UnhandledCuda|Invalid)\w*\b|\bterminate called\b|Segmentation fault|"
-    rb"SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog caught|[Tt]imed out|timeout|unhandled (?:system|cuda) error|"
-    rb"CUDA error|\bERROR\b|\bFATAL\b|\bfailed\b"
-)
-#: A fast literal prefilter for ERROR_RE (Python's re is slow on the full pattern over gigabytes).
-ERROR_PREFILTER = re.compile(
-    rb"Error|Exception|WARN|Traceback|terminate|Segmentation|SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog|"
-    rb"imed out|timeout|unhandled|ERROR|FATAL|failed|nccl"
-)
+#: What makes a line an error worth a window (the first per rank counts), and its literal prefilter:
+#: commdoctor.parsing.lines knows a line.
+ERROR_RE = RAW_TROUBLE
+ERROR_PREFILTER = RAW_TROUBLE_PREFILTER
 #: Hook records worth keeping whatever their place.
 RECORD_RE = re.compile(rb'"kind"\s*:\s*"(?:header|mismatch|warning)"')
-_KEY_RE = re.compile(rb"^\s*(?:\[rank(\d+)\]:|\[default(\d+)\]:|(\d+):\s|([A-Za-z0-9][\w.-]*):(\d+):\d+ \[)")
 
 
 def line_key(line: bytes) -> str:
     """Which rank (or host:pid) a line belongs to, from its launcher or NCCL prefix; "" if none."""
-    m = _KEY_RE.match(line)
-    if not m:
-        return ""
-    r = m.group(1) or m.group(2) or m.group(3)
-    return f"rank {int(r)}" if r is not None else f"{m.group(4).decode('ascii', 'replace')}:{m.group(5).decode()}"
+    who = raw_owner(line)
+    r = who.rank if who.rank is not None else who.local
+    if r is not None:
+        return f"rank {r}"
+    if who.host is not None and who.pid is not None:
+        return f"{who.host.decode('ascii', 'replace')}:{who.pid}"
+    return ""
 
 
 @dataclass

@@ -21,12 +21,13 @@ from __future__ import annotations
 import bisect
 import mmap
 import os
-import re
 import threading
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
+
+from commdoctor.parsing.lines import RAW_NCCL_RANK, raw_level, raw_owner
 
 BLOCK = 1 << 20  # bytes per index block
 CHUNK = 4 << 20  # bytes per filter-scan chunk
@@ -36,21 +37,10 @@ _CACHE_BLOCKS = 64
 # Control characters would drive the terminal; show them as U+FFFD instead (tabs become spaces).
 _CTRL = {i: "\ufffd" for i in (*range(0, 9), *range(10, 32), 127)}
 
-_NCCL_PREFIX = re.compile(rb"^(?:\[[^\]\n]*\]:)*([A-Za-z0-9][\w.\-]*):(\d+):(\d+) \[")
-_RANK_PREFIX = re.compile(rb"^(?:\[rank(\d+)\]:|(\d+): )")
-_NRANKS = re.compile(rb"(?:\[[^\]\n]*\]:)*([A-Za-z0-9][\w.\-]*):(\d+):\d+ \[\d+\] NCCL INFO [^\n]*?\brank (\d+) nranks \d+")
-# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here.
-_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
-_WARN = re.compile(rb"\bWARN(?:ING)?\b|\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
 LEVELS = ("all", "warn", "error")  # "warn" shows warnings and errors
 
-
-def level_of(line: bytes) -> str:
-    if _ERROR.search(line):
-        return "error"
-    if _WARN.search(line):
-        return "warn"
-    return "info"
+#: How bad a line is: commdoctor.parsing.lines knows (NCCL's WARN is its error level).
+level_of = raw_level
 
 
 def parse_ranks(text: str) -> frozenset[int]:
@@ -173,11 +163,13 @@ class LogIndex:
         while p >= 0:
             ls = data.rfind(b"\n", 0, p) + 1
             le = data.find(b"\n", p)
-            m = _NRANKS.match(data, ls, len(data) if le < 0 else le)
-            if m:
-                host, pid, rank = m.group(1), int(m.group(2)), int(m.group(3))
-                self.rank_of_pid[(host, pid)] = rank
-                self.host_of_rank.setdefault(rank, host.decode("utf-8", "replace"))
+            line = data[ls:len(data) if le < 0 else le]
+            who = raw_owner(line)
+            m = RAW_NCCL_RANK.search(line) if who.host is not None and who.pid is not None else None
+            if m and who.host is not None and who.pid is not None:
+                rank = int(m.group("rank"))
+                self.rank_of_pid[(who.host, who.pid)] = rank
+                self.host_of_rank.setdefault(rank, who.host.decode("utf-8", "replace"))
             if le < 0:
                 break
             p = data.find(b" nranks ", le)
@@ -260,19 +252,18 @@ class LogIndex:
     # -- attribution --------------------------------------------------------------
 
     def rank_of(self, line: bytes) -> int | None:
-        m = _RANK_PREFIX.match(line)
-        if m:
-            return int(m.group(1) or m.group(2))
-        m = _NCCL_PREFIX.match(line)
-        if m:
-            return self.rank_of_pid.get((m.group(1), int(m.group(2))))
+        who = raw_owner(line)
+        if who.rank is not None:
+            return who.rank
+        if who.host is not None and who.pid is not None:
+            return self.rank_of_pid.get((who.host, who.pid))
         return None
 
     def host_of(self, line: bytes) -> str | None:
-        m = _NCCL_PREFIX.match(line)
-        if m:
-            return m.group(1).decode("utf-8", "replace")
-        r = self.rank_of(line)
+        who = raw_owner(line)
+        if who.host is not None:
+            return who.host.decode("utf-8", "replace")
+        r = who.rank if who.rank is not None else self.rank_of(line)
         return self.host_of_rank.get(r) if r is not None else None
 
     def close(self) -> None:
@@ -331,15 +322,15 @@ class FilterScan:
         if f.ranks:
             out = []
             for r in sorted(f.ranks):
-                out += [b"[rank%d]:" % r, b"\n%d: " % r]
+                out += [b"[rank%d]:" % r, b"\n%d: " % r, b",%d]<std" % r]
             for (h, p), r in ix.rank_of_pid.items():
                 if r in f.ranks:
-                    out += [b"\n%s:%d:" % (h, p), b"]:%s:%d:" % (h, p)]
+                    out += [b"\n%s:%d:" % (h, p), b"]:%s:%d:" % (h, p), b"] %s:%d:" % (h, p)]  # "] ": NCCL's timestamp
             return out
         if f.hosts:
             out = []
             for host in sorted(f.hosts):
-                out += [b"\n%s:" % host.encode(), b"]:%s:" % host.encode()]
+                out += [b"\n%s:" % host.encode(), b"]:%s:" % host.encode(), b"] %s:" % host.encode()]
             for r, rank_host in ix.host_of_rank.items():
                 if rank_host in f.hosts:
                     out += [b"[rank%d]:" % r, b"\n%d: " % r]

@@ -48,3 +48,22 @@ def test_mismatch_timeout_names_the_other_readings() -> None:
     doc = diagnose_file(FIX / "gloo-mismatch-timeout" / "torchrun.log")
     causes = [f["cause"] for f in doc["findings"] if f["cause"]]
     assert causes[:3] == ["collective_mismatch", "collective_timeout_straggler", "hardware_fault"]
+
+
+def test_healthy_two_rank_torchrun_job_has_no_cause() -> None:
+    """torch 2.13's own warnings of a working job (OMP_NUM_THREADS banner, ...) carry no cause."""
+    doc = diagnose_file(FIX / "gloo-healthy-2rank" / "torchrun.log")
+    assert [f for f in doc["findings"] if f["cause"]] == []
+
+
+def test_a_launcher_stopped_from_outside_is_said_so() -> None:
+    """torchrun's SignalException ('Process N got signal: 15') is the launcher stopped from outside, not an unknown error."""
+    first = _first(diagnose_file(FIX / "gloo-hang-killed" / "torchrun.log"))
+    assert first["code"] == "LOG060" and "stopped from outside by SIGTERM" in first["title"]
+    assert "commdoctor hang" in first["detail"]
+
+
+def test_gloo_straggler_names_the_rank_that_logged_no_timeout() -> None:
+    first = _first(diagnose_file(FIX / "gloo-straggler-2rank" / "torchrun.log"))
+    assert (first["code"], first["cause"]) == ("LOG054", "collective_timeout_straggler")
+    assert "rank(s) 1 logged no timeout" in first["title"] and first["ranks"] == [0, 1]

@@ -127,3 +127,21 @@ def test_torchs_routine_process_group_lines_are_not_parsed_in_full() -> None:
     assert sc.stats.lines == 5001
     assert sc.stats.candidates <= 10, sc.stats.candidates
     assert any(b"WorkNCCL" in text for _, text in got)
+
+
+def test_mpirun_tag_output_prefix_gives_the_rank() -> None:
+    from commdoctor.parsing.lines import classify
+
+    rec = classify("[1,5]<stderr>:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:900] [Rank 5] Watchdog caught collective operation timeout")
+    assert (rec.kind, rec.level, rec.rank) == ("c10d", "E", 5)
+    assert classify("[1,5]<stdout>:node1:10:11 [0] misc/socket.cc:1 NCCL WARN x").host == "node1"
+
+
+def test_torch_python_logging_lines_have_a_level() -> None:
+    """The elastic agent's lines (H100 captures): a warning is a warning, its exit report is not a new error."""
+    from commdoctor.parsing.lines import classify
+
+    rec = classify("W1124 22:41:11.243000 1062 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 1084 "
+                   "closing signal SIGTERM")
+    assert (rec.kind, rec.level, rec.msg) == ("c10d", "W", "Sending process 1084 closing signal SIGTERM")
+    assert classify("I0207 07:09:26.591536 47744 dynamic_loader.cc:67] Try to find library").kind == "text"

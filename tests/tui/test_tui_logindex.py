@@ -208,3 +208,25 @@ def test_close_while_scanning_is_safe(nccl_log: Path) -> None:
     ix.close()
     assert ix.closed
     assert all(not (s._thread and s._thread.is_alive()) for s in scans)  # noqa: SLF001
+
+
+def test_lines_are_attributed_with_every_prefix_commdoctor_knows(tmp_path: Path) -> None:
+    """NCCL 2.26+ puts a timestamp before host:pid on WARN lines (the H100 captures); mpirun tags with [job,rank]."""
+    p = tmp_path / "job.log"
+    p.write_bytes(
+        b"vm:1191:1191 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START\n"
+        b"vm:1192:1192 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START\n"
+        b"[2026-11-24 22:43:00] vm:1192:1213 [0] misc/socket.cc:72 NCCL WARN socketProgress: Connection closed by remote peer\n"
+        b"[1,3]<stderr>:RuntimeError: boom\n"
+        b"[rank0]:[E1124 22:41:59.778 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation timeout\n")
+    ix = LogIndex(str(p))
+    ix.index_all()
+    lines = [ln.encode() for ln in ix.read(0, 5)]
+    ix.learn(p.read_bytes())
+    assert [ix.rank_of(ln) for ln in lines] == [0, 1, 1, 3, 0]
+    assert ix.host_of(lines[2]) == "vm"
+    for rank, want in ((1, [1, 2]), (3, [3])):
+        scan = FilterScan(ix, LogFilter(ranks=frozenset({rank})))
+        scan.run()
+        assert list(scan.matches) == want
+    ix.close()

@@ -1,0 +1,179 @@
+"""What a log rule is: one row that says what it matches, what that means and which finding it gives.
+
+Promise: pure data types and small helpers, standard library and
+commdoctor.model only (loaders, parsing and checks may all import this; it
+imports none of them). A ``Signature`` is one rule row: the literal words that
+must appear (a cheap substring test done first), a bounded regular
+expression written from the library's own format string, the cause it points
+to, its causal *role* (``root``: explains itself; ``consequence``: what a rank
+sees when something else failed first; ``context``: a fact that helps decide,
+never a verdict), its *tier* (lower = more specific, decides between roots
+that coexist), what it means, the finding code it gives, and optionally a
+named function for what one line cannot say alone (several lines, ranks or
+the run model). A ``ModelRule`` is a row that reads the run model instead of
+lines (versions across hosts, interfaces chosen, watchdog records). A
+``Code`` is the finding a code stands for: its title, remedy, settings and
+steps (``commdoctor.checks.logs`` turns codes into its rules, and
+``docs/findings`` is generated from them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from commdoctor.model import Evidence, Severity
+
+ROOT, CONSEQUENCE, CONTEXT = "root", "consequence", "context"
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+#: Settings that make NCCL and torch say more; the remedy of findings that need more lines.
+NCCL_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+#: When a rule runs: line rules that stand alone first, then rules that weigh what was found before them.
+PHASE_LINES, PHASE_DEATHS, PHASE_ECHOES, PHASE_WATCHDOG, PHASE_SETUP, PHASE_LAST = 0, 1, 2, 3, 4, 5
+
+
+@dataclass
+class Cand:
+    """One explanation the logs support, before it becomes a Finding."""
+
+    code: str
+    cause: str
+    tier: int  # 1 = specific root cause ... 9 = unexplained error
+    seq: int  # when it was first seen (global line order)
+    evidence: list[Evidence]
+    params: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+    ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
+    alts: list[tuple[str, str]] = field(default_factory=list)  # (cause, what tells it apart)
+    weak: bool = False  # a risk seen in the setup, not a failure the logs show
+    consequence: bool = False  # always a consequence (closed connections, timeouts on waiting ranks)
+    severity: Severity | None = None
+
+
+#: A rule's own logic: (run model, this rule's hits, candidates found so far) -> candidates.
+Build = Callable[[Any, list[Any], list[Cand]], list[Cand]]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One line rule (see the module docstring)."""
+
+    id: str
+    needles: tuple[str, ...]  # at least one must occur (case-sensitive) before the regex runs
+    pattern: re.Pattern[str]
+    cause: str | None
+    role: str
+    tier: int
+    meaning: str
+    code: str | None = None  # the finding it gives (None: context, or read by the rule named in ``read_by``)
+    params: Callable[[list[Any]], dict[str, Any]] | None = None
+    detail: str = ""
+    alts: tuple[tuple[str, str], ...] = ()
+    exclude: tuple[str, ...] = ()  # lines another (more specific) rule already explains
+    build: Build | None = None
+    always: bool = False  # run ``build`` even without a hit (it also reads the run model)
+    phase: int = PHASE_LINES
+    read_by: str = ""  # a root signature without a code of its own: the rule whose build reads it
+    harmless: bool = False  # a context note that a working job prints at error level: not an unrecognised error
+
+    def search(self, text: str) -> re.Match[str] | None:
+        for n in self.needles:
+            if n in text:
+                return self.pattern.search(text)
+        return None
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """A rule over the run model (not one line): versions per host, interfaces, launch shape."""
+
+    id: str
+    build: Build
+    meaning: str
+    phase: int = PHASE_SETUP
+
+
+@dataclass(frozen=True)
+class Code:
+    """What a finding code says to the user: one per code, whatever rules give it."""
+
+    code: str
+    symbol: str
+    severity: Severity
+    title: str
+    remedy: str
+    cause: str | None = None
+    steps: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def sig(id: str, needles: tuple[str, ...], pattern: str, cause: str | None, role: str, tier: int, meaning: str,
+        **kw: Any) -> Signature:
+    """A rule row; ``kw`` are the optional fields of Signature (code, params, detail, alts, ...)."""
+    if "alts" in kw:
+        kw["alts"] = tuple(kw["alts"])
+    return Signature(id, needles, re.compile(pattern), cause, role, tier, meaning, **kw)
+
+
+def ctx(id: str, needles: tuple[str, ...], pattern: str, meaning: str, cause: str | None = None,
+        harmless: bool = False) -> Signature:
+    """A context row: read by other rules, never a verdict (``harmless``: nor an error to report)."""
+    return Signature(id, needles, re.compile(pattern), cause, CONTEXT, 9, meaning, harmless=harmless)
+
+
+# -- helpers the rules' functions share ----------------------------------------------------------------
+
+
+def hits(m: Any, sig_id: str, exclude: tuple[str, ...] = ()) -> list[Any]:
+    """The hits of one signature, less the lines that one of ``exclude`` also matched."""
+    got: list[Any] = m.hits.get(sig_id, [])
+    if exclude and got:
+        lines = {(h.ev.source, h.ev.line) for x in exclude for h in m.hits.get(x, [])}
+        if lines:
+            got = [h for h in got if (h.ev.source, h.ev.line) not in lines]
+    return got
+
+
+def ranks_hosts(hs: list[Any]) -> tuple[set[int], set[str]]:
+    ranks = {h.ev.rank for h in hs if h.ev.rank is not None}
+    hosts = {h.ev.host for h in hs if h.ev.host}
+    return ranks, hosts
+
+
+def cand(code: str, cause: str, tier: int, hs: list[Any], n: int = 3, **kw: Any) -> Cand:
+    """A candidate from hits: the first ``n`` lines as evidence, their ranks and hosts."""
+    ranks, hosts = ranks_hosts(hs)
+    return Cand(code, cause, tier, min(h.seq for h in hs), [h.ev for h in hs[:n]], ranks=ranks, hosts=hosts, **kw)
+
+
+def group(hs: list[Any], *names: str) -> str | None:
+    """The first non-empty value of any of the named groups across the hits."""
+    for h in hs:
+        for n in names:
+            v = h.groups.get(n)
+            if v:
+                return str(v)
+    return None
+
+
+def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
+    """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
+    and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""
+    out: list[int] = []
+    for r in range(world):
+        if r not in seen:
+            out.append(r)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in v.split(".")[:3])
+    except ValueError:
+        return (0,)

@@ -1,0 +1,80 @@
+"""Rules for gloo's own messages (gloo/transport/tcp, gloo/common/linux, torch's ProcessGroupGloo).
+
+Promise: rule rows only (see commdoctor.rules.base), written from gloo's
+``GLOO_ENFORCE`` texts and its IoException messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, sig
+
+
+def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Every rank timed out in a send/recv: nobody was late, so the collectives did not pair up (a mismatch)."""
+    known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
+    world = max(known) + 1 if known else 0
+    waited = {h.ev.rank for h in hs if h.ev.rank is not None}
+    if world >= 2 and len(waited) >= world and all(r in waited for r in range(world)):
+        return [cand("LOG050", "collective_mismatch", 5, hs,
+                     detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "
+                            "were in collectives that do not pair up (a different operation, size or order).",
+                     alts=[("collective_timeout_straggler", "if one rank's log is missing from this set, it may simply "
+                                                            "have arrived late: check that every rank's output is here"),
+                           ("hardware_fault", "a network partition or an MTU black hole between the hosts times out "
+                                              "every rank the same way: if the code paths are identical, test the network")])]
+    # gloo does not name the peer it waited for; ranks of the job that logged no timeout are the candidates.
+    late = [r for r in range(world) if r not in waited][:8] if world >= 2 and waited else []
+    who = (f"rank(s) {', '.join(map(str, late))} logged no timeout: the late rank is among them" if late
+           else "gloo does not name the peer it waited for")
+    c = cand("LOG054", "collective_timeout_straggler", 6, hs, params={"who": who}, alts=[
+        ("collective_mismatch", "gloo gives this same timeout when ranks call different collectives (all_reduce against "
+                                "broadcast); TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch within milliseconds"),
+        ("peer_process_died", "a peer that hung or died without closing its sockets also leaves the recv waiting: "
+                              "take stacks (commdoctor hang) while it waits")])
+    c.ranks |= set(late)
+    return [c]
+
+
+SIGNATURES = (
+    sig("family_mismatch", ("ss_family",),
+       r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)",
+       "hostname_resolution", ROOT, 1, "the host name resolves to an address of another family (IPv6 ::1 against IPv4)",
+       code="LOG013", params=lambda hs: {"addr": "an IPv6 address (::1)"},
+       detail="The host name resolves to an IPv6 address on one side and IPv4 on the other."),
+    sig("gloo_recv_timeout", ("Timed out waiting", "operation to complete"),
+       r"Timed out waiting (?P<ms>\d+) ?ms for (?P<op>recv|send) operation to complete",
+       "collective_timeout_straggler", ROOT, 5, "a gloo send/recv did not complete within the timeout",
+       build=_recv_timeout),
+    # gloo/transport/tcp/pair.cc: GLOO_ERROR_MSG("Connect timeout ", peer) -- the TCP connect to a peer's
+    # advertised address got no answer within the timeout: dropped on the way, or an address not routed here.
+    sig("gloo_connect_timeout", ("Connect timeout",), r"Connect timeout (?:\[(?P<peer>[^\]\s]{1,64})\]:(?P<port>\d{1,5}))?",
+        "firewall_or_port_blocked", ROOT, 4, "gloo's connection to a peer timed out",
+        code="LOG025",
+        alts=[("wrong_interface", "an address that is not routed between the hosts (a docker bridge, a second NIC) times "
+                                  "out the same way: GLOO_SOCKET_IFNAME names the interface gloo advertises")]),
+    # pair.cc: a pending operation outlived the process group's timeout and gloo closed the pair.
+    sig("gloo_pair_timeout", ("Application timeout caused pair closure",), r"Application timeout caused pair closure",
+        "collective_timeout_straggler", ROOT, 6, "a gloo operation outlived its timeout and gloo closed the connection",
+        code="LOG054", params=lambda hs: {"who": "gloo closed the connection when the operation outlived its timeout"},
+        alts=[("collective_mismatch", "gloo times out the same way when ranks call different collectives; "
+                                      "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch"),
+              ("peer_process_died", "a peer that hung or died without closing its sockets leaves the same timeout")]),
+    # torch's ProcessGroupGloo wraps gloo's mesh set-up error: "Gloo connectFullMesh failed with <gloo's reason>".
+    # The ranks could not all connect to the addresses they advertised; the reason, when a row knows it, is more precise.
+    sig("gloo_full_mesh", ("connectFullMesh failed",), r"Gloo connectFullMesh failed with",
+        "wrong_interface", ROOT, 5, "gloo could not connect every pair of ranks when the group was created",
+        code="LOG022", params=lambda hs: {"how": "not established when the gloo group was created (connectFullMesh)"},
+        exclude=("gloo_connect_timeout", "peer_refused", "connect_loopback", "connect_link_local", "family_mismatch",
+                 "ifname_missing", "connect_timeout"),
+        alts=[("hostname_resolution", "gloo advertises the address its host name resolves to: if that is 127.0.1.1 or "
+                                      "another host's address (getent hosts $(hostname)), fix the name or set GLOO_SOCKET_IFNAME"),
+              ("firewall_or_port_blocked", "gloo connects on ephemeral ports: a firewall that opens only the master port "
+                                           "lets the store work and the mesh fail")]),
+    sig("lib_gloo", ("ProcessGroupGloo", "gloo", "Gloo", "GLOO_"),
+       r"ProcessGroupGloo|\bgloo(?:/|::|\b)|\bGloo\b|GLOO_SOCKET_IFNAME",
+       None, CONTEXT, 9, "a line written by gloo or torch's gloo process group"),
+)
+
+CODES = ()

@@ -1,0 +1,124 @@
+"""Rules for launchers and the processes they start: torchrun's failure summary, srun, signals, missing ranks.
+
+Promise: rule rows only (see commdoctor.rules.base), written from what
+torch.distributed.elastic prints (``exitcode: -9``, ``Signal 9 (SIGKILL)
+received by PID``, its "Root Cause (first observed failure)" block), the
+kernel's OOM killer and the shell. A process that died is a root cause
+unless the logs say why it died (its own error, or a watchdog that took it
+down on purpose).
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, sig
+
+
+def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A rank killed or crashed: from the launcher's summary (the first to fail) or the line that says so."""
+    roots = [f for f in m.elastic if f.root]
+    killed = [f for f in m.elastic if f.signal or (f.exitcode is not None and f.exitcode < 0)]
+    el = roots or killed
+    if not hs and not el:
+        return []
+    evs = [f.ev for f in el if f.ev][:2] + [h.ev for h in hs[:2]]
+    seq = min([h.seq for h in hs] + [0 if el else 10**12])
+    who = next((f for f in el), None)
+    what = "a rank was killed or crashed"
+    if who is not None:
+        bits = [f"rank {who.rank}" if who.rank is not None else "a rank", f"on {who.host}" if who.host else ""]
+        sgn = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
+        what = " ".join(b for b in bits if b) + (f" was killed by {sgn}" if sgn else f" exited with status {who.exitcode}")
+    c = Cand("LOG060", "peer_process_died", 5, seq, [e for e in evs if e is not None], params={"what": what},
+             detail=("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
+                     "enforcing limits, or a manual kill." if who is not None and who.signal == "SIGKILL" else ""))
+    if who is not None and who.rank is not None:
+        c.ranks.add(who.rank)
+    if who is not None and who.host:
+        c.hosts.add(who.host)
+    if who is not None and who.signal is None and (who.exitcode or 0) > 0:
+        c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
+        c.consequence = bool(found) or bool(m.unmatched_errors)
+    elif _aborted_itself(m, who, hs):
+        # SIGABRT is a process ending itself (abort(), std::terminate): torch's NCCL watchdog does it on purpose
+        # after a collective timeout or an NCCL error ("we are taking the entire process down"). What made it
+        # abort is the root cause; the exit is what followed.
+        c.tier = 7
+        c.consequence = True
+        c.detail = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
+                    "collective timeout or a communicator error, so the error it logged before is the cause.")
+    return [c]
+
+
+def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
+    """The dead rank aborted (SIGABRT), and the logs say why: a watchdog timeout or an error before it."""
+    if who is not None:
+        abrt = who.signal == "SIGABRT" or who.exitcode == -6
+    else:
+        abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
+                                or h.groups.get("code") == "-6" for h in hs)
+    if not abrt:
+        return False
+    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
+
+
+def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Global ranks that never started, from torch's GLOBAL_RANK/MEMBER lines."""
+    out = []
+    for world, seen in m.members.items():
+        missing = missing_ranks(world, seen)
+        if missing and len(seen) < world:
+            out.append(Cand("LOG062", "launcher_misconfig", 3, 0, list(seen.values())[:4],
+                            params={"what": f"only global rank(s) {', '.join(map(str, sorted(seen)))} of {world} ever started"
+                                            f" (missing: {', '.join(map(str, missing[:8]))})"}))
+    return out
+
+
+def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
+    g = hs[0].groups
+    try:
+        name = signal.Signals(int(g.get("sig") or "")).name
+    except ValueError:
+        name = f"signal {g.get('sig')}"
+    return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
+
+
+SIGNATURES = (
+    # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
+    # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
+    # limit, preemption, Ctrl-C, `timeout`) signals the launcher; it then stops its workers.
+    sig("agent_signalled", ("got signal:",), r"SignalException: Process (?P<pid>\d{1,10}) got signal: (?P<sig>\d{1,3})",
+        "peer_process_died", ROOT, 7, "the launcher was stopped by a signal from outside the job",
+        code="LOG060", params=_agent_signalled,
+        detail="The launcher did not fail: something outside the job stopped it (a scheduler's time limit, "
+               "preemption, Ctrl-C, `timeout`). If the job had stopped making progress before, it hung: "
+               "`commdoctor hang` takes every rank's stacks while it waits.",
+        alts=[("collective_timeout_straggler", "a job stopped for running too long may have been waiting on a late or "
+                                               "stuck rank: look at the last lines of each rank before the signal")]),
+    sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
+       r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
+       "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",
+       code="LOG062", params=lambda hs: {"what": "a rank asked for a GPU index this node does not have"},
+       detail="More processes per node than GPUs (--nproc-per-node, --ntasks-per-node), or a local rank computed from "
+              "the wrong variable, asks CUDA for a device that does not exist."),
+    sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
+       r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
+       r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|\(core dumped\)",
+       "peer_process_died", ROOT, 5, "a process was killed or crashed",
+       build=_process_died, always=True, phase=PHASE_DEATHS),
+)
+
+MODEL_RULES = (
+    ModelRule("ranks_missing", _ranks_missing, "global ranks that never started"),
+)
+
+CODES = (
+    Code("LOG060", "process-died", E, "{what}",
+         "Find why that process died (OOM killer in dmesg, a segfault, preemption); the other ranks' errors are the echo",
+         cause="peer_process_died"),
+    Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
+         "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
+         cause="launcher_misconfig"),
+)

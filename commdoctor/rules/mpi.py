@@ -1,0 +1,232 @@
+"""Rules for Open MPI, MPICH/Hydra, PMI and UCX, in the same causes as NCCL's and gloo's.
+
+Promise: rule rows only (see commdoctor.rules.base), written from Open MPI's
+help texts (opal/mca/btl/tcp/help-mpi-btl-tcp.txt, ompi/mca/bml/r2,
+orte|prrte errmgr and oob/tcp), Hydra's messages and UCX's
+(src/ucp/core/ucp_context.c, src/ucp/wireup/select.c).
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, group, hits, sig
+
+
+def _signal_name(num: str | None) -> str:
+    try:
+        return signal.Signals(int(num or "")).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _btl_tcp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Open MPI's TCP transport on an interface peers cannot use; 'unable to reach each other' is the bml's summary."""
+    peer = hits(m, "mpi_tcp_peer", exclude=("mpi_btl_tcp",))
+    reach = [h for h in peer if "reach each other" in h.ev.text]
+    tcp = hs + [h for h in peer if h not in reach]
+    out = []
+    if tcp:
+        out.append(cand("LOG023", "wrong_interface", 1, tcp))
+    if reach:
+        out.append(cand("LOG026", "wrong_interface", 2, reach, alts=[
+            ("environment_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "
+                                      "so does a list that keeps only a fabric one of the hosts lacks (openib, ofi)")]))
+    return out
+
+
+def _if_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    param = group(hs, "param")
+    return [cand("LOG021", "wrong_interface", 1, hs,
+                 params={"iface": f"in {param}" if param else "in Open MPI's interface include/exclude list"},
+                 detail="Open MPI reads btl_tcp_if_include / btl_tcp_if_exclude (MPI traffic) and oob_tcp_if_include "
+                        "/ oob_tcp_if_exclude (the runtime's own traffic): names must exist on every node, CIDR "
+                        "subnets must match an interface's network exactly, and include and exclude cannot both be set.")]
+
+
+def _ucx_devices(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    left_out = [h for h in hs if h.groups.get("dev")]
+    nodev = [h for h in hs if h not in left_out]
+    out = []
+    if left_out:
+        out.append(cand("LOG027", "wrong_interface", 1, left_out,
+                        params={"what": f"the peer is reached through {left_out[0].groups['dev']}, which UCX_NET_DEVICES leaves out"}))
+    if nodev:
+        out.append(cand("LOG021", "wrong_interface", 1, nodev,
+                        params={"iface": f"UCX asked for ({nodev[0].groups.get('asked') or '?'})"},
+                        detail="UCX_NET_DEVICES / UCX_TLS name devices or transports this host does not have "
+                               "(ucx_info -d lists the ones it has)."))
+    return out
+
+
+def _ucx_unreachable(hs: list[Any]) -> dict[str, Any]:
+    what = next((f"no {h.groups['what']} transport to {h.groups.get('peer') or 'a peer'}" for h in hs if h.groups.get("what")),
+                "Destination is unreachable")
+    return {"what": what}
+
+
+def _daemons(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    lost = [h for h in hs if "lost communication" in h.ev.text]
+    start = [h for h in hs if h not in lost]
+    rt = (hs[0].groups.get("rt") or "mpirun").upper()
+    out = []
+    if start:
+        noconn = any("establish a communication connection" in h.ev.text for h in start)
+        out.append(cand("LOG063", "wrong_interface" if noconn else "launcher_misconfig", 2 if noconn else 3, start,
+                        params={"what": f"{rt} could not start or reach its daemons on the other nodes"},
+                        detail=f"{rt}'s daemons connect back to mpirun over TCP (the oob_tcp interfaces). Besides a "
+                               "missing route or interface, daemons fail to start when the MPI installation is not on "
+                               "the same path on every node or ssh to a node is refused.",
+                        alts=[("launcher_misconfig" if noconn else "wrong_interface",
+                               "if `ssh NODE which orted prted` works from the first node, it is the network: pin "
+                               "oob_tcp_if_include to the interface the nodes share; if not, fix PATH/LD_LIBRARY_PATH "
+                               "(or mpirun --prefix)"),
+                              ("firewall_or_port_blocked", "a firewall between the nodes stops the daemons' connection "
+                                                           "back to mpirun the same way")]))
+    if lost:
+        out.append(cand("LOG063", "peer_process_died", 5, lost, params={"what": f"{rt} lost a daemon on another node"},
+                        alts=[("hardware_fault", "a node that dropped off the network (a failing NIC or link) loses its "
+                                                 "daemon the same way: check the node's own logs and dmesg")]))
+    return out
+
+
+def _hydra(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    err = (g.get("err") or "").lower()
+    cause = "firewall_or_port_blocked" if "refused" in err or "timed out" in err else "wrong_interface"
+    return [cand("LOG063", cause, 2, hs,
+                 params={"what": f"Hydra could not connect from {g.get('src')} to {g.get('dst')} ({g.get('err')})"},
+                 alts=[("hostname_resolution", f"if {g.get('dst')} resolves to another address on {g.get('src')} "
+                                               "(getent hosts NAME), fix the name; -iface / HYDRA_IFACE pins the interface")])]
+
+
+def _pmi(hs: list[Any]) -> dict[str, Any]:
+    launcher = group(hs, "launcher")
+    return {"what": f"the job was started directly by {launcher}, and this MPI has no support for its PMI" if launcher
+            else "the processes could not initialise the launcher's PMI/PMIx"}
+
+
+def _mpirun_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    name = f"signal {g.get('sig')} ({g['name']})" if g.get("name") else _signal_name(g.get("sig"))
+    c = cand("LOG060", "peer_process_died", 5, hs,
+             params={"what": f"rank {g.get('rank')} on {g.get('host')} was killed by {name} ({g.get('tool')} reports it)"})
+    if g.get("rank"):
+        c.ranks.add(int(str(g["rank"])))
+    if g.get("host"):
+        c.hosts.add(str(g["host"]))
+    return [c]
+
+
+def _hydra_termination(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    code = group(hs, "code")
+    said = group(hs, "what")
+    # Hydra's EXIT CODE is the signal number, or 128 + the signal as a shell reports it (139: SIGSEGV).
+    sgn = str(int(code) - 128) if code and int(code) > 128 else code
+    what = (f"a rank was killed by {_signal_name(sgn)} (Hydra: EXIT CODE {code}" + (f", {said})" if said else ")")
+            if sgn else "a rank ended badly (Hydra: BAD TERMINATION)")
+    return [cand("LOG060", "peer_process_died", 5, hs, params={"what": what},
+                 detail="SIGKILL (9) usually comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed "
+                        "process'), a scheduler enforcing limits or a manual kill; SIGSEGV (11) is a crash.")]
+
+
+def _mpirun_exit(hs: list[Any]) -> dict[str, Any]:
+    rank = group(hs, "rank")
+    return {"what": f"rank {rank} exited with an error status" if rank else "a rank exited with an error status (mpirun reports it)"}
+
+
+SIGNATURES = (
+    sig("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
+       r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
+       "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach",
+       build=_btl_tcp, always=True),
+    sig("mpi_tcp_peer", ("failed to TCP connect to a peer", "cannot find a corresponding process", "inbound MPI TCP connection",
+                        "unable to reach each other for"),
+       r"Open MPI failed to TCP connect to a peer MPI process|cannot find a corresponding process\s*(?:entry)?"
+       r"|detected an inbound MPI TCP connection request|unable to reach each other for(?: MPI communications)?",
+       "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface or address the peer cannot reach",
+       read_by="mpi_btl_tcp"),
+    sig("mpi_if_setting", ("btl_tcp_if_", "oob_tcp_if_", "TCP interface include and exclude", "specified to be included for out-of-band",
+                          "to be excluded for TCP out-of-band"),
+       r"invalid value was given for (?P<param>(?:btl|oob)_tcp_if_\w+)|Both TCP interface include and exclude lists"
+       r"|None of the TCP networks specified to be included for out-of-band|networks to be excluded for TCP out-of-band",
+       "wrong_interface", ROOT, 1, "Open MPI's interface include/exclude setting names nothing usable here",
+       build=_if_setting),
+    sig("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
+                              "unable to reliably start", "lost communication with a remote daemon"),
+       # Help texts wrap at about 70 columns: match only what fits on their first line.
+       r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the"
+       r"|daemon has unexpectedly failed after launch|was unable to reliably start one or more daemons"
+       r"|has lost communication with a remote daemon)",
+       "launcher_misconfig", ROOT, 3, "mpirun's runtime could not start or reach its daemons on the other nodes",
+       build=_daemons),
+    sig("hydra_connect", ("unable to connect from",),
+       r"unable to connect from \"?(?P<src>[^\"\s]{1,255})\"? to \"?(?P<dst>[^\"\s]{1,255})\"? \((?P<err>[^)]{1,80})\)",
+       "wrong_interface", ROOT, 2, "MPICH's launcher (Hydra) could not connect between nodes",
+       build=_hydra),
+    sig("pmi_error", ("direct launched using", "PMI_Init", "PMI2_Init", "PMIx_Init", "PMIX ERROR", "PMI2 init failed", "pmi_init"),
+       r"appears to have been direct launched using \"?(?P<launcher>\w+)\"?"
+       r"|PMI2?_Init(?: returned \d+| failed)|PMIx_Init failed|PMIX ERROR|PMI2 init failed",
+       "launcher_misconfig", ROOT, 1, "the processes could not talk to the launcher's process-management interface (PMI/PMIx)",
+       code="LOG064", params=_pmi),
+    sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
+       r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
+       r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
+       "wrong_interface", ROOT, 1, "UCX_TLS / UCX_NET_DEVICES name transports or devices this host does not have",
+       build=_ucx_devices),
+    sig("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
+       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed"
+       r"|Destination is unreachable",
+       "wrong_interface", ROOT, 2, "UCX found no transport between two processes (no common reachable device)",
+       code="LOG027", params=_ucx_unreachable,
+       alts=[("ib_misconfig", "when the hosts share an InfiniBand/RoCE fabric, a device list or GID that differs between "
+                              "hosts (UCX_NET_DEVICES=mlx5_0:1 on one, mlx5_1:1 on the other) leaves no common transport"),
+             ("firewall_or_port_blocked", "UCX's TCP transport and its connection setup need open ports between the hosts")]),
+    sig("mpirun_signal", ("noticed that process rank",),
+       r"(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
+       r" (?P<sig>\d+)(?: \((?P<name>[^)]{1,40})\))?",
+       "peer_process_died", ROOT, 5, "mpirun saw a rank die from a signal",
+       build=_mpirun_signal),
+    sig("mpich_bad_termination", ("BAD TERMINATION", "EXIT CODE:", "EXIT STRING:"),
+       r"BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES|=\s+EXIT CODE: (?P<code>\d+)"
+       r"|TERMINATED WITH THE EXIT STRING: (?P<what>[^\r\n]{1,80})",
+       "peer_process_died", ROOT, 5, "Hydra (MPICH, Intel MPI) saw a rank end badly",
+       build=_hydra_termination),
+    sig("mpirun_exit", ("terminated normally, but", "exited with non-zero status", "exiting improperly", "has exited due to process rank"),
+       r"terminated normally, but \d+ process(?:es)? returned|detected that one or more processes exited with non-zero status"
+       r"|has exited due to process rank (?P<rank>\d+) with PID (?P<pid>\d+) on",
+       "peer_process_died", CONSEQUENCE, 7, "mpirun saw a rank exit with an error status (its own error comes first)",
+       code="LOG060", params=_mpirun_exit),
+    sig("lib_openmpi", ("btl_", "oob_", "ORTE", "PRTE", "OMPI", "Open MPI", "mpirun", "prterun", "orterun", "pml_", "mca_"),
+       r"btl_\w+|oob_\w+|\bORTE\b|\bPRR?TE\b|OMPI|Open MPI|\b(?:mpirun|prterun|orterun)\b|pml_\w+|mca_\w+",
+       None, CONTEXT, 9, "a line written by Open MPI or its launcher"),
+    sig("lib_ucx", ("UCX", "ucp_", "uct_", "ProcessGroupUCC", "UCC_"),
+       r"\bUCX\s+(?:ERROR|WARN|DIAG|INFO)|UCX_\w+|\bucp_\w+|\buct_\w+|ProcessGroupUCC|UCC_\w+",
+       None, CONTEXT, 9, "a line written by UCX (Open MPI's pml ucx, UCC)"),
+    sig("lib_mpich", ("HYD", "mpiexec@", "proxy:", "MPICH", "Intel(R) MPI", "I_MPI_", "MPIR_", "MPIDI_", "BAD TERMINATION"),
+       r"\bHYD\w*|\[mpiexec@|\[proxy:|MPICH|Intel\(R\) MPI|I_MPI_\w+|MPIR_\w+|MPIDI_\w+|BAD TERMINATION",
+       None, CONTEXT, 9, "a line written by MPICH, Intel MPI or their launcher (Hydra)"),
+)
+
+CODES = (
+    Code("LOG023", "mpi-interface", E, "Open MPI's TCP transport connected over an interface the peers cannot use",
+         "Restrict Open MPI to the routable interface: mpirun --mca btl_tcp_if_include <iface> --mca oob_tcp_if_include <iface>",
+         cause="wrong_interface", env={"OMPI_MCA_btl_tcp_if_include": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"}),
+    Code("LOG026", "mpi-peers-unreachable", E, "Open MPI found no transport that reaches every peer",
+         "Let Open MPI use a transport the hosts share: keep 'self' in the btl list and restrict tcp to the shared network "
+         "(btl_tcp_if_include), or use UCX (--mca pml ucx)",
+         cause="wrong_interface", env={"OMPI_MCA_btl": "self,tcp (plus vader/sm on one host)", "OMPI_MCA_btl_tcp_if_include": "<iface>"}),
+    Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
+         "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
+         cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG063", "mpi-runtime-unreachable", E, "the MPI launcher's runtime failed between nodes: {what}",
+         "Check that every node runs the same MPI install on the same path and that the nodes reach each other on the "
+         "interface the runtime uses (pin it: oob_tcp_if_include for Open MPI, -iface / HYDRA_IFACE for Hydra)",
+         cause="launcher_misconfig", env={"OMPI_MCA_oob_tcp_if_include": "<iface>", "HYDRA_IFACE": "<iface>"},
+         steps=("ssh NODE 'which mpirun; echo $LD_LIBRARY_PATH' from the first node",)),
+    Code("LOG064", "pmi-mismatch", E, "the MPI processes could not use the launcher's PMI: {what}",
+         "Launch with the PMI the MPI library was built for (srun --mpi=pmix; `srun --mpi=list` shows the choices), or "
+         "start the job with that MPI's own mpirun/mpiexec",
+         cause="launcher_misconfig"),
+)

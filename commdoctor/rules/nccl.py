@@ -1,0 +1,314 @@
+"""Rules for NCCL's own messages: its WARN lines (NCCL 2.0 to 2.28 wording), bootstrap, transports, topology.
+
+Promise: rule rows only (see commdoctor.rules.base), each written from the
+format string in NCCL's source (``WARN("...")`` in src/misc/socket.cc,
+src/transport/net_ib.cc, src/init.cc, src/bootstrap.cc, src/graph/*). NCCL's
+INFO lines are read only by context rows and by the run model: NCCL reports
+failures as WARN. Functions below the table hold what one line cannot decide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, sig, version_tuple
+
+#: Settings that are meant to differ between processes or hosts: their values differing says nothing.
+PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
+                              "CUDA_VISIBLE_DEVICES", "NCCL_COMM_ID"})
+
+
+def _comm_id(hs: list[Any]) -> dict[str, Any]:
+    addr = group(hs, "addr")
+    return {"endpoint": f"NCCL_COMM_ID {addr}" if addr else "the address in NCCL_COMM_ID",
+            "how": "no local interface is on its network" if addr else "the value is malformed"}
+
+
+def _dup_gpu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    what = (f"ranks {g['a']} and {g['b']} both use the GPU at bus id {g.get('bus')}" if g.get("a") and g.get("b")
+            else "several ranks of one communicator use the same GPU")
+    c = cand("LOG034", "duplicate_gpu", 1, hs, params={"what": what})
+    if g.get("a") and g.get("b"):
+        c.ranks |= {int(str(g["a"])), int(str(g["b"]))}
+    return [c]
+
+
+def _ib_qp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    c = cand("LOG036", "ib_misconfig", 2, hs, alts=[
+        ("hardware_fault", "if the GID/route is right on every node, a bad link times out the same way: check "
+                           "ibstat port state and error counters")])
+    ll = [g for g in m.gid_table if g[1].lower().startswith("fe80")]
+    if ll:
+        c.evidence.extend(g[3] for g in ll[:2])
+        c.detail = (f"GID index {', '.join(str(g[0]) for g in ll[:4])} hold link-local (fe80::) addresses, which "
+                    "are not routable between nodes; pick the index whose GID maps to the routable address.")
+    return [c]
+
+
+def _ib_async(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    dev = group(hs, "dev")
+    ev_what = group(hs, "what2", "what")
+    what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
+    return [cand("LOG037", "hardware_fault", 1, hs, params={"what": what})]
+
+
+def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    counts = [x for x in hs if x.groups.get("min")]
+    links = [x for x in hs if x not in counts]
+    out = []
+    if links:
+        out.append(cand("LOG036", "ib_misconfig", 1, links,
+                        detail="NCCL was asked to connect or merge NICs of different link types (InfiniBand with "
+                               "RoCE/Ethernet); select NICs of one link type with NCCL_IB_HCA on every node."))
+    if counts:
+        g = counts[0].groups
+        out.append(cand("LOG036", "ib_misconfig", 2, counts,
+                        detail=f"Ranks see different numbers of network devices (from {g.get('min')} to {g.get('max')}): "
+                               "NCCL_IB_HCA or the plugin selects a different set on some nodes.",
+                        alts=[("hardware_fault", "a NIC or port that is down on one node drops out of its count: "
+                                                 "ibstat on every node shows which port is not Active")]))
+    return out
+
+
+def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """An RDMA completion error: protection/access codes point at GPUDirect; retries exhausted at the link.
+    Status 5 (flushed) is the echo of a connection already broken: the closed-connection rule reads it."""
+    gdr = [h for h in hs if h.groups.get("code") in ("4", "10", "11") or h.groups.get("vendor") == "81"]
+    flush = [h for h in hs if h.groups.get("code") == "5"]
+    retry = [h for h in hs if h not in gdr and h not in flush]
+    out = []
+    if gdr:
+        out.append(cand("LOG038", "p2p_acs_iommu", 2, gdr, params={"what": "RDMA to or from GPU memory failed (GPUDirect)"}, alts=[
+            ("hardware_fault", "protection errors only on some nodes, with NCCL_NET_GDR_LEVEL=LOC working, still point at "
+                               "ACS/IOMMU; errors that follow one cable or port point at hardware")]))
+    if retry:
+        out.append(cand("LOG037", "hardware_fault", 2, retry, params={"what": "RDMA transfers ran out of retries"}, alts=[
+            ("ib_misconfig", "retries exhausted on every connection from the start usually mean a wrong GID index or "
+                             "traffic class rather than a failing link"),
+            ("peer_process_died", "a peer that died mid-transfer leaves the same completion error: look for its own error")]))
+    return out
+
+
+def _topo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A topology file NCCL rejected: written for another release, or one NCCL before 2.8 could not read."""
+    wrongver = [h for h in hs if "wrong version" in h.ev.text]
+    rest = [h for h in hs if h not in wrongver]
+    out = []
+    if wrongver:
+        out.append(cand("LOG071", "other", 2, wrongver,
+                        detail="The XML given through NCCL_TOPO_FILE / NCCL_GRAPH_FILE was written for another NCCL "
+                               "release; regenerate it with this NCCL (NCCL_TOPO_DUMP_FILE) or stop injecting it."))
+    if rest:
+        new = bool(m.versions) and all(version_tuple(v) >= (2, 8) for v in m.versions)
+        cause, alt = ("other", "nccl_internal_bug") if new else ("nccl_internal_bug", "other")
+        tell = ("NCCL before 2.8 filled CPU attributes only for sockets whose GPUs were in use, so a topology file "
+                "describing the whole machine failed when fewer GPUs ran; 2.8 fixed it")
+        tell2 = ("on NCCL 2.8 or later the file itself is wrong or does not match this machine (often a static XML "
+                 "injected by a network plugin through NCCL_TOPO_FILE)")
+        out.append(cand("LOG071", cause, 2, rest, alts=[(alt, tell2 if alt == "other" else tell)],
+                        detail=tell if cause == "nccl_internal_bug" else tell2))
+    return out
+
+
+def _socket_truncated(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    return [cand("LOG050", "collective_mismatch", 2, hs,
+                 detail=f"A peer sent {g.get('got')} bytes where this rank expected {g.get('want')}: the ranks ran "
+                        "different operations or sizes, or differ in NCCL_PROTO / NCCL_ALGO / buffer settings.",
+                 alts=[("version_mismatch", "ranks on different NCCL versions size their messages differently"),
+                       ("environment_misconfig", "NCCL_* settings that differ between nodes change message sizes: "
+                                                 "compare the 'set by environment' lines per node")])]
+
+
+def _mismatched_collective(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NCCL's own mismatch check. When each rank blames a different peer, a program mistake is not the cause:
+    data arriving corrupted between the pairs is (GPUDirect through PCIe switches with ACS on)."""
+    blamed = {h.groups.get("rank") for h in hs if h.groups.get("rank")}
+    reporters = {(h.ev.host, h.rec.pid, h.rec.dev) for h in hs}
+    if len(blamed) >= 2 and len(reporters) >= 2:
+        return [cand("LOG038", "p2p_acs_iommu", 2, hs, n=4,
+                     params={"what": "each rank blames a different peer for a collective mismatch"},
+                     detail=f"{len(reporters)} ranks each name a different peer ({', '.join(sorted(blamed, key=int))}): "
+                            "a mistake in the program would make them agree on one culprit. Data arriving "
+                            "corrupted between the pairs (GPUDirect RDMA through PCIe switches with ACS "
+                            "enabled) is the known cause of this pattern.",
+                     alts=[("collective_mismatch", "if the ranks named are ones whose code path differs (rank-dependent "
+                                                   "control flow), it is a real mismatch: NCCL_DEBUG_SUBSYS=COLL shows each call"),
+                           ("hardware_fault", "errors confined to one node pair after ACS is off point at the NIC or cable")])]
+    return [cand("LOG050", "collective_mismatch", 2, hs, alts=[
+        ("p2p_acs_iommu", "when several ranks each blame a different peer, corrupted GPUDirect transfers are the cause")])]
+
+
+def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Ranks that load different NCCL versions (the 'NCCL version' line of each host)."""
+    if len(m.versions) < 2:
+        return []
+    host_versions = {v: h for v, h in m.version_hosts.items() if h}
+    order = sorted(m.versions, key=version_tuple)
+    per = "; ".join(f"{v} on {', '.join(sorted(host_versions.get(v, {'?'})))}" for v in order)
+    return [Cand("LOG040", "version_mismatch", 1, 0, [m.versions[v] for v in order],
+                 params={"what": f"ranks load different NCCL versions ({per})"},
+                 hosts={h for v in host_versions.values() for h in v})]
+
+
+def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """An NCCL setting that differs between ranks (a risk). Settings meant to differ per process are left out."""
+    differ = {var: vals for var, vals in m.env.items() if len(vals) > 1 and var not in PER_PROCESS_VARS}
+    if not differ:
+        return []
+    var, vals = sorted(differ.items())[0]
+    return [Cand("LOG042", "environment_misconfig", 8, 10**9, list(vals.values())[:4], weak=True,
+                 params={"var": var, "values": ", ".join(sorted(vals)[:4])})]
+
+
+SIGNATURES = (
+    sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
+       r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
+       r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",
+       "rendezvous_unreachable", ROOT, 2, "NCCL_COMM_ID (the bootstrap root's address) is malformed or not reachable from this host",
+       code="LOG011", params=_comm_id,
+       detail="NCCL_COMM_ID names the bootstrap root as <ipv4>:<port>, [<ipv6>]:<port> or <host>:<port>; every rank "
+              "must reach it over one of its own interfaces.",
+       alts=[("wrong_interface", "if the address is right, NCCL_SOCKET_IFNAME may exclude the only interface on that network")]),
+    sig("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU"),
+       r"Duplicate GPU detected ?: rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>\w+)"
+       r"|Multiple Ranks are using the same GPU",
+       "duplicate_gpu", ROOT, 1, "two ranks use the same GPU",
+       build=_dup_gpu),
+    # -- InfiniBand / RoCE -------------------------------------------------------------------------
+    sig("ib_qp", ("ibv_modify_qp", "GID", "gid"),
+       r"(?:Call to )?ibv_modify_qp failed|[Gg][Ii][Dd] ?[Ii]ndex.{0,40}(?:invalid|not (?:found|valid)|fail)|[Ii]nvalid GID|ncclIbGetGidIndex\w* failed",
+       "ib_misconfig", ROOT, 2, "an RDMA queue pair could not be brought up (GID index, routing or HCA selection)",
+       build=_ib_qp),
+    sig("gid_table", ("GID[",),
+       r"GID\[\s*(?P<idx>\d+)\]:\s+(?P<gid>[0-9a-fA-F:.]+),\s*RoCE\s*(?P<ver>v\d)",
+       None, CONTEXT, 9, "a RoCE GID table entry"),
+    sig("ib_async", ("async event", "catastrophic", "port error", "LINK_DOWN", "async fatal event"),
+       r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|port error|LINK_DOWN"
+       r"|(?P<dev>[\w\-]{1,32}:\d{1,3}) async fatal event(?: on \w{1,4} \([^)]{0,40}\))?[^:]{0,200}: (?P<what2>[\w ]{1,60})",
+       "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)",
+       build=_ib_async),
+    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry counter"),
+       r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
+       r"|[Tt]ransport retry counter exceeded|[Rr]etry [Ee]xceeded",
+       "hardware_fault", ROOT, 2, "an RDMA work request completed with an error",
+       build=_ib_completion),
+    sig("ib_incompatible", ("incompatible devices", "is incompatible with the local", "mixed local Net device counts",
+                           "mixed local CollNet device counts"),
+       r"Attempted to (?:connect|merge) incompatible devices|device is incompatible with the local"
+       r"|Detected mixed local (?:Coll)?Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)",
+       "ib_misconfig", ROOT, 2, "the ranks' RDMA NICs do not match (link types mixed, or a different NIC count per node)",
+       build=_ib_incompatible),
+    sig("ib_reg_mr", ("ibv_reg_mr", "ibv_reg_dmabuf_mr"),
+       r"(?:Call to )?ibv_reg_(?:dmabuf_)?mr\w* failed with error (?P<err>Bad address|Invalid argument|Operation not permitted|Operation not supported)",
+       "p2p_acs_iommu", ROOT, 3, "registering GPU memory with the NIC (GPUDirect RDMA) failed",
+       code="LOG038",
+       params=lambda hs: {"what": f"the NIC could not register GPU memory for GPUDirect RDMA ({group(hs, 'err')})"},
+       detail="ibv_reg_mr on a GPU buffer needs the nvidia-peermem module (or DMA-BUF support) and a PCIe path the "
+              "IOMMU lets through.",
+       alts=[("p2p_driver_bug", "GPUs without GPUDirect RDMA support (most consumer boards) fail the same "
+                                "way: NCCL_NET_GDR_LEVEL=LOC (or NCCL_NET_GDR_DISABLE=1) avoids it"),
+             ("ib_misconfig", "lsmod | grep nvidia_peermem empty: load the module on every node")]),
+    # init.cc (before 2.19): WARN("Error: network %s not found.", NCCL_NET); plugin/net.cc (2.19 on):
+    # WARN("Failed to initialize any NET plugin"). NCCL's internal Socket network always initialises unless
+    # NCCL_NET (or a plugin) rules it out, so either line says the network asked for is not on this node. Not
+    # the INFO "Failed to initialize NET plugin IB" of a healthy job that falls back to Socket.
+    sig("net_not_found", ("network", "NCCL_NET", "any NET plugin"),
+       r"Error: network (?P<net>\S*) not found|NCCL_NET.{0,40}not found|Failed to initialize any NET plugin",
+       "ib_misconfig", ROOT, 1, "NCCL_NET names a network (IB, a plugin) this node cannot load",
+       code="LOG036",
+       detail="NCCL_NET asks for a network this node cannot load (no InfiniBand device or verbs library, or a "
+              "plugin that is not installed)."),
+    # -- versions, bootstrap, topology --------------------------------------------------------------
+    sig("nccl_version_mismatch", ("Mismatched NCCL version", "NCCL version mismatch"),
+       r"Mismatched NCCL version detected|NCCL version mismatch",
+       "version_mismatch", ROOT, 1, "ranks run different NCCL versions",
+       code="LOG040", params=lambda hs: {"what": "NCCL itself found ranks on different versions"}),
+    sig("bad_family", ("is neither AF_INET",),
+       r"with family (?P<fam>\d+) is neither AF_INET",
+       "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read",
+       code="LOG040", params=lambda hs: {"what": "a peer sent a connection handle this NCCL cannot read"},
+       alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per host), a "
+                                   "corrupted handle points at NCCL or at the framework broadcasting it")]),
+    sig("msg_truncated", ("Message truncated",),
+       r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
+       "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size",
+       code="LOG070", params=lambda hs: {"what": "a bootstrap message arrived with the wrong size"},
+       alts=[("version_mismatch", "mixed NCCL versions exchange structures of different sizes and fail exactly like this: "
+                                  "compare 'NCCL version' on every node before blaming NCCL")]),
+    sig("topo_attr", ("Attribute", "XML", "xml"),
+       r"Attribute (?P<attr>\S+) of node (?P<node>\S+) not found|XML (?:[Pp]arse|[Ff]ile) [Ee]rror|[Ee]rror parsing XML"
+       r"|XML (?:Topology|Graph) has wrong version",
+       "nccl_internal_bug", ROOT, 2, "NCCL could not use the topology description (often an injected NCCL_TOPO_FILE)",
+       build=_topo),
+    sig("ring_broken", ("does not loop back to start", "does not contain rank"),
+       r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
+       "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)",
+       code="LOG070", params=lambda hs: {"what": "the ranks computed rings that do not join up"},
+       detail="Each rank searches the topology on its own; when their results disagree the rings do not close. Known "
+              "NCCL defects (uninitialised link speeds, fixed in 2.20) do this.",
+       alts=[("hostname_resolution", "ranks that disagree on which of them share a node (NCCL_HOSTID set, "
+                                     "identical host names) compute different rings"),
+             ("version_mismatch", "ranks on different NCCL versions search differently: compare 'NCCL version' per node")]),
+    sig("peer_mapping", ("peer mapping resources exhausted", "TooManyPeers", "TOO_MANY_PEERS"),
+       r"peer mapping resources exhausted|cudaErrorTooManyPeers|CUDA_ERROR_TOO_MANY_PEERS",
+       "nccl_internal_bug", ROOT, 3, "more GPUs than CUDA lets one GPU map as peers over PCIe (8)",
+       code="LOG070", params=lambda hs: {"what": "a GPU ran out of CUDA peer mappings (at most 8 peers over PCIe)"},
+       detail="CUDA lets one GPU map at most 8 peers over PCIe; NCCL releases that open P2P to every GPU of a larger "
+              "machine hit it.",
+       alts=[("p2p_driver_bug", "NCCL_P2P_LEVEL=PXB (or NCCL_P2P_DISABLE=1) keeps P2P to near GPUs only")]),
+    sig("socket_truncated", ("message truncated : receiving",),
+       r"NET/Socket : (?:peer (?P<peer>\S{1,120}) )?message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
+       "collective_mismatch", ROOT, 2, "a peer sent more data than this rank posted for: the ranks' operations or settings differ",
+       build=_socket_truncated),
+    sig("nccl_error_class", ("internal error", "ncclInternalError"),
+       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report",
+       "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
+       code="LOG070", params=lambda hs: {"what": "NCCL reported an internal error and no other line says why"},
+       alts=[("other", "NCCL also returns 'internal error' for setups it rejects (topology files, "
+                       "plugins): rerun with NCCL_DEBUG=INFO to see the WARN line before it")]),
+    sig("nccl_mismatched_collective", ("Mismatched collective",),
+       r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
+       "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation",
+       build=_mismatched_collective),
+    sig("launcher_rank_count", ("Bootstrap Root", "already checked in"),
+       r"Bootstrap Root : mismatch in (?:rank count|info)|rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in",
+       "launcher_misconfig", ROOT, 1, "the launcher started a different number of ranks than the job expects, or the same rank twice",
+       code="LOG062", params=lambda hs: {"what": "NCCL's bootstrap saw the wrong number of ranks, or one rank twice"}),
+    # -- context ----------------------------------------------------------------------------------
+    sig("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
+                    "NCCL version", "NCCL_SOCKET_IFNAME"),
+       r"WorkNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
+       None, CONTEXT, 9, "a line written by NCCL or torch's NCCL process group"),
+    sig("ibverbs_missing", ("libibverbs",),
+       r"Failed to open libibverbs", None, CONTEXT, 9, "no InfiniBand verbs library: NCCL uses sockets (harmless on non-IB hosts)",
+       harmless=True),
+    # net_ib.cc (2.1x on): WARN("Could not find real path of %s (%s)", devName, devicePath) and NCCL goes on without
+    # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
+    ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",
+        "NCCL could not read an InfiniBand NIC's PCI path (virtual machines, containers) and went on", harmless=True),
+)
+
+MODEL_RULES = (
+    ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
+    ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
+)
+
+CODES = (
+    Code("LOG036", "ib-misconfigured", E, "an RDMA connection could not be set up (GID index, HCA or routing)",
+         "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
+         cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},
+         steps=("show_gids (or ibv_devinfo -v) lists each GID and its address",)),
+    Code("LOG040", "nccl-versions-differ", E, "NCCL versions disagree: {what}",
+         "Install the same NCCL on every node (one torch wheel / nvidia-nccl-cu* version, no stray libnccl on LD_LIBRARY_PATH)",
+         cause="version_mismatch", steps=("python -c 'import torch; print(torch.cuda.nccl.version())' on every node",)),
+    Code("LOG042", "env-overrides-differ", W, "{var} is set differently across ranks ({values})",
+         "Set NCCL_* variables the same way on every node (one launcher environment)", cause="environment_misconfig"),
+    Code("LOG070", "nccl-internal-error", E, "NCCL failed internally: {what}",
+         "Try another NCCL release (newer, or the previous one that worked) after ruling out mixed versions",
+         cause="nccl_internal_bug"),
+    Code("LOG071", "topology-rejected", E, "NCCL rejected the topology description",
+         "Stop injecting NCCL_TOPO_FILE (or use one that describes this machine), or move to an NCCL release that accepts it",
+         cause="nccl_internal_bug"),
+)

@@ -1,0 +1,416 @@
+"""Rules for the host and the network under any library: ports, names, interfaces, connections, memory, GPUs.
+
+Promise: rule rows only (see commdoctor.rules.base), each written from the
+message its library prints: glibc's resolver and socket errors as torch,
+gloo and NCCL quote them, the CUDA runtime's error strings, NCCL's shm and
+CUDA-failure WARNs, the kernel's. Functions below the table hold what one
+line cannot decide alone; each is named by its row.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+from commdoctor.ifvars import iface_env
+from commdoctor.rules.base import (
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+    group, hits, sig,
+)
+
+IFNAME_ENV = iface_env(("nccl", "gloo"))
+_STORE_WORDS = re.compile(r"TCPStore|[Ss]tore|rendezvous|[Rr]endezvous|MASTER_|client socket|c10d|init_method|tcp://")
+_LINK_LOCAL6 = re.compile(r"^fe80:", re.I)
+_VIRTUAL_IF = re.compile(r"^(?:docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel[\w.]*|cali\w+|tunl\d*|vxlan[\w.]*|lxcbr\d*|kube-ipvs\d*|podman\d*)$")
+
+
+def addr_problem(name: str, addr: str) -> str | None:
+    """Why peers on other hosts cannot use this interface/address, or None."""
+    a = addr.split("%")[0]
+    if name == "lo" or a.startswith("127.") or a == "::1":
+        return "loopback"
+    if _LINK_LOCAL6.match(a) or a.startswith("169.254."):
+        return "link-local"
+    if _VIRTUAL_IF.match(name):
+        return "a virtual bridge"
+    return None
+
+
+def _names(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A name that does not resolve: this host's own (its peers cannot find it) or the rendezvous host's."""
+    own = [h for h in hs if "Unable to resolve hostname" in h.ev.text] + hits(m, "gethostname_failed")
+    other = [h for h in hs if "Unable to resolve hostname" not in h.ev.text]
+    out = []
+    if own:
+        out.append(cand("LOG015", "hostname_resolution", 1, own, params={"what": "this host's own name"}))
+    if other:
+        out.append(cand("LOG015", "rendezvous_unreachable", 2, other, params={"what": "the rendezvous host"}, alts=[
+            ("hostname_resolution", "if the name exists but resolves wrongly (127.0.1.1, a stale /etc/hosts entry), fix the "
+                                    "resolver; if it does not exist yet (a master pod not started), the workers started too early")]))
+    return out
+
+
+def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Refused or unroutable: the rendezvous store when the line names it, else a peer."""
+    store = [h for h in hs if _STORE_WORDS.search(h.ev.text)]
+    peer = [h for h in hs if h not in store]
+    out = []
+    if store:
+        out.append(cand("LOG011", "rendezvous_unreachable", 3, store,
+                        params={"endpoint": "the rendezvous store", "how": "was refused or had no route"}, alts=[
+            ("firewall_or_port_blocked", "'Connection refused' from a host that is up means nothing listens there yet (master "
+                                         "not started) or a firewall rejects; 'No route to host' means a wrong MASTER_ADDR or routing")]))
+    if peer:
+        out.append(cand("LOG022", "wrong_interface", 3, peer, params={"how": "refused or unreachable"}, alts=[
+            ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting the port gives the "
+                                         "same error: compare the address with the peer's routable IP"),
+            ("peer_process_died", "a peer that already exited refuses connections too: look for its own error first")]))
+    return out
+
+
+def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
+    nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
+    unknown = [h for h in hs if h not in nvls and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
+    rest = [h for h in hs if h not in nvls and h not in unknown]
+    out = []
+    if nvls:
+        out.append(cand("LOG033", "fabric_manager_nvls", 1, nvls, alts=[
+            ("hardware_fault", "if the fabric manager reports healthy and `nvidia-smi -q` shows Xid errors, a GPU or NVSwitch "
+                               "is failing; NCCL_NVLS_ENABLE=0 working only avoids the path")]))
+    if unknown:
+        out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
+            ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
+    if rest:
+        out.append(cand("LOG081", "other", 5, rest))
+    return out
+
+
+def _memlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """RDMA ran out of locked memory; ``ulimit -a`` printing 64 kB or less says why even without the failure."""
+    lim = [h for h in hits(m, "memlock_limit") if (h.groups.get("kb") or "").isdigit() and int(h.groups["kb"]) <= 65536]
+    if hs:
+        return [cand("LOG035", "rlimit_memlock", 1, hs + lim, n=4)]
+    return [cand("LOG035", "rlimit_memlock", 3, lim)] if lim else []
+
+
+def _conn_lost(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Closed connections: the echo of a failure elsewhere, unless they happen while NCCL bootstraps and nothing else explains them."""
+    flush = [h for h in hits(m, "ib_completion") if h.groups.get("code") == "5"]
+    h = hs or flush
+    if not h:
+        return []
+    in_bootstrap = any("bootstrap" in f for h_ in h for k, files in m.retcode_files.items() for f in files
+                       if h_.ev.host and k.startswith(h_.ev.host + ":")) or any("ootstrap" in x.ev.text for x in h)
+    if in_bootstrap and not any(c.tier <= 5 for c in found):
+        return [cand("LOG022", "wrong_interface", 6, h, params={"how": "closed during NCCL's bootstrap"},
+                     detail="Connections closed while ranks were still exchanging addresses. A rank that "
+                            "advertised an address every host has (docker0's 172.17.0.1, loopback) makes its "
+                            "peers connect to the wrong process, which closes the connection.",
+                     alts=[("peer_process_died", "if a peer failed during init (out of memory, a crash), its own "
+                                                 "error comes first in its log: this is then only the echo")])]
+    return [cand("LOG061", "peer_process_died", 6, h, consequence=True, alts=[
+        ("hardware_fault", "a failing link or NIC (InfiniBand port errors, resets between healthy processes) looks "
+                           "the same from here: if no peer reports dying, check the fabric between the two hosts")])]
+
+
+def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Interfaces NCCL chose that other hosts cannot reach (loopback, link-local, bridges); a risk until connections fail."""
+    failing_net = any(c.code in ("LOG022", "LOG025", "LOG061", "LOG011", "LOG051", "LOG053", "LOG054") for c in found)
+    bad: list[tuple[str, str, Any]] = []
+    for hi in m.hosts.values():
+        first_boot = next(iter(hi.bootstrap.items()), None)
+        # NET/Socket lists every interface it could use; they carry data only when the network is Socket.
+        socket_data = not hi.network or any("Socket" in n for n in hi.network)
+        items = (list(hi.net_socket.items()) if socket_data else []) + ([first_boot] if first_boot else [])
+        for item, ev in items:
+            name, _, addr = item.partition(":")
+            prob = addr_problem(name, addr)
+            if prob and (item, prob, ev) not in bad:
+                bad.append((item, prob, ev))
+    if not bad:
+        return []
+    desc = "; ".join(f"{i} is {p}" for i, p, _ in bad[:3])
+    return [Cand("LOG020", "wrong_interface", 2 if failing_net else 7, 0 if failing_net else 10**9,
+                 [e for _, _, e in bad[:3]], params={"what": desc}, weak=not failing_net,
+                 hosts={e.host for _, _, e in bad if e.host})]
+
+
+def _dup_hostnames(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """One host name whose processes bootstrap from different routable addresses: several machines share the name."""
+    for host, hi in m.hosts.items():
+        boot = {i.partition(":")[2].split("%")[0] for i in hi.bootstrap}
+        boot = {a for a in boot if a and not addr_problem("", a)}
+        if len(boot) > 1 and len(hi.pids) > 1:
+            return [Cand("LOG014", "hostname_resolution", 2, 0, list(hi.bootstrap.values())[:2],
+                         params={"host": host, "addrs": ", ".join(sorted(boot)[:4])}, hosts={host})]
+    return []
+
+
+def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Hosts that bootstrap from addresses in different /16 networks: a risk, not a failure."""
+    subnets: dict[str, Any] = {}
+    for hi in m.hosts.values():
+        for item, ev in list(hi.bootstrap.items())[:1]:
+            a = item.partition(":")[2].split("%")[0]
+            try:
+                ip = ipaddress.ip_address(a)
+            except ValueError:
+                continue
+            if ip.version == 4 and not ip.is_loopback and not ip.is_link_local:
+                subnets.setdefault(str(ipaddress.ip_network(f"{a}/16", strict=False)), ev)
+    if len(subnets) < 2:
+        return []
+    return [Cand("LOG024", "wrong_interface", 8, 10**9, list(subnets.values())[:4], weak=True,
+                 params={"nets": ", ".join(sorted(subnets))})]
+
+
+def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """GPUs joined only through PCIe (no NVLink): where ACS/IOMMU can block peer traffic; a risk, not a failure."""
+    pcie = {k for k in m.topology if k in ("PIX", "PXB", "PHB", "NODE")}
+    if not pcie or "NV" in m.topology:
+        return []
+    return [Cand("LOG038", "p2p_acs_iommu", 7, 10**9, [m.topology[k] for k in sorted(pcie)][:3], weak=True,
+                 params={"what": f"GPUs talk over PCIe ({', '.join(sorted(pcie))}) where ACS/IOMMU can block peer traffic"},
+                 detail="The topology shows GPU pairs joined only through PCIe switches or host bridges. A hang or "
+                        "corruption between exactly those pairs, gone with NCCL_P2P_DISABLE=1, is the ACS/IOMMU signature.",
+                 alts=[("p2p_driver_bug", "consumer GPUs whose driver claims P2P support they lack fail the same way; "
+                                          "`nvidia-smi topo -p2p r` and a driver update tell them apart")])]
+
+
+def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Errors no rule knows: never "healthy". Quote the first error of each rank (or file) that logged one."""
+    told = {(x.source, x.line) for c in found for x in c.evidence}
+    rest = [(ev, seq) for ev, seq, _k in m.unmatched_errors if (ev.source, ev.line) not in told]
+    if not rest or any(c.tier <= 6 and not c.weak for c in found):
+        return []
+    per: dict[Any, Any] = {}
+    for ev, _seq in rest:
+        key = ev.rank if ev.rank is not None else (ev.host, ev.source)
+        per.setdefault(key, ev)
+    evs = list(per.values())[:6]
+    who = sorted({e.rank for e in evs if e.rank is not None})
+    what = (f"first error of rank(s) {', '.join(map(str, who))}" if who else "first error")
+    return [Cand("LOG080", "other", 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
+                 ranks=set(who), hosts={e.host for e in evs if e.host})]
+
+
+SIGNATURES = (
+    # -- ports and names -------------------------------------------------------------------------
+    sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
+       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
+       "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
+       code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"}),
+    sig("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
+                           "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
+       r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
+       r"|Unable to resolve hostname|No address associated with hostname|getaddrinfo\w* failed",
+       "rendezvous_unreachable", ROOT, 2, "a host name could not be resolved",
+       build=_names, exclude=("ipv6_lookup_note",)),
+    # socket.cpp looks a store's name up once per family ("The {IPv6 |IPv4 |}network addresses of (host, port)
+    # cannot be retrieved (gai error: ...)") and connects over whichever resolves: a name with no IPv6 address
+    # fails the IPv6 lookup in every working job. Only the IPv4 (or family-less) line says the name is unknown.
+    ctx("ipv6_lookup_note", ("IPv6 network addresses of",), r"The IPv6 network addresses of \(",
+        "torch found no IPv6 address for a name it then reached over IPv4 (harmless on its own)"),
+    sig("gethostname_failed", ("gethostname",), r"gethostname\(\) failed",
+        "hostname_resolution", ROOT, 2, "this host's own name could not be read", read_by="name_resolution"),
+    # -- interfaces and connections -----------------------------------------------------------------
+    sig("ifname_missing", ("Unable to find address for", "no socket interface found", "No usable listening interface", "Unable to find interface",
+                         "no interface found", "no device found"),
+       r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)"
+       r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME",
+       "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address",
+       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"}),
+    sig("connect_loopback", ("127.", "::1", "localhost"),
+       r"(?:connect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
+       "hostname_resolution", ROOT, 1, "a peer advertised a loopback address, so others cannot reach it",
+       code="LOG013", params=lambda hs: {"addr": group(hs, "addr") or "127.0.0.1"},
+       alts=[("wrong_interface", "if GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME=lo was set explicitly, the setting (not the "
+                                 "resolver) chose loopback; `getent hosts $(hostname)` printing 127.x says it is the resolver")]),
+    sig("connect_link_local", ("fe80:", "FE80:", "169.254."),
+       r"(?:[Cc]onnect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>[fF][eE]80:[0-9a-fA-F:]{0,40}(?:%[\w.\-]{1,32})?|169\.254\.\d{1,3}\.\d{1,3})\]?(?:<|:| |$)",
+       "wrong_interface", ROOT, 1, "a rank connected to a link-local address, which only reaches hosts on the same link",
+       code="LOG020", params=lambda hs: {"what": f"{group(hs, 'addr') or 'fe80::'} is link-local (valid on one link only)"},
+       alts=[("hostname_resolution", "if the host name resolves to that link-local address (getent hosts), "
+                                     "fix the name rather than the interface setting")]),
+    sig("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH",
+                        "exceeded retries", "Software caused connection abort"),
+       r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH"
+       r"|(?:socketStartConnect|socketPollConnect): exceeded retries"
+       r"|Connect to \S{1,300} failed : Software caused connection abort",
+       "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route",
+       build=_refused, exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
+                                "ucx_unreachable", "comm_id_invalid")),
+    sig("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
+       r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
+       "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)",
+       code="LOG025", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp"),
+       alts=[("wrong_interface", "an address that is not routed (a docker bridge, a second NIC) times out the same way: check "
+                                 "which interface each rank advertised")]),
+    sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
+                     "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
+                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes", "Socket closed ["),
+       r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
+       r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
+       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket closed \[",
+       "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
+       build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local")),
+    # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------
+    sig("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm", "failed to extend"),
+       r"posix_fallocate failed|[Ee]rror while creating shared memory segment|creating shared memory segment|shm_open\w* failed"
+       r"|[Uu]nable to allocate shared memory|/dev/shm\S*.{0,80}(?:No space left|[Pp]ermission denied|too small|failed)"
+       r"|ncclShmOpen|shm\.(?:cc|h):\d+ .{0,40}failed|failed to extend \S{0,200}shm\S{0,200} to \d+ bytes|Could not map \S{0,200}shm"
+       r"|Error while attaching to shared memory segment|insufficient shared memory \(shm\)",
+       "shm_too_small", ROOT, 1, "/dev/shm is too small, full or not writable",
+       code="LOG030"),
+    sig("sigbus", ("Bus error", "SIGBUS", "Signal 7 ", "exitcode: -7", "exitcode  : -7", "bus error"),
+       r"Bus error|SIGBUS|Signal 7 \(|exitcode\s*:?\s*-7\b|[Uu]nexpected bus error",
+       "shm_too_small", ROOT, 3, "a process died of SIGBUS: a shared-memory mapping could not be backed (/dev/shm full)",
+       code="LOG030", exclude=("shm",),
+       detail="A process died of SIGBUS (bus error, signal 7). Touching a shared-memory mapping that /dev/shm cannot "
+              "back raises it: NCCL before 2.9 and torch's DataLoader workers map shared memory this way, and "
+              "containers give /dev/shm 64 MB by default.",
+       alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
+                                "on failing storage or memory is the other source: check dmesg")]),
+    sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "MemoryAllocation", "OUT_OF_MEMORY"),
+       r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
+       r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
+       "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
+       code="LOG031"),
+    sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
+                          "forward compatibility"),
+       r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
+       r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
+       r"|forward compatibility was attempted on non supported HW",
+       "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
+       code="LOG032"),
+    sig("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast"),
+       r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|Cuda failure 802"
+       r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed",
+       "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric is not ready (nvidia-fabricmanager missing, stopped or in error)",
+       code="LOG033"),
+    sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
+       r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
+       "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",
+       code="LOG034", params=lambda hs: {"what": "a GPU refused a new context because another process holds it"},
+       detail="A GPU in EXCLUSIVE_PROCESS compute mode accepts one process: a second rank mapped to the same GPU (a "
+              "missing torch.cuda.set_device, CUDA_VISIBLE_DEVICES the same for every rank) is refused this way.",
+       alts=[("other", "if every rank has its own GPU, another job or a stale process holds it "
+                       "(nvidia-smi lists the processes; nvidia-smi -q | grep 'Compute Mode')"),
+             ("hardware_fault", "a GPU that fell into an error state is also unavailable: dmesg shows Xid errors")]),
+    sig("gpu_hw", ("Xid", "fallen off the bus", "ECC", "GPU is lost", "NVLink error", "uncorrectable"),
+       r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
+       "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",
+       code="LOG037", params=lambda hs: {"what": "the GPU reported a hardware error"}),
+    sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error"),
+       r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|cudaError\w+",
+       "other", ROOT, 5, "a CUDA call inside NCCL failed",
+       build=_cuda_failure,
+       exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
+    sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
+       r"(?:ibv_\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
+       r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
+       r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
+       "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
+       build=_memlock, always=True),
+    sig("memlock_limit", ("max locked memory",),
+       r"max locked memory\s+\(kbytes, -l\)\s+(?P<kb>\d+)",
+       "rlimit_memlock", CONTEXT, 2, "the locked-memory limit printed by ulimit -a"),
+    # -- PCIe ----------------------------------------------------------------------------------------
+    sig("acs_iommu", ("ACS", "IOMMU", "DMAR", "AMD-Vi", "VT-d"),
+       r"ACSCtl:.{0,40}(?:SrcValid\+|ReqRedir\+|CmpltRedir\+)|\bACS\b.{0,40}enabled|DMAR.{0,40}fault|AMD-Vi.{0,40}(?:IO_PAGE_FAULT|fault)|IOMMU.{0,40}fault",
+       "p2p_acs_iommu", ROOT, 2, "PCIe ACS or the IOMMU redirects peer-to-peer traffic",
+       code="LOG038", params=lambda hs: {"what": "ACS/IOMMU is redirecting PCIe peer traffic"}),
+    sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
+       r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
+       r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
+       "p2p_driver_bug", ROOT, 2, "the driver refuses or mishandles GPU peer-to-peer access",
+       code="LOG039",
+       alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "
+                               "`lspci -vvv | grep ACSCtl` shows SrcValid+ on the bridges")]),
+    sig("nofile", ("Too many open files", "EMFILE"),
+       r"Too many open files|EMFILE",
+       "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",
+       code="LOG082"),
+)
+
+MODEL_RULES = (
+    ModelRule("bad_interfaces", _bad_interfaces, "an interface chosen for bootstrap or data that other hosts cannot reach"),
+    ModelRule("duplicate_hostnames", _dup_hostnames, "one host name used by machines with different addresses"),
+    ModelRule("subnets_differ", _subnets, "hosts bootstrapping over addresses in different networks"),
+    ModelRule("pcie_topology", _pcie_topology, "GPUs joined only through PCIe, where ACS/IOMMU can interfere"),
+    ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_LAST),
+)
+
+CODES = (
+    Code("LOG010", "port-in-use", E, "port {port} is already in use on the rendezvous host",
+         "Give each concurrent job its own port (--master-port / --rdzv-endpoint HOST:0 picks a free one), or stop the stale job holding it",
+         cause="port_conflict", steps=("ss -ltnp | grep :{port} shows the process holding it",)),
+    Code("LOG013", "address-is-loopback", E, "a rank advertised {addr} to its peers, which they cannot reach",
+         "Make the host name resolve to the routable address (/etc/hosts maps it to 127.0.1.1 on Debian/Ubuntu), or name the interface explicitly",
+         cause="hostname_resolution", env={"GLOO_SOCKET_IFNAME": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"},
+         steps=("getent hosts $(hostname) should print the address peers use",)),
+    Code("LOG014", "duplicate-hostnames", E, "host name {host} is used by machines with different addresses ({addrs})",
+         "Give every machine (and container) a unique host name: NCCL groups ranks by host name and treats same-named machines as one node",
+         cause="hostname_resolution"),
+    Code("LOG015", "name-not-resolved", E, "{what} could not be resolved",
+         "Use a name that resolves on every node (or the IP address), and start workers only once it exists",
+         cause="hostname_resolution", steps=("getent hosts NAME on the failing node",)),
+    Code("LOG020", "unusable-interface-selected", E, "NCCL/gloo selected an interface peers cannot use: {what}",
+         "Name the routable interface explicitly on every node so loopback, link-local and bridge devices are never used",
+         cause="wrong_interface", env=IFNAME_ENV),
+    Code("LOG021", "interface-not-found", E, "the interface {iface} named for the job does not exist or has no address",
+         "Set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to an interface that exists on every node (ip -br addr)",
+         cause="wrong_interface", env=IFNAME_ENV),
+    Code("LOG022", "peer-unreachable", E, "connections between ranks were {how}",
+         "Check the address each rank advertised (NCCL_DEBUG=INFO 'Bootstrap : Using' lines) and pin the routable interface",
+         cause="wrong_interface", env=IFNAME_ENV),
+    Code("LOG024", "subnets-differ", W, "hosts bootstrap over addresses in different networks ({nets})",
+         "Check that every host uses the interface of the shared network (NCCL_SOCKET_IFNAME) and that routes exist between them",
+         cause="wrong_interface"),
+    Code("LOG025", "connection-timed-out", E, "connections to a peer timed out",
+         "Open the ports the job uses between the nodes (store port, NCCL's ephemeral ports) or pin a routable interface",
+         cause="firewall_or_port_blocked"),
+    Code("LOG030", "shm-too-small", E, "shared memory (/dev/shm) is too small, full or not writable",
+         "Give the container a larger /dev/shm (docker --shm-size=8g or --ipc=host; a memory-backed emptyDir at /dev/shm in Kubernetes) and remove stale nccl-* files",
+         cause="shm_too_small", steps=("df -h /dev/shm inside the container",), env={"NCCL_SHM_DISABLE": "1 (slower fallback)"}),
+    Code("LOG031", "cuda-oom", E, "the GPU ran out of memory while NCCL allocated its buffers",
+         "Create the process group and communicators before large allocations, or lower the memory the model takes (sharding, smaller batch)",
+         cause="cuda_oom", env={"NCCL_BUFFSIZE": "1048576 (smaller buffers)"}),
+    Code("LOG032", "driver-too-old", E, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
+         "Upgrade the driver to one that supports this CUDA version, or install the torch/NCCL build for the installed driver",
+         cause="driver_cuda_mismatch", steps=("nvidia-smi shows the driver and the highest CUDA it supports",)),
+    Code("LOG033", "fabric-not-ready", E, "the NVSwitch fabric is not ready (nvidia-fabricmanager)",
+         "Start nvidia-fabricmanager (matching the driver version) and reset the GPUs after any fabric manager restart, or reboot the node",
+         cause="fabric_manager_nvls", steps=("systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A2 Fabric"),
+         env={"NCCL_NVLS_ENABLE": "0 (only avoids the NVLS path)"}),
+    Code("LOG034", "duplicate-gpu", E, "two ranks share one GPU: {what}",
+         "Give every rank its own GPU: torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES per rank",
+         cause="duplicate_gpu"),
+    Code("LOG035", "memlock-too-low", E, "the locked-memory limit is too low for RDMA",
+         "Raise the memlock limit for the job: ulimit -l unlimited (limits.conf, the scheduler's propagated limits, docker --ulimit memlock=-1)",
+         cause="rlimit_memlock"),
+    Code("LOG037", "hardware-fault", E, "hardware fault: {what}",
+         "Find the node and port raising the errors and repair or drain it (cables, transceivers, GPUs); no setting fixes failing hardware",
+         cause="hardware_fault", steps=("ibstat / ibqueryerrors for links", "dmesg | grep -i xid for GPUs")),
+    Code("LOG038", "p2p-blocked", E, "peer-to-peer traffic is blocked or corrupted: {what}",
+         "Disable ACS on the PCIe bridges between GPUs and NICs (BIOS, or setpci at boot) and IOMMU redirection (iommu=pt / BIOS VT-d)",
+         cause="p2p_acs_iommu", env={"NCCL_P2P_DISABLE": "1 (confirms it; slower)", "NCCL_NET_GDR_LEVEL": "LOC"},
+         steps=("lspci -vvv | grep ACSCtl: SrcValid+ means ACS is on",)),
+    Code("LOG039", "p2p-unsupported", E, "the driver refuses or mishandles GPU peer-to-peer access",
+         "Update the GPU driver, or disable P2P for this system",
+         cause="p2p_driver_bug", env={"NCCL_P2P_DISABLE": "1"}),
+    Code("LOG061", "connection-lost", E, "connections to peers were closed or reset",
+         "Read the first error of the peer named in the message: a dead peer explains this; if every peer is healthy, check the network between the hosts",
+         cause="peer_process_died"),
+    Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
+         "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
+         cause="other", env=NCCL_DEBUG_ENV),
+    Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
+         "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
+         cause="other"),
+    Code("LOG082", "too-many-open-files", E, "the open-file limit is too low for the job's connections",
+         "Raise the open-file limit for the job (ulimit -n 1048576; limits.conf or the scheduler's propagated limits)",
+         cause="other"),
+)

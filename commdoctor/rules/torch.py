@@ -1,0 +1,368 @@
+"""Rules for torch.distributed's own messages: c10d stores and rendezvous, ProcessGroupNCCL's watchdog, collectives.
+
+Promise: rule rows only (see commdoctor.rules.base), each written from the
+format strings in torch's source (torch/csrc/distributed/c10d/TCPStore*.cpp,
+socket.cpp, ProcessGroupNCCL.cpp, distributed_c10d.py, elastic/rendezvous).
+Functions below the table hold what one line cannot decide alone: which rank
+was late in a watchdog timeout, and whether the ranks waited in different
+collectives (a mismatch) or in the same one (a straggler or a hang).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from commdoctor.rules.base import (
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks, sig,
+)
+
+
+def _backend_not_built(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    nb = sorted(hs, key=lambda h: "built in" not in h.ev.text)  # torch's error before its warning
+    be = (group(nb[:1], "backend", "backend2") or "?").lower()
+    return [cand("LOG043", "backend_unavailable", 1, nb, params={"backend": be},
+                 detail=f"This torch build has no {be.upper()} backend. gloo is built into every torch wheel and carries "
+                        "CPU tensors (and CUDA tensors, slowly) everywhere.")]
+
+
+def _unique_id(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    late = hs[0].groups.get("src") or "0"
+    return [cand("LOG052", "collective_timeout_straggler", 4, hs, params={"late": late}, alts=[
+        ("peer_process_died", f"if rank {late} crashed before creating the communicator, its own traceback says so"),
+        ("collective_mismatch", f"if rank {late} never calls this collective (rank-dependent code), it never publishes the id")])]
+
+
+def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    r = hs[0].groups.get("rank")
+    c = cand("LOG060", "peer_process_died", 5, hs, params={"what": f"rank {r} failed while monitored_barrier waited for it"})
+    if r:
+        c.ranks = {int(r)}
+    return [c]
+
+
+def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    return [cand("LOG062", "launcher_misconfig", 3, hs,
+                 params={"what": f"{g.get('joined')} of {g.get('world')} ranks reached the store barrier"},
+                 alts=[("peer_process_died", "ranks that crashed before init also never reach the barrier: "
+                                             "look for their own errors"),
+                       ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either")])]
+
+
+def _torch_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    if len(m.torch_versions) < 2:
+        return []
+    return [Cand("LOG041", "version_mismatch", 1, 0, list(m.torch_versions.values())[:4],
+                 params={"versions": ", ".join(sorted(m.torch_versions))})]
+
+
+def _behind_completed(progress: dict[int, tuple[int, int, Any]]) -> tuple[int, list[int], list[int]] | None:
+    """A collective that completed on one rank while another rank still waits in the collective of that number.
+
+    Progress is each rank's first report after the failure (last enqueued, last completed). Ranks that run the
+    same collectives complete collective #N together, so rank A having completed #N while rank B waits in its
+    own #N means their #N were different calls (NCCL can pair a broadcast with an all_reduce of the same size
+    and complete both): returns (N, the ranks that completed it, the ranks still waiting in it)."""
+    for r, (enq, done, _ev) in sorted(progress.items()):
+        stuck = done + 1
+        if enq < stuck:
+            continue  # nothing in flight on r
+        ahead = sorted(a for a, (_e, d, _v) in progress.items() if a != r and d >= stuck)
+        if ahead:
+            waiting = sorted(b for b, (e, d, _v) in progress.items() if d + 1 == stuck and e >= stuck)
+            return stuck, ahead, waiting
+    return None
+
+
+@dataclass(frozen=True)
+class _FlightSays:
+    """What the flight recorder's analysis says, in plain values (read once, defensively)."""
+
+    kind: str  # "mismatch" or "straggler"
+    seq: int  # the sequence number where calls differ, or the newest one the others wait in
+    op: str
+    group: str
+    entries: dict[int, str]  # rank -> its entry at seq (mismatch) or its last entry (straggler), described
+
+
+def _flight_verdict(m: Any) -> _FlightSays | None:
+    """What flight-recorder dumps beside the logs say (commdoctor.loaders.flight_recorder's analysis): ranks
+    that recorded different calls at one sequence number, or ranks that never entered the collective the
+    others wait in. None when there are no dumps, or their analysis does not have the shape expected."""
+    try:
+        for g in m.flight:
+            if getattr(g, "mismatch_seq", None) is not None and getattr(g, "mismatch", None):
+                return _FlightSays("mismatch", int(g.mismatch_seq), "", str(g.desc or g.name),
+                                   {int(r): e.describe() for r, e in g.mismatch.items()})
+        for g in m.flight:
+            if getattr(g, "waiting", None) and getattr(g, "missing", None):
+                return _FlightSays("straggler", int(g.front_seq), str(g.front_op or "?"), str(g.desc or g.name),
+                                   {int(r): (e.describe() if e is not None else "none recorded") for r, e in g.missing.items()})
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _fr_evidence(m: Any, entries: dict[int, str]) -> list[Any]:
+    from commdoctor.model import Evidence
+
+    files: dict[int, str] = {}
+    for f in m.flight_files:
+        for r in entries:
+            if f.endswith(f"_{r}") or f.endswith(f"rank{r}") or f.endswith(f"_{r}.json") or f.endswith(f"_{r}.pkl"):
+                files.setdefault(r, f)
+    return [Evidence(source=files.get(r, "flight recorder"), text=text, rank=r) for r, text in sorted(entries.items())][:4]
+
+
+def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Watchdog timeouts: a straggler, ranks in different collectives, a hang in the library, or the echo of
+    an earlier failure."""
+    recs = [w for w in m.watchdog if w.timed_out]
+    fr = _flight_verdict(m)
+    if not recs and not hs and fr is None:
+        return []
+    evs = [w.ev for w in recs[:3]] or [h.ev for h in hs[:3]]
+    seq = min([w.order for w in recs] + [h.seq for h in hs] + ([] if recs or hs else [10**9]))
+    timed: dict[int, int] = {}
+    for w in recs:
+        if w.rank is not None:
+            timed[w.rank] = min(timed.get(w.rank, w.seq), w.seq)
+    world = max([c.nranks for c in m.comms] + [0])
+    if not world and m.progress:
+        world = max(m.progress) + 1
+    progress = m.progress
+    strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
+    # -- ranks in different collectives: the flight recorder's entries, or progress that cannot pair up --------
+    if not strong_root:
+        if fr is not None and fr.kind == "mismatch":
+            calls_txt = "; ".join(f"rank {r}: {text}" for r, text in sorted(fr.entries.items()))
+            return [Cand("LOG050", "collective_mismatch", 2, seq, _fr_evidence(m, fr.entries) + evs[:2], ranks=set(fr.entries),
+                         detail=f"The flight recorder shows the ranks called different collectives at sequence number "
+                                f"{fr.seq} of group {fr.group}: {calls_txt}.")]
+        behind = _behind_completed(progress)
+        if behind is not None:
+            n, ahead, waiting = behind
+            ev_ranks = ahead[:2] + waiting[:2]
+            return [Cand("LOG050", "collective_mismatch", 2, seq, [progress[r][2] for r in ev_ranks] + evs[:2],
+                         ranks=set(ahead) | set(waiting),
+                         detail=f"Rank(s) {', '.join(map(str, ahead))} completed collective #{n} while rank(s) "
+                                f"{', '.join(map(str, waiting))} still wait in their #{n}: the ranks' #{n} were different "
+                                "calls (another operation, or one rank called a collective the others skipped). The "
+                                "flight recorder (TORCH_NCCL_DUMP_ON_TIMEOUT=1) shows each rank's calls.",
+                         alts=[("collective_timeout_straggler", "if one rank's report is missing from these logs it may "
+                                                                "simply have been late: check every rank's output is here")])]
+    # -- who was late ----------------------------------------------------------------------------------------
+    who = ""
+    late: set[int] = set()
+    if fr is not None and fr.kind == "straggler":
+        late = set(fr.entries)
+        last = "; ".join(f"rank {r}'s last: {text}" for r, text in sorted(fr.entries.items())[:4])
+        who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collectives the others wait in (up to "
+               f"#{fr.seq} {fr.op}, flight recorder): it is the straggler ({last})")
+        evs = _fr_evidence(m, fr.entries) + evs
+    if not who and progress:
+        low = min(v[0] for v in progress.values())
+        late = {r for r, v in progress.items() if v[0] == low}
+        if len(late) < len(progress):
+            who = f"rank {', '.join(map(str, sorted(late)))} enqueued the fewest collectives (last {low}): it is the straggler"
+            evs = [progress[r][2] for r in sorted(late)][:2] + evs
+    if not who and world and timed:
+        missing = missing_ranks(world, timed)
+        if missing:
+            late = set(missing)
+            who = f"rank(s) {', '.join(map(str, missing[:8]))} never logged a timeout: the straggler is among them"
+    if not who and len(set(timed.values())) > 1:
+        low = min(timed.values())
+        late = {r for r, s in timed.items() if s == low}
+        who = f"rank {', '.join(map(str, sorted(late)))} is behind (lowest SeqNum {low}): it is the straggler"
+    if not who and timed:
+        others = "the other ranks" if len(timed) == 1 else "a rank that logged nothing"
+        who = (f"rank(s) {', '.join(map(str, sorted(timed)))} timed out waiting; {others} did not arrive"
+               if len(timed) < (world or 10**9) else "every rank that logged waits in the same collective")
+    if not who:
+        who = "which rank was late is not in this excerpt (the timeout's own message names the waiting rank only)"
+    op = next((f"{w.op} SeqNum={w.seq}" for w in recs), "a collective")
+    tmo = next((w.timeout_ms for w in recs if w.timeout_ms), None)
+    params = {"who": who, "op": op, "timeout": f"{tmo / 1000:g} s" if tmo else "the timeout"}
+    busy = m.hits.get("busy_hint", [])
+    graph = m.hits.get("cudagraph_hint", [])
+    maxseq = max([w.seq for w in recs] + [0])
+    ranks = set(timed) | late
+    by_seq: dict[tuple[str | None, int], set[tuple[str, int | None]]] = {}
+    for w in m.watchdog:
+        by_seq.setdefault((w.pg, w.seq), set()).add((w.op, w.numel_in))
+    split = [(k, v) for k, v in by_seq.items() if len(v) > 1]
+    if split and not strong_root:
+        (pg, sq), calls = split[0]
+        evs2 = [w.ev for w in m.watchdog if w.seq == sq][:4]
+        return [Cand("LOG050", "collective_mismatch", 2, min(w.order for w in m.watchdog if w.seq == sq), evs2, ranks=ranks,
+                     detail=f"At SeqNum {sq} the ranks ran different operations: "
+                            + "; ".join(f"{op} of {n if n is not None else '?'} elements" for op, n in sorted(calls, key=str)) + ".")]
+    if strong_root:
+        # The ranks that waited; the one that failed first is named by the finding this follows from.
+        return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=set(timed) or ranks,
+                     consequence=True)]
+    if (maxseq >= 10000 or graph) and not busy and fr is None:
+        return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
+                     params={"what": f"a collective hung after {maxseq} had completed ({op})"},
+                     detail=f"{who}. Hanging after tens of thousands of successful collectives, with no rank reporting an "
+                            "error, points at a deadlock inside the library (CUDA graphs mixing captured and uncaptured NCCL "
+                            "work are a known cause) rather than a slow rank.",
+                     alts=[("collective_timeout_straggler", "if one rank was busy elsewhere (evaluation, checkpointing) its "
+                                                            "stack shows it outside any collective: take stacks while it hangs"),
+                           ("hardware_fault", "a stuck GPU or link also hangs collectives: look for Xid errors in dmesg")])]
+    return [Cand("LOG051", "collective_timeout_straggler", 5, seq, evs + [h.ev for h in busy[:1]], params=params, ranks=ranks,
+                 detail=(f"While the others waited, the logs show a rank busy elsewhere: '{busy[0].ev.text[:120]}'." if busy else ""),
+                 alts=[("nccl_internal_bug", "if every rank is inside the same collective (same SeqNum everywhere, stacks in "
+                                             "NCCL), nobody is late: it is a hang in the library or the network"),
+                       ("collective_mismatch", "a rank that skipped this collective or called another one also never "
+                                               "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
+
+
+SIGNATURES = (
+    # -- stores and rendezvous ----------------------------------------------------------------------
+    sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
+       r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
+       r"|client socket has failed to connect to (?:any (?:network )?address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
+       "rendezvous_unreachable", ROOT, 3, "a rank could not connect to the rendezvous store",
+       code="LOG011",
+       params=lambda hs: {"endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
+                                            for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
+                          "how": "timed out connecting"},
+       alts=[("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
+                                          "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
+             ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
+                                     "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]),
+    sig("store_wait_clients", ("waiting for clients", "clients joined"),
+       r"[Tt]imed out after (?P<secs>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
+       "rendezvous_unreachable", ROOT, 3, "the store on rank 0 waited for ranks that never connected",
+       code="LOG012", params=lambda hs: {"joined": hs[0].groups.get("joined"), "world": hs[0].groups.get("world")},
+       alts=[("launcher_misconfig", "if fewer processes were started than WORLD_SIZE (check the launcher's "
+                                    "task count), nobody failed to connect: they never existed"),
+             ("peer_process_died", "a rank that crashed before init_process_group also never joins: look for its own traceback")]),
+    sig("rdzv_connection", ("RendezvousConnectionError", "connection to the C10d store has failed"),
+       r"RendezvousConnectionError|connection to the C10d store has failed",
+       "rendezvous_unreachable", ROOT, 3, "the elastic agent lost (or never had) its connection to the c10d rendezvous store",
+       code="LOG011", params=lambda hs: {"endpoint": "the c10d rendezvous store", "how": "lost its connection"},
+       alts=[("hostname_resolution", "the c10d rendezvous advertises host names: if a node's name is missing from DNS or "
+                                     "/etc/hosts, peers cannot reach the store it hosts (getent hosts $(hostname) on each node)"),
+             ("firewall_or_port_blocked", "if the store host is up and resolvable, the port may be closed between nodes "
+                                          "(platforms that expose only some ports); `nc -zv HOST PORT` tells")]),
+    sig("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
+       r"Rendezvous(?:Timeout|Closed)Error",
+       "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived",
+       code="LOG012", params=lambda hs: {"joined": "?", "world": "?"},
+       alts=[("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) "
+                                    "looks the same: count the agents that logged 'Starting elastic'")]),
+    sig("store_barrier", ("store based barrier", "store_based_barrier"),
+       r"store based barrier.{0,200}?\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+)",
+       "launcher_misconfig", ROOT, 3, "process-group init waited for ranks that never joined the store barrier",
+       build=_store_barrier),
+    sig("backend_not_built", ("doesn't have", "support is not compiled"),
+       r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo|\w+) built in"
+       r"|for (?P<backend2>nccl|mpi|ucc) backend, but (?:NCCL|MPI|UCC) support is not compiled",
+       "backend_unavailable", ROOT, 1, "init_process_group asked for a backend this torch build does not have",
+       build=_backend_not_built),
+    # -- collectives and their timeouts --------------------------------------------------------------
+    sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
+                               "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
+                               "appears not to match", "DDP expects same model"),
+       r"[Dd]etected mismatch between collectives|inconsistent collective|CollectiveFingerPrint|collective mismatch"
+       r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
+       r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
+       "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
+       code="LOG050"),
+    sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),
+       r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)",
+       "collective_timeout_straggler", ROOT, 4, "a rank waited in the store for rank 0's NCCL unique id until the timeout",
+       build=_unique_id),
+    sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput"),
+       r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
+       r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms",
+       "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
+       code="LOG055", exclude=("store_get_timeout",),
+       params=lambda hs: {"what": f"keys {group(hs, 'keys')}" if group(hs, "keys") else "the store read timed out"},
+       alts=[("peer_process_died", "the rank that should have written the key may have died first: "
+                                   "look for its own error or exit code"),
+             ("launcher_misconfig", "a rank that was never started never writes its key: check the "
+                                    "launcher's task count against the world size")]),
+    sig("monitored_barrier_peer", ("received errors while waiting for send/recv",),
+       r"received errors while waiting for send/recv from rank (?P<rank>\d+)",
+       "peer_process_died", ROOT, 5, "monitored_barrier got an error from a peer instead of its reply",
+       build=_barrier_peer),
+    sig("monitored_barrier", ("monitoredBarrier", "failed to pass monitoredBarrier"),
+       r"[Rr]anks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier",
+       "collective_timeout_straggler", ROOT, 3, "monitored_barrier named ranks that did not arrive",
+       code="LOG051", params=lambda hs: {"who": f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"}),
+    sig("rpc_timeout", ("RPC call to",),
+       r"RPC call to (?P<what>\S+) timed out",
+       "nccl_internal_bug", ROOT, 5, "a serving engine's workers stopped answering inside a model step",
+       code="LOG053", params=lambda hs: {"what": "the engine's workers stopped answering inside a model step"},
+       detail="The workers hang inside a step without an error of their own: a deadlock in collectives (notably NCCL "
+              "collectives captured in CUDA graphs across nodes) is the known cause.",
+       alts=[("collective_timeout_straggler", "if one worker is merely slow (loading, compiling), a "
+                                              "longer RPC timeout lets it finish; a true deadlock never does"),
+             ("peer_process_died", "a worker that died leaves the same RPC timeout: look for its exit")]),
+    sig("watchdog_timeout", ("Watchdog caught", "before timing out", "checkTimeout", "ncclCommWatchdog", "Timeout at NCCL work",
+                            "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out"),
+       r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|WorkNCCL::checkTimeout"
+       r"|ncclCommWatchdog|Timeout at NCCL work|operations have failed or timed out|due to a collective timeout"
+       r"|watchdog got stuck|Heartbeat monitor timed out",
+       "collective_timeout_straggler", CONSEQUENCE, 6, "a collective did not complete within the process-group timeout",
+       build=_watchdog, always=True, phase=PHASE_WATCHDOG),
+    # -- context ----------------------------------------------------------------------------------
+    # socket.cpp's formatSockAddr warns when it cannot name the peer of a socket for a log message
+    # (getnameinfo failed: err=-3 is EAI_AGAIN). The connection itself is made by address; nothing failed.
+    # ProcessGroupNCCL.cpp: the watchdog ending the process on purpose after a failure it reported before.
+    ctx("watchdog_abort", ("taking the entire process down", "watchdog thread terminated with exception"),
+        r"we are taking the entire process down|[Ww]atchdog thread terminated with exception",
+        "torch's watchdog aborted this process after a failure it logged before (SIGABRT follows)"),
+    ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
+        r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
+    sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),
+       r"[Cc][Uu][Dd][Aa] ?[Gg]raph|cudagraph|CUDAGraph|enforce[_-]eager|graph capture",
+       None, CONTEXT, 9, "CUDA graphs are in use"),
+    sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Saving", "valuat", "map "),
+       r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:model )?checkpoint|[Ee]valuat\w+",
+       None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
+)
+
+MODEL_RULES = (
+    ModelRule("torch_versions_differ", _torch_versions, "ranks that run different torch versions", phase=0),
+)
+
+CODES = (
+    Code("LOG011", "rendezvous-unreachable", E, "a rank could not reach {endpoint} ({how})",
+         "Check MASTER_ADDR/--rdzv-endpoint from the failing node: it must name the rendezvous host's routable address, with the port open and the master already started",
+         cause="rendezvous_unreachable", steps=("nc -zv MASTER_ADDR MASTER_PORT from a worker node",
+                                                "commdoctor run on each node checks the rendezvous stage")),
+    Code("LOG012", "ranks-never-joined", E, "the rendezvous waited for ranks that never arrived ({joined}/{world} joined)",
+         "Find out why the missing ranks did not start or connect: check the launcher's task count and their own logs",
+         cause="rendezvous_unreachable"),
+    Code("LOG041", "torch-versions-differ", E, "ranks run different torch versions ({versions})",
+         "Run the same torch build on every node", cause="version_mismatch"),
+    Code("LOG043", "backend-not-built", E, "the job asked for {backend}, which this torch build does not have",
+         "{fallback}", cause="backend_unavailable",
+         steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
+                "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
+    Code("LOG050", "collective-mismatch", E, "ranks called different collectives, or the same one with different sizes",
+         "Make every rank issue the same collectives in the same order with the same shapes (no rank-dependent control flow around them)",
+         cause="collective_mismatch", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
+    Code("LOG051", "collective-timeout-straggler", E, "{op} timed out after {timeout}: {who}",
+         "Find what the late rank was doing (rank-0-only evaluation, data preparation, checkpointing) and run it on every rank, or before the process group starts; raise the timeout only for known-slow phases",
+         cause="collective_timeout_straggler", steps=("commdoctor hang takes the stacks of every rank while it waits",)),
+    Code("LOG052", "waited-for-unique-id", E, "ranks timed out waiting for rank {late} to publish NCCL's unique id",
+         "Rank {late} was busy (preprocessing, tokenizing) when the first collective ran: do that work before the process group starts, or raise the timeout",
+         cause="collective_timeout_straggler"),
+    Code("LOG053", "collective-hang", E, "collectives hung: {what}",
+         "Run without CUDA graphs (e.g. vLLM --enforce-eager) to confirm, then upgrade NCCL; take stacks of every rank while it hangs",
+         cause="nccl_internal_bug", env={"NCCL_GRAPH_MIXING_SUPPORT": "0"}),
+    Code("LOG054", "recv-timeout", E, "a gloo send/recv timed out: {who}",
+         "Find which rank did not take part: take stacks (commdoctor hang) or rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL",
+         cause="collective_timeout_straggler", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
+    Code("LOG055", "store-wait-timeout", E, "a rank waited in the store for a key another rank never wrote ({what})",
+         "Find the rank that should have written it: a rank busy elsewhere (data preparation, evaluation on rank 0) "
+         "or one that died or never started; move slow work before the process group starts or raise the timeout",
+         cause="collective_timeout_straggler", steps=("commdoctor hang takes the stacks of every rank while it waits",)),
+)
