@@ -7,9 +7,10 @@ Two views of each contract, because each misses what the other sees:
   catches what the package pulls in through the modules it imports.
 
 The contracts (docs/architecture.md, issue 16 item 5):
-- model, checks, pipeline, hooks, loaders, parsing, probes and records never import rich or textual
-  (the console and the TUI are sinks; everything upstream of them runs headless);
-- loaders never import checks (facts flow loaders -> checks, never back);
+- model, checks, rules, pipeline, hooks, loaders, parsing, probes and records never import rich or
+  textual (the console and the TUI are sinks; everything upstream of them runs headless);
+- loaders never import the diagnosis, checks or the rules engine (facts flow loaders -> checks, never
+  back; the rule tables are data the log scanner reads);
 - the hooks, which run inside the training job, import only the standard library, torch (and
   typing_extensions, which torch itself requires), their own package, and the stdlib-only leaf
   modules every layer shares (the package root, ``errors``, ``records``: the record format the hooks
@@ -38,7 +39,10 @@ UI = {"rich", "textual"}
 #: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
 LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records"}
 #: Layers that run headless, upstream of the console and the TUI.
-HEADLESS = ["model", "checks", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
+HEADLESS = ["model", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
+#: The diagnosis: what loaders feed, never what they import. (The rule tables in commdoctor.rules.* are
+#: data, what each rule matches, and the log scanner reads them; the engine that weighs them is diagnosis.)
+DIAGNOSIS = ("commdoctor.checks", "commdoctor.rules.engine")
 
 
 def module_name(path: Path) -> str:
@@ -135,25 +139,26 @@ def _loader_files() -> list[object]:
     out: list[object] = []
     for f in layer_files("loaders"):
         if f.name == "hang_logs.py":
-            # Known break, issue 16 item 5: loaders/hang_logs.py runs checks.logs.diagnose() (a lazy
-            # importlib call) to summarise the job's log for `hang`. The engine work moves that
-            # diagnosis out of the loader; remove this marker when it lands (strict: XPASS fails).
-            out.append(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 16: loaders/hang_logs.py imports checks.logs")))
+            # Known break, issue 16 item 5: loaders/hang_logs.py runs the log diagnosis itself (a lazy
+            # importlib call, checks.logs before the rules engine, rules.engine since) to summarise the
+            # job's log for `hang`. The summary belongs to a check fed by the loader's facts; remove this
+            # marker when it moves (strict: an XPASS fails).
+            out.append(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 16: loaders/hang_logs.py runs the rules engine")))
         else:
             out.append(f)
     return out
 
 
 @pytest.mark.parametrize("path", _loader_files(), ids=lambda p: p.name)
-def test_loaders_never_import_checks(path: Path) -> None:
+def test_loaders_never_import_the_diagnosis(path: Path) -> None:
     bad = [f"{path.name}:{line} imports {n}" for line, n in imports_in(path)
-           if n == "commdoctor.checks" or n.startswith("commdoctor.checks.")]
+           if any(n == d or n.startswith(d + ".") for d in DIAGNOSIS)]
     assert bad == []
 
 
-def test_importing_every_loader_loads_no_check() -> None:
+def test_importing_every_loader_loads_no_diagnosis() -> None:
     loaded = loaded_after(import_every_module("loaders"))
-    assert not {m for m in loaded if m == "commdoctor.checks" or m.startswith("commdoctor.checks.")}
+    assert not {m for m in loaded if any(m == d or m.startswith(d + ".") for d in DIAGNOSIS)}
 
 
 # -- the hooks: stdlib, torch, their own package, the shared leaves --------------------------------------
