@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import REPO, findings, needs_root, needs_tool, needs_torch, result, run_json
 from tests.integration.hang_jobs import Job, base_env, mark_line, start_plain, start_torchrun, torchrun_argv
 
-pytestmark = [needs_torch, needs_tool("py-spy")]
+pytestmark = [needs_torch, needs_tool("py-spy"), pytest.mark.usefixtures("pyspy_can_attach")]
 LINE = mark_line
 
 
