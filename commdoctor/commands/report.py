@@ -76,6 +76,26 @@ def _load(path: str) -> Any:
                               "give a file written by `commdoctor ... --json`")
 
 
+def _redacted_env(providers: dict[str, Any]) -> dict[str, Any]:
+    """The environment facts with their secrets removed before any check quotes them in a finding.
+
+    A check composes titles and remedies from values (ENV024 prints MASTER_ADDR without its
+    ``scheme://``); redacting the report afterwards cannot always recognise a secret once
+    it has been cut out of its shape, so the checks of a report never see it.
+    """
+    from commdoctor.render.redact import Redactor
+
+    red = Redactor()
+    out = dict(providers)
+    for name, fn in providers.items():
+        if name.endswith("_env"):
+            def wrapped(ctx: Any, fn: Any = fn) -> Any:
+                value = fn(ctx)
+                return red.env_mapping(value) if isinstance(value, dict) else value
+            out[name] = wrapped
+    return out
+
+
 def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
     from commdoctor import __version__
     from commdoctor.checks import BUILTIN_CHECKS
@@ -86,7 +106,7 @@ def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
 
     opts = options_from(args)
     checks = [] if args.no_checks else plan([c() for c in BUILTIN_CHECKS], opts)
-    ctx = Context(options=opts, facts=Facts(live_providers()))
+    ctx = Context(options=opts, facts=Facts(_redacted_env(live_providers())))
     sys.stderr.write(f"commdoctor {__version__}: {len(checks)} checks and the environment of this host\n")
     report = None
     for ev in run_checks(checks, ctx, argv_of(args)):
