@@ -5,9 +5,12 @@ regular file at once; a named pipe (FIFO) is opened without blocking and
 waits at most ``FIFO_WAIT_S`` for a process to write to it, so a pipe nobody
 writes to is an ``OSError`` naming the path, not a hang; anything else (a
 device like /dev/zero, a socket, a directory) is an ``OSError`` saying what it
-is. ``Salvaging(stream)`` wraps a decompressing reader so that a truncated or
-damaged .gz/.bz2/.xz yields every byte before the damage, then records the
-error in ``.error`` and ends, instead of losing the last buffered block.
+is. ``refuse_container(head)`` names a zip, tar, 7z, zstd, pickle or binary
+that a text reader must not read as text. ``Salvaging(stream)`` wraps a
+decompressing reader so that a truncated or damaged .gz/.bz2/.xz yields every
+byte before the damage, then records the error in ``.error`` and ends, instead
+of losing the last buffered block; it also ends a stream whose output passes
+``MAX_RATIO`` times its compressed input (a decompression bomb).
 """
 
 from __future__ import annotations
@@ -106,6 +109,83 @@ def open_input(path: str, fifo_wait_s: float | None = None) -> BinaryIO:
     raise OSError(errno.EINVAL, f"{kind_of(mode)}, not a regular file")
 
 
+#: Formats a text reader must not read as text: (magic at offset 0, what it is, what to do).
+_CONTAINERS: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a zip archive"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\x28\xb5\x2f\xfd", "a Zstandard archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x7fELF", "an executable (ELF)"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\x80\x02", "a Python pickle"),
+    (b"\x80\x04", "a Python pickle"),
+    (b"\x80\x05", "a Python pickle"),
+)
+
+
+def refuse_container(head: bytes) -> None:
+    """Raise ``OSError`` naming what ``head`` is, when it starts a format no text reader should read.
+
+    A zip of logs read as text gives a few lines of compressed noise and a "healthy"
+    verdict; naming the format tells the user to unpack it. gzip, bzip2 and xz are
+    not refused: the readers decompress them.
+    """
+    for magic, what in _CONTAINERS:
+        if head.startswith(magic):
+            raise OSError(errno.EINVAL, f"{what}, not a text log (unpack it and give the files or folder)")
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        raise OSError(errno.EINVAL, "a tar archive, not a text log (unpack it: tar -xf FILE, and give the folder)")
+
+
+#: A stream whose first this many bytes are all NUL is not a log (``logs - < /dev/zero``).
+NUL_LIMIT = 64 << 20
+
+
+class NulGuard(io.RawIOBase):
+    """A stream that raises ``OSError`` when its first ``NUL_LIMIT`` bytes are all NUL.
+
+    Logs of a node that crashed can hold a hole of NULs, so NULs alone stop nothing;
+    but nothing but NULs for 64 MiB is a device or a sparse file, and reading it to
+    the end (for /dev/zero, never) would only spend the deadline.
+    """
+
+    def __init__(self, inner: BinaryIO, limit: int = NUL_LIMIT) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._seen = 0
+        self._text = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._inner.read1(len(b)) if hasattr(self._inner, "read1") else self._inner.read(len(b))
+        if not self._text and data:
+            if data.count(0) == len(data):
+                self._seen += len(data)
+                if self._seen >= self._limit:
+                    raise OSError(errno.EINVAL, f"the first {self._seen >> 20} MiB are all NUL bytes: "
+                                  "not a log (a device or an empty sparse file?)")
+            else:
+                self._text = True
+        b[:len(data)] = data
+        return len(data)
+
+
+def guarded_stdin() -> BinaryIO:
+    """Standard input for a text reader: buffered (it can be peeked) and cut when it is nothing but NULs."""
+    import sys
+
+    return io.BufferedReader(NulGuard(sys.stdin.buffer))
+
+
+#: Decompressed bytes allowed per compressed byte once past ``RATIO_FREE`` bytes of output.
+MAX_RATIO = 200
+RATIO_FREE = 64 << 20
+
+
 class Salvaging(io.RawIOBase):
     """Read a decompressing stream chunk by chunk; on damage keep what came before and stop.
 
@@ -115,10 +195,12 @@ class Salvaging(io.RawIOBase):
     error ends the stream and is kept in ``error`` for the caller to report.
     """
 
-    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None) -> None:
+    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None, max_ratio: int = MAX_RATIO) -> None:
         self._inner = inner
         self._under = under  # the compressed file, closed with us (GzipFile leaves its fileobj open)
         self.error: str = ""
+        self._out = 0
+        self._max_ratio = max_ratio
 
     def readable(self) -> bool:
         return True
@@ -131,6 +213,16 @@ class Salvaging(io.RawIOBase):
         except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:  # BadGzipFile is an OSError
             self.error = f"{type(e).__name__}: {e}"
             return 0
+        self._out += len(data)
+        if self._out > RATIO_FREE and self._under is not None and self._max_ratio:
+            # A decompression bomb (2 MB of gzip holding 2 GiB of newlines) is cut, not read for minutes.
+            try:
+                used = max(1, self._under.tell())
+            except (OSError, ValueError):
+                used = 0
+            if used and self._out > used * self._max_ratio:
+                self.error = (f"decompressed {self._out >> 20} MiB from {max(1, used >> 10)} KiB, over the "
+                              f"{self._max_ratio}:1 ratio a log reaches (a decompression bomb?); read that far")
         b[:len(data)] = data
         return len(data)
 

@@ -125,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.from_ and args.no_checks:
         raise CommDoctorError("--no-checks is for live reports; --from already names what to show")
+    _check_outputs(args)
     want_system = args.system if args.system is not None else not args.from_
     system_box: dict[str, Any] = {}
     worker = None
@@ -164,6 +165,8 @@ def main(args: argparse.Namespace) -> int:
         html_path = html_path or base + ".html"
 
     report_json = json.dumps(model.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    failed: list[str] = []
+    spare: dict[str, str] = {}  # one folder for everything that could not be written where asked
     if args.bundle:
         # Two passes: the bundle's own file list appears in the report it contains.
         md, html_text = render(material)
@@ -173,21 +176,65 @@ def main(args: argparse.Namespace) -> int:
                                       for n, b in files.items())
         md, html_text = render(material)
         files = B.bundle_files(material, md, html_text, report_json)
-        size = B.write_bundle(args.bundle, files, B.epoch_of(model.created))
-        sys.stderr.write(f"commdoctor: wrote {args.bundle} ({size} bytes, {len(files)} files)\n")
+        try:
+            size = B.write_bundle(args.bundle, files, B.epoch_of(model.created))
+            sys.stderr.write(f"commdoctor: wrote {args.bundle} ({size} bytes, {len(files)} files)\n")
+        except OSError as e:
+            failed.append(_fallback(args.bundle, e, lambda p: B.write_bundle(p, files, B.epoch_of(model.created)), spare))
     else:
         md, html_text = render(material)
     for path, text in ((md_path, md), (html_path, html_text)):
         if path:
-            d = os.path.dirname(os.path.abspath(path))
-            os.makedirs(d, exist_ok=True)
-            with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            sys.stderr.write(f"commdoctor: wrote {path}\n")
+            try:
+                _write_text(path, text)
+                sys.stderr.write(f"commdoctor: wrote {path}\n")
+            except OSError as e:
+                failed.append(_fallback(path, e, lambda p, t=text: _write_text(p, t), spare))
     r = material.redaction
     sys.stderr.write(f"commdoctor: redacted {r['total']} secret{'s' if r['total'] != 1 else ''}"
                      + (" and anonymized hosts, addresses and users" if args.anonymize else "") + "\n")
     if args.json:
         sys.stdout.write(report_json)
         sys.stdout.flush()
-    return exit_code(model, Severity(args.fail_on)) if not model.interrupted else ExitCode.INTERRUPTED
+    if failed:
+        # The report is safe elsewhere, but not where it was asked for: a script must notice.
+        return ExitCode.USAGE
+    return exit_code(model, Severity(args.fail_on))
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any check runs, an output whose folder does not exist or is not a folder.
+
+    Nothing is created: a mistyped ``-o /nonexsitent/dir/r`` used to create
+    ``/nonexsitent``. Checking first means nothing collected is lost to a typo.
+    """
+    paths = [p for p in (args.md, args.html, args.bundle) if p]
+    if args.output:
+        paths.append(args.output + ".md")
+    for p in paths:
+        d = os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(d):
+            what = "is not a folder" if os.path.exists(d) else "does not exist"
+            raise CommDoctorError(f"cannot write {p}: the folder {d} {what} (create it first, or give another path)")
+        if os.path.isdir(p):
+            raise CommDoctorError(f"cannot write {p}: it is a folder (give a file name, e.g. {os.path.join(p, 'report')})")
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def _fallback(path: str, err: OSError, write: Any, spare: dict[str, str]) -> str:
+    """Write what could not go to ``path`` into a private folder under the temp dir, and say where."""
+    import tempfile
+
+    d = spare.get("dir") or spare.setdefault("dir", tempfile.mkdtemp(prefix="commdoctor-report-"))
+    alt = os.path.join(d, os.path.basename(path) or "report")
+    try:
+        write(alt)
+    except OSError as e2:
+        sys.stderr.write(f"commdoctor: could not write {path} ({err.strerror or err}) nor {alt} ({e2.strerror or e2})\n")
+        return path
+    sys.stderr.write(f"commdoctor: could not write {path} ({err.strerror or err}); wrote {alt} instead\n")
+    return alt
