@@ -1,6 +1,7 @@
 """Open a user-named input file without ever blocking on it; read compressed streams as far as they go.
 
-Promise: standard library only, cheap to import. ``open_input(path)`` opens a
+Promise: standard library only, cheap to import (``load_report`` imports
+msgspec when called). ``open_input(path)`` opens a
 regular file at once; a named pipe (FIFO) is opened without blocking and
 waits at most ``FIFO_WAIT_S`` for a process to write to it, so a pipe nobody
 writes to is an ``OSError`` naming the path, not a hang; anything else (a
@@ -11,6 +12,9 @@ decompressing reader so that a truncated or damaged .gz/.bz2/.xz yields every
 byte before the damage, then records the error in ``.error`` and ends, instead
 of losing the last buffered block; it also ends a stream whose output passes
 ``MAX_RATIO`` times its compressed input (a decompression bomb).
+``parse_json`` and ``load_report`` are the one way in for JSON documents: size
+capped, NaN/Infinity refused, nesting and element counts bounded, lone
+surrogates repaired, then typed item by item (``commdoctor.docschema``).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import errno
 import io
 import lzma
 import os
+import re
 import stat
 import time
 import zlib
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 def _fifo_wait() -> float:
     try:
@@ -267,3 +272,143 @@ class Utf16ToUtf8(io.RawIOBase):
                 self._inner.close()
             finally:
                 super().close()
+
+
+# -- one way in for JSON documents (reports, saved stacks) ----------------------------------------
+
+#: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).
+MAX_JSON_BYTES = 256 << 20
+#: Deeper than this no document of ours goes; deeper input is cut there (renderers recurse).
+MAX_JSON_DEPTH = 64
+#: Elements visited while cleaning a document: a budget of work, not of depth alone.
+MAX_JSON_NODES = 4_000_000
+
+
+def read_limited(path: str, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path`` (bounded wait on a FIFO, devices refused), or ``OSError`` when over ``max_bytes``."""
+    with open_input(path) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"over {max_bytes >> 20} MiB, far more than this kind of file holds")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_nodes: int = MAX_JSON_NODES,
+               nonfinite_as_null: bool = False) -> tuple[Any, list[str]]:
+    """Parse untrusted JSON into plain data that every reader and renderer can walk safely.
+
+    ``ValueError`` for what is not JSON (NaN and Infinity included, nesting too deep
+    for the parser, more than ``max_nodes`` elements). Otherwise the document, with
+    lone surrogates replaced by U+FFFD (they cannot be written as UTF-8) and anything
+    nested deeper than ``max_depth`` replaced by a note; the second value lists what
+    was changed, for the reader to report. ``nonfinite_as_null``: NaN and Infinity
+    become null (a frame's line unknown) and are noted, instead of refusing the file.
+    """
+    import json
+
+    text = data.decode("utf-8-sig", "replace")
+    notes: list[str] = []
+
+    def as_null(name: str) -> Any:
+        if len(notes) < 20:
+            notes.append(f"{name} is not a JSON number: read as null")
+        return None
+
+    constant = as_null if nonfinite_as_null else _no_constant
+    try:
+        doc = json.loads(text, parse_constant=constant)
+    except RecursionError:
+        # Too deep for the parser's stack: cut the deep parts out of the text and keep the rest.
+        text, cut = _cut_deep(text, max_depth)
+        notes.append(f"{cut} value(s) nested deeper than {max_depth} levels were left out")
+        try:
+            doc = json.loads(text, parse_constant=constant)
+        except RecursionError:
+            raise ValueError("nested too deep for a JSON document of ours") from None
+    budget = [max_nodes]
+
+    def fix_str(s: str) -> str:
+        try:
+            s.encode("utf-8")
+            return s
+        except UnicodeEncodeError:
+            if len(notes) < 20:
+                notes.append("lone surrogate characters replaced by U+FFFD")
+            return s.encode("utf-8", "replace").decode("utf-8")
+
+    # Iterative, so a deep document costs no stack: (container, key, value, depth).
+    root: list[Any] = [doc]
+    stack: list[tuple[Any, Any, Any, int]] = [(root, 0, doc, 0)]
+    while stack:
+        parent, key, value, depth = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ValueError(f"more than {max_nodes} elements, far more than a document of ours holds")
+        if isinstance(value, str):
+            fixed = fix_str(value)
+            if fixed is not value:
+                parent[key] = fixed
+        elif isinstance(value, (dict, list)):
+            if depth >= max_depth:
+                parent[key] = f"[nested deeper than {max_depth} levels: left out]"
+                if len(notes) < 20:
+                    notes.append(f"a value nested deeper than {max_depth} levels was left out")
+                continue
+            if isinstance(value, dict):
+                if any(isinstance(k, str) and fix_str(k) is not k for k in value):
+                    value = {fix_str(k): v for k, v in value.items()}
+                    parent[key] = value
+                for k, v in value.items():
+                    stack.append((value, k, v, depth + 1))
+            else:
+                for i, v in enumerate(value):
+                    stack.append((value, i, v, depth + 1))
+    return root[0], notes
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _cut_deep(text: str, max_depth: int) -> tuple[str, int]:
+    """``text`` with every array or object opened below ``max_depth`` replaced by a string, in one pass.
+
+    Strings are skipped whole (a bracket inside one is text), so the cut follows the
+    document's real structure; what remains parses without deep recursion.
+    """
+    out: list[str] = []
+    depth, start, last, cut = 0, -1, 0, 0
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok[0] == '"':
+            continue
+        if tok in "[{":
+            depth += 1
+            if depth == max_depth and start < 0:
+                start = m.start()
+        else:
+            if depth == max_depth and start >= 0:
+                out.append(text[last:start])
+                out.append(f'"[nested deeper than {max_depth} levels: left out]"')
+                last, start = m.end(), -1
+                cut += 1
+            depth -= 1
+    out.append(text[last:])
+    return "".join(out), cut
+
+
+def load_report(path: str) -> tuple[Any, list[str]]:
+    """A saved ``--json`` report as a ``Report``, and the items left out or repaired, by name.
+
+    Raises ``OSError`` (cannot be read) or ``ValueError`` (not a report). One bad
+    result, finding or evidence line is left out and named; the rest is kept
+    (``commdoctor.docschema``).
+    """
+    from commdoctor.docschema import report_from_doc
+
+    doc, notes = parse_json(read_limited(path))
+    report, problems = report_from_doc(doc)
+    return report, notes + problems

@@ -388,3 +388,117 @@ def test_report_output_paths_create_nothing_and_lose_nothing(tmp_path: Path) -> 
         assert Path(md).read_text().startswith("# commdoctor report:")
     finally:
         shutil.rmtree(os.path.dirname(where[0][1]), ignore_errors=True)
+
+
+# -- one way in: every reader bounded, typed item by item --------------------------------------------
+
+
+def _no_crash(doc: dict) -> None:  # type: ignore[type-arg]
+    crashed = [(r["check"], r["reason"]) for r in doc["results"] if r["status"] in ("crashed", "timed_out")]
+    assert crashed == [], crashed
+
+
+@pytest.mark.parametrize("what", ["device", "fifo"])
+def test_view_of_a_device_or_a_silent_fifo_is_refused_in_time(tmp_path: Path, what: str) -> None:
+    path = "/dev/zero"
+    if what == "fifo":
+        path = str(tmp_path / "r.json")
+        os.mkfifo(path)
+    t0 = time.monotonic()
+    p = run_cli("view", path, "--no-tui", env=FAST_FIFO, timeout=60)
+    assert time.monotonic() - t0 < 30 and p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    assert path in p.stderr and ("a device" in p.stderr or "named pipe" in p.stderr) and "Traceback" not in p.stderr
+
+
+def _pyspy(line: object, frames: object = None) -> str:
+    frame = '{"name": "all_reduce", "filename": "/x/distributed_c10d.py", "short_filename": "distributed_c10d.py", "line": %s}' % line
+    return ('[{"pid": 10, "thread_id": 1, "thread_name": "MainThread", "active": true, "owns_gil": false, "frames": %s}]'
+            % (frames if frames is not None else f"[{frame}]"))
+
+
+def test_saved_stacks_with_bad_values_name_the_item_and_read_the_rest(tmp_path: Path) -> None:
+    d = tmp_path / "stacks"
+    d.mkdir()
+    (d / "rank0.json").write_text(_pyspy("Infinity"))  # not JSON: read as an unknown line, and said
+    (d / "rank1.json").write_text(_pyspy(88, frames="true"))  # a thread whose frames are not a list
+    (d / "rank2.json").write_text(_pyspy(88))
+    (d / "rank3.json").write_text(_pyspy('"eighty"'))  # a line that is not a number: that frame goes
+    doc = _json(p := run_cli("hang", "--stacks", str(d), "--json", timeout=60))
+    _no_crash(doc)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    text = json.dumps(doc)
+    assert "rank1.json: threads[0]: Expected `array`, got `bool` - at `$.frames`" in text
+    assert "rank0.json: Infinity is not a JSON number: read as null" in text
+    assert "distributed_c10d.py:88" in text  # rank 2, untouched, is diagnosed as before
+
+
+def _records_dir(tmp_path: Path, damage: dict) -> Path:  # type: ignore[type-arg]
+    d = tmp_path / "rec"
+    d.mkdir(exist_ok=True)
+    for r in range(2):
+        lines = [_rec(kind="header", rank=r, world_size=2, host="h", pid=100 + r, started=1.0)]
+        for seq in range(3):
+            call = dict(rank=r, group="0", seq=seq, op="all_reduce", reduce_op="SUM", dtype="float32", shapes=[[4]],
+                        numel=4, async_op=False, site="train.py:9", time=2.0 + seq)
+            lines.append(_rec(kind="enter", **call))
+            if not (r == 1 and seq == 2):
+                lines.append(_rec(kind="exit", **dict(call, time=2.5 + seq)))
+        if r == 1:
+            lines.append(_rec(kind="enter", **{**call, "seq": 3, **damage}))  # the damaged line
+            lines.append(_rec(kind="exit", **dict(call, seq=3)))  # its exit survives alone
+        (d / f"hooks-rank{r}.jsonl").write_text("\n".join(lines) + "\n")
+    return d
+
+
+@pytest.mark.parametrize("damage", [{"seq": [3]}, {"shapes": "4x4"}, {"shapes": [[2 ** 80]]}, {"time": "soon"},
+                                    {"op": None}, {"group": {"a": 1}}, {"async_op": "yes"}, {"root": 1.5}],
+                         ids=lambda d: next(iter(d)))
+@pytest.mark.parametrize("cmd", ["records", "hang"])
+def test_hook_records_with_wrong_typed_fields_are_counted_not_crashed(tmp_path: Path, damage: dict, cmd: str) -> None:  # type: ignore[type-arg]
+    d = _records_dir(tmp_path, damage)
+    argv = ("records", str(d)) if cmd == "records" else ("hang", "--records", str(d))
+    doc = _json(p := run_cli(*argv, "--json", timeout=60))
+    _no_crash(doc)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    from commdoctor.records import read_progress
+
+    prog = read_progress([str(d)])
+    assert prog[1].bad_lines == 1 and prog[1].last_entered is not None and prog[1].last_entered.seq == 2
+
+
+def test_a_number_of_five_thousand_digits_does_not_take_the_log_diagnosis_down(tmp_path: Path) -> None:
+    f = tmp_path / "rank0.log"
+    f.write_text("max locked memory       (kbytes, -l) " + "9" * 5000 + "\n" + OOM_LOG
+                 + "max locked memory       (kbytes, -l) 64\n")
+    doc = _json(p := run_cli("logs", str(f), "--json", timeout=60))
+    _no_crash(doc)
+    assert p.returncode == 1 and {"LOG031", "LOG035"} <= set(_codes(doc))
+
+
+_MUTANTS = {
+    "lone surrogate": lambda d: d["results"][0].update(summary="\ud800 half a pair"),
+    "deep nesting": lambda d: d["results"][0]["data"].update(deep="DEEP"),  # made 5000 deep in the text below
+    "finding title not text": lambda d: d["results"][-1]["findings"][0].update(title=["a"]),
+    "severity unknown": lambda d: d["results"][-1]["findings"][0].update(severity=7),
+    "evidence not a list": lambda d: d["results"][-1]["findings"][0].update(evidence=True),
+    "status unknown": lambda d: d["results"][0].update(status="exploded"),
+    "duration huge": lambda d: d["results"][0].update(duration_s=1e308),
+    "ranks of text": lambda d: d["results"][-1]["findings"][0].update(ranks="0,1"),
+}
+
+
+@pytest.mark.parametrize("name", list(_MUTANTS))
+def test_a_damaged_saved_report_shows_every_good_item_and_names_the_bad_one(tmp_path: Path, name: str) -> None:
+    log = tmp_path / "rank0.log"
+    log.write_text(OOM_LOG)
+    base = json.loads(run_cli("logs", str(log), "--json", timeout=60).stdout)
+    base["results"].append(json.loads(json.dumps(next(r for r in base["results"] if r["findings"]))))
+    _MUTANTS[name](base)
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps(base).replace('"DEEP"', "[" * 5000 + "]" * 5000))
+    for argv in (("view", str(saved), "--no-tui"), ("report", "--from", str(saved), "-o", str(tmp_path / "r"),
+                                                    "--bundle", str(tmp_path / "b.tar.gz"))):
+        p = run_cli(*argv, timeout=120)
+        assert "Traceback" not in p.stderr and p.returncode in (0, 1, 4), (argv[0], p.returncode, p.stderr[-2000:])
+        out = p.stdout + (tmp_path / "r.md").read_text() if argv[0] == "report" else p.stdout
+        assert "LOG031" in out, argv  # the good copy of the finding is still there

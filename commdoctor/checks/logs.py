@@ -269,7 +269,9 @@ def diagnose(m: Any) -> list[Cand]:
     if rest:
         out.append(_cand("LOG081", "other", 5, rest))
     ml = hs("memlock")
-    lim = [h for h in hs("memlock_limit") if (h.groups.get("kb") or "").isdigit() and int(h.groups["kb"]) <= 65536]
+    # Length first: int() of a 5,000-digit number raises (Python's 4300-digit limit) and took the whole diagnosis down.
+    lim = [h for h in hs("memlock_limit") if (h.groups.get("kb") or "").isdigit()
+           and len(h.groups["kb"].lstrip("0")) <= 5 and int(h.groups["kb"]) <= 65536]
     if ml:
         out.append(_cand("LOG035", "rlimit_memlock", 1, ml + lim, n=4))
     elif lim:

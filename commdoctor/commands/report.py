@@ -49,31 +49,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run_cmd.add_arguments(p)
 
 
-#: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).
-MAX_REPORT_BYTES = 256 << 20
-
-
 def _load(path: str) -> Any:
-    from commdoctor.model import Report
-    from commdoctor.safeopen import open_input
+    from commdoctor.safeopen import load_report
 
     try:
-        with open_input(path) as f:  # a named pipe nobody writes to, or /dev/zero, must not hang us
-            data = f.read(MAX_REPORT_BYTES + 1)
-        if len(data) > MAX_REPORT_BYTES:
-            raise ValueError(f"over {MAX_REPORT_BYTES >> 20} MB, far more than a report")
-        doc = json.loads(data.decode("utf-8-sig", "replace"))
+        report, problems = load_report(path)  # one way in: size cap, bounded FIFO wait, typed item by item
     except OSError as e:
         raise CommDoctorError(f"cannot read {path}: {e.strerror or e}; give a file written by `commdoctor ... --json`")
     except ValueError as e:
-        raise CommDoctorError(f"{path} is not JSON ({e}); give a file written by `commdoctor ... --json`")
-    if not isinstance(doc, dict):
-        raise CommDoctorError(f"{path} holds no commdoctor report (a JSON object with schema_version and results)")
-    try:
-        return Report.from_dict(doc)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CommDoctorError(f"{path} is not a commdoctor report ({type(e).__name__}: {e}); "
-                              "give a file written by `commdoctor ... --json`")
+        raise CommDoctorError(f"{path} is not a commdoctor report ({e}); give a file written by `commdoctor ... --json`")
+    for p in problems[:50]:
+        sys.stderr.write(f"commdoctor: {path}: {p}\n")
+    return report
 
 
 def _redacted_env(providers: dict[str, Any]) -> dict[str, Any]:

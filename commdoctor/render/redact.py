@@ -50,10 +50,11 @@ _Rule = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]", str], str]]
 
 # Every pattern here must run in time linear in its input (tests/test_regex_budget.py runs each on
 # 100 kB of every character class): a name is matched from its first character only (the look-behind),
-# its secret word is found by a bounded look-ahead, and the name itself is taken possessively, so a
-# long run of word characters is walked once, not once per starting position.
+# its secret word is found by a bounded look-ahead and the name is at most 160 characters, so a long
+# run of word characters costs a bounded amount of backtracking per run, not per starting position.
+# (No possessive quantifiers: they need Python 3.11 and the package supports 3.10.)
 _NAME_CH = r"A-Za-z0-9_.-"
-_NAME_BODY = rf"(?=[{_NAME_CH}]{{0,120}}?{_SECRET_WORDS})[{_NAME_CH}]{{1,160}}+"
+_NAME_BODY = rf"(?=[{_NAME_CH}]{{0,120}}?{_SECRET_WORDS})[{_NAME_CH}]{{1,160}}"
 _NAME = rf"(?<![{_NAME_CH}]){_NAME_BODY}"
 
 
@@ -106,8 +107,8 @@ _RULES: tuple[_Rule, ...] = (
     ("private-key", re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), _whole),
     # The end of a block whose start lies before this text (an excerpt cut into it).
     ("private-key", re.compile(r"\A[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"), _whole),
-    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/@:\"'<>]{0,256}+:[^\s/@\"'<>]{0,256}+@"), lambda m, k: m.group(1) + mark(k) + "@"),
-    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[A-Za-z0-9_\-.~%]{20,256}+@"), lambda m, k: m.group(1) + mark(k) + "@"),
+    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/@:\"'<>]{0,256}:[^\s/@\"'<>]{0,256}@"), lambda m, k: m.group(1) + mark(k) + "@"),
+    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[A-Za-z0-9_\-.~%]{20,256}@"), lambda m, k: m.group(1) + mark(k) + "@"),
     ("authorization-header", re.compile(r"(?i)\b((?:proxy-)?authorization)([\"']*\s*[:=][\"'\s]*)((?:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)[\"'\s]+)?([^\s\"',;]+)"), _auth),
     ("bearer-token", re.compile(r"(?i)\b(bearer[\"'\s]+)(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*"), _keep1),
     # Cookie and Set-Cookie headers: the whole value (session ids, CSRF tokens, signed cookies).
@@ -131,18 +132,18 @@ _RULES: tuple[_Rule, ...] = (
     # NAME=value, "name": "value", name: value, --name value, where the name says secret.
     ("secret-assignment", re.compile(rf"(?i)({_NAME})([\"']?[ \t]*[=:][ \t]*[\"']?)([^\s\"',;&]+)"), _assign),
     ("secret-argument", re.compile(rf"(?i)((?<![\w-])--?{_NAME_BODY})([ \t]+)(?!-)([^\s\"',;&]+)"), _assign),
-    ("secret-assignment", re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{0,120}+(?:(?<=_KEY)|(?<=_PASS)|(?<=_AUTH)))([ \t]*[=:][ \t]*[\"']?)([^\s\"',;&]+)"), _assign),
+    ("secret-assignment", re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{0,120}(?:(?<=_KEY)|(?<=_PASS)|(?<=_AUTH)))([ \t]*[=:][ \t]*[\"']?)([^\s\"',;&]+)"), _assign),
     # Passwords given to command-line clients: mysql -pPW, sshpass -p PW, curl -u user:PW, wget --user=u:PW.
     ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,200}?(?<!\S)-p)([^\s\"']+)"), _keep1_value2),
     ("cli-password", re.compile(r"(\bsshpass[ \t]+-p[ \t]*)([^\s\"']+)"), _keep1_value2),
-    ("cli-password", re.compile(r"((?<![\w-])(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)([^\s\"':@/]{1,128}+):([^\s\"']{1,256}+)"), _userpass),
+    ("cli-password", re.compile(r"((?<![\w-])(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)([^\s\"':@/]{1,128}):([^\s\"']{1,256})"), _userpass),
     # netrc: "machine HOST login USER password PW", and a line that is only "password PW".
-    ("netrc-password", re.compile(r"(?i)(\b(?:machine[ \t]+\S{1,256}+[ \t]+|default[ \t]+)(?:login[ \t]+\S{1,256}+[ \t]+)?password[ \t]+)(\S+)"), _keep1_value2),
-    ("netrc-password", re.compile(r"(?i)(\blogin[ \t]+\S{1,256}+[ \t]+password[ \t]+)(\S+)"), _keep1_value2),
-    ("netrc-password", re.compile(r"(?im)^([ \t]{0,40}+password[ \t]+)(\S+)[ \t]*$"), _keep1_value2),
+    ("netrc-password", re.compile(r"(?i)(\b(?:machine[ \t]+\S{1,256}[ \t]+|default[ \t]+)(?:login[ \t]+\S{1,256}[ \t]+)?password[ \t]+)(\S+)"), _keep1_value2),
+    ("netrc-password", re.compile(r"(?i)(\blogin[ \t]+\S{1,256}[ \t]+password[ \t]+)(\S+)"), _keep1_value2),
+    ("netrc-password", re.compile(r"(?im)^([ \t]{0,40}password[ \t]+)(\S+)[ \t]*$"), _keep1_value2),
     # A random-looking token (lower, upper and digits, 16+) shortly after a word that says secret.
     ("secret-after-word", re.compile(r"(?i)(\b(?:secret|token|password|passwd|pwd|api[ _-]?key|credentials?|access[ _-]?key|key)\b"
-                                     r"[^\n]{0,40}?)(?<![A-Za-z0-9/+=_-])([A-Za-z0-9/+=_.-]{16,200}+)"), _mixed_token),
+                                     r"[^\n]{0,40}?)(?<![A-Za-z0-9/+=_-])([A-Za-z0-9/+=_.-]{16,200})"), _mixed_token),
     # A line that is nothing but a long base64 run: the body of a key or certificate.
     ("base64-blob", re.compile(r"(?m)^([ \t]*)(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{60,}={0,2}[ \t]*$"), _keep1),
 )
@@ -165,10 +166,10 @@ _IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w]
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?:%[\w.-]+)?(?![\w:])")
 _MAC = re.compile(r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}(?:(?::[0-9A-Fa-f]{2}){14})?(?![\w:])")
 # host:pid:tid [dev] NCCL ..., the prefix NCCL puts on every line.
-_NCCL_PREFIX = re.compile(r"(?m)^(?:\[[^\]\n]{0,64}\]:?[ \t]*|\d{1,9}:[ \t]*)?([A-Za-z][A-Za-z0-9_.-]{0,255}+):\d+:\d+ \[\d+\] NCCL")
+_NCCL_PREFIX = re.compile(r"(?m)^(?:\[[^\]\n]{0,64}\]:?[ \t]*|\d{1,9}:[ \t]*)?([A-Za-z][A-Za-z0-9_.-]{0,255}):\d+:\d+ \[\d+\] NCCL")
 # "hostname: X" in free text; X must look like a host (a digit, dot or dash in it), so that
 # "host: unreachable" does not make every "unreachable" an alias.
-_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)[ \t]*[:=][ \t]*\"?(?=[^\s\"]{0,255}[\d.-])([A-Za-z][A-Za-z0-9_.\-\[\],]{0,255}+)")
+_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)[ \t]*[:=][ \t]*\"?(?=[^\s\"]{0,255}[\d.-])([A-Za-z][A-Za-z0-9_.\-\[\],]{0,255})")
 _CLOUD_HOST = re.compile(r"\bip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[A-Za-z0-9.-]+)?\b")
 _HOME = re.compile(r"/(?:home|Users|scratch|gpfs/home)/([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|\b)")
 _VERSIONISH = re.compile(r"(?i)\b(?:version|ver|v|cudnn|driver)[\s:=\"']*$")
@@ -185,9 +186,9 @@ _HOST_VARS = frozenset({"HOSTNAME", "MASTER_ADDR", "SLURMD_NODENAME", "SLURM_NOD
                         "SLURM_SUBMIT_HOST", "SLURM_LAUNCH_NODE_IPADDR", "HOST", "NODE_NAME", "POD_NAME"})
 # VAR=value in free text (an evidence line, a command line), and the launchers' host flags.
 _HOST_ASSIGN = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(sorted(_HOST_VARS)) + r"|MASTER_HOST|RDZV_ENDPOINT)"
-                          r"[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"',;]{1,512}+)")
+                          r"[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"',;]{1,512})")
 _HOST_FLAG = re.compile(r"(?<![\w-])--?(?:rdzv[-_]endpoint|master[-_]addr(?:ess)?|master[-_]host|hostname|host|hosts"
-                        r"|nodelist|node[-_]list)(?:=|[ \t]+)[\"']?([A-Za-z0-9][^\s\"',;]{0,511}+)")
+                        r"|nodelist|node[-_]list)(?:=|[ \t]+)[\"']?([A-Za-z0-9][^\s\"',;]{0,511})")
 _USER_KEYS = frozenset({"user", "username", "owner", "USER", "LOGNAME", "SUDO_USER", "SLURM_JOB_USER"})
 
 
