@@ -234,3 +234,23 @@ def test_report_and_bundle_carry_no_planted_secret(tmp_path: Path) -> None:
     md = (out / "r.md").read_text()
     assert "latest.log: a link to a file outside" in md and "listed and not read" in md
     assert md.count("[REDACTED:") >= len(S.SHAPES)
+
+
+def test_report_anonymize_hides_launcher_hosts_in_every_file(tmp_path: Path) -> None:
+    """SLURM_NODELIST (compressed), PET_RDZV_ENDPOINT's host, MASTER_ADDR and launcher flags, in a live report."""
+    from tests.conftest import run_cli
+
+    env = {"SLURM_NODELIST": "gpuq[07-08]", "SLURM_JOB_NODELIST": "gpuq[07-08]", "SLURMD_NODENAME": "gpuq07",
+           "PET_RDZV_ENDPOINT": "rdzvbox.corp.lan:29400", "MASTER_ADDR": "mastbox", "MASTER_PORT": "29500"}
+    out = tmp_path / "out"
+    out.mkdir()
+    p = run_cli("report", "--select", "ENV", "--anonymize", "--all-env", "--cmdline",
+                "torchrun --rdzv-endpoint=rdzv2box:29400 --master_addr=mast2box train.py", "-o", str(out / "r"),
+                "--bundle", str(out / "b.tar.gz"), "--json", env=env, timeout=240)
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    (out / "stdout.json").write_text(p.stdout)
+    leaks = sorted({(name, h) for name, data in _outputs(out)
+                    for h in ("gpuq", "rdzvbox", "corp.lan", "mastbox", "rdzv2box", "mast2box") if h.encode() in data})
+    assert leaks == [], leaks
+    doc = json.loads(p.stdout)
+    assert doc["environment"]["redaction"]["aliases"]["hostnames"] >= 5
