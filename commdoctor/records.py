@@ -236,6 +236,14 @@ def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | 
             yield d
 
 
+def _readable_lines(path: str) -> Iterator[dict[str, Any] | None]:
+    """``iter_lines``, ending quietly where the file cannot be read (a FIFO nobody writes, a device, an I/O error)."""
+    try:
+        yield from iter_lines(path)
+    except OSError:
+        return
+
+
 def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
     """Fold records files (or directories holding them) into each rank's progress."""
     files: list[str] = []
@@ -249,7 +257,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
     for path in files:
         prog: RankProgress | None = None
         bad = 0
-        for d in iter_lines(path):
+        for d in _readable_lines(path):
             if d is None:
                 bad += 1
                 continue

@@ -502,3 +502,13 @@ def test_a_damaged_saved_report_shows_every_good_item_and_names_the_bad_one(tmp_
         assert "Traceback" not in p.stderr and p.returncode in (0, 1, 4), (argv[0], p.returncode, p.stderr[-2000:])
         out = p.stdout + (tmp_path / "r.md").read_text() if argv[0] == "report" else p.stdout
         assert "LOG031" in out, argv  # the good copy of the finding is still there
+
+
+def test_hang_records_given_as_a_silent_fifo_do_not_crash_the_verdict(tmp_path: Path) -> None:
+    fifo = tmp_path / "hooks-rank0.jsonl"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    doc = _json(p := run_cli("hang", "--records", str(fifo), "--json", env=FAST_FIFO, timeout=60))
+    assert time.monotonic() - t0 < 30
+    _no_crash(doc)
+    assert p.returncode != 4, p.stderr[-2000:]
