@@ -68,15 +68,16 @@ class ResultDoc(msgspec.Struct, frozen=True):
 
 
 class ReportHead(msgspec.Struct, frozen=True):
+    # Required as in commdoctor/schema/report.schema.json: without them it is not a report of ours.
     schema_version: str
-    tool_version: str = ""
-    mode: str = ""
-    created: str = ""
-    host: str = ""
+    tool_version: str
+    mode: str
+    created: str
+    host: str
+    results: tuple[Any, ...]  # ResultDoc each
     argv: tuple[str, ...] = ()
     interrupted: bool = False
     environment: dict[str, Any] = {}
-    results: tuple[Any, ...] = ()  # ResultDoc each
     job: Optional[dict[str, Any]] = None
     nodes: tuple[Any, ...] = ()
 

@@ -56,6 +56,8 @@ def _load(path: str) -> Any:
         report, problems = load_report(path)  # one way in: size cap, bounded FIFO wait, typed item by item
     except OSError as e:
         raise CommDoctorError(f"cannot read {path}: {e.strerror or e}; give a file written by `commdoctor ... --json`")
+    except json.JSONDecodeError as e:
+        raise CommDoctorError(f"{path} is not JSON ({e}); give a file written by `commdoctor ... --json`")
     except ValueError as e:
         raise CommDoctorError(f"{path} is not a commdoctor report ({e}); give a file written by `commdoctor ... --json`")
     for p in problems[:50]:
