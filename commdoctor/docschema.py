@@ -147,13 +147,16 @@ def report_from_doc(doc: Any) -> tuple[Report, list[str]]:
     if not isinstance(doc, dict):
         raise ValueError(f"a JSON {type(doc).__name__}, not a report object")
     problems: list[str] = []
+    if "schema_version" not in doc or "results" not in doc:
+        raise ValueError("JSON, but not a commdoctor report (no 'schema_version' and 'results')")
+    version = doc.get("schema_version")
+    if not isinstance(version, str) or version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        raise ValueError(f"report schema {version!r} is not readable by this version "
+                         f"(reads {SCHEMA_VERSION.split('.')[0]}.x)")
     try:
         head = msgspec.convert(doc, ReportHead, strict=False)
     except msgspec.ValidationError as e:
-        raise ValueError(f"not a commdoctor report ({e})") from None
-    if head.schema_version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise ValueError(f"report schema {head.schema_version!r} is not readable by this version "
-                         f"(reads {SCHEMA_VERSION.split('.')[0]}.x)")
+        raise ValueError(f"not a commdoctor report: a damaged or foreign report ({e})") from None
     results = [r for i, x in enumerate(head.results) if (r := _result(x, f"results[{i}]", problems)) is not None]
     if head.results and not results:
         raise ValueError(f"a damaged or foreign report: not one result reads ({problems[0]})")
