@@ -13,11 +13,18 @@ wheel; the hooks never import this).
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 import msgspec
 
 from commdoctor.model import CAUSES, CheckResult, Evidence, Finding, Remedy, Report
+
+# Numbers a reader turns into per-rank work are bounded like the hooks' records (records.MAX_WORLD):
+# a claimed world or rank of 2**62 is damage, and would otherwise cost memory per claimed rank.
+_MAX_WORLD = 1 << 22
+Rank = Annotated[int, msgspec.Meta(ge=0, lt=_MAX_WORLD)]
+World = Annotated[int, msgspec.Meta(gt=0, le=_MAX_WORLD)]
+Small = Annotated[int, msgspec.Meta(ge=-(1 << 31), lt=1 << 31)]  # pids, thread ids, line numbers
 
 SeverityName = Literal["info", "warning", "error"]
 StatusName = Literal["passed", "failed", "skipped", "crashed", "timed_out"]
@@ -27,8 +34,8 @@ StageName = Literal["environment", "interfaces", "rendezvous", "pg_init", "colle
 class EvidenceDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
     source: str
     text: str
-    line: Optional[int] = None
-    rank: Optional[int] = None
+    line: Optional[Small] = None
+    rank: Optional[Rank] = None
     host: Optional[str] = None
 
 
@@ -46,7 +53,7 @@ class FindingDoc(msgspec.Struct, frozen=True):
     title: str
     cause: Optional[str] = None
     detail: str = ""
-    ranks: tuple[int, ...] = ()
+    ranks: tuple[Rank, ...] = ()
     hosts: tuple[str, ...] = ()
     evidence: tuple[Any, ...] = ()  # each item validated alone (EvidenceDoc), so one bad line drops only itself
     remedy: Optional[Any] = None  # RemedyDoc, validated alone
@@ -173,17 +180,17 @@ def report_from_doc(doc: Any) -> tuple[Report, list[str]]:
 class PySpyFrameDoc(msgspec.Struct, frozen=True):
     name: str = "?"
     filename: str = "?"
-    line: Optional[int] = None
+    line: Optional[Small] = None
     short_filename: Optional[str] = None
     module: Optional[str] = None
     locals: Any = None
 
 
 class PySpyThreadDoc(msgspec.Struct, frozen=True):
-    pid: Optional[int] = None
+    pid: Optional[Small] = None
     thread_id: Union[int, str, None] = None
     thread_name: Optional[str] = None
-    os_thread_id: Optional[int] = None
+    os_thread_id: Optional[Small] = None
     active: Optional[bool] = None
     owns_gil: Optional[bool] = None
     frames: tuple[Any, ...] = ()
@@ -192,7 +199,7 @@ class PySpyThreadDoc(msgspec.Struct, frozen=True):
 class FrameDoc(msgspec.Struct, frozen=True):
     function: str = "?"
     file: str = "?"
-    line: Optional[int] = None
+    line: Optional[Small] = None
     short_file: str = ""
     native: bool = False
 
@@ -200,21 +207,21 @@ class FrameDoc(msgspec.Struct, frozen=True):
 class ThreadDoc(msgspec.Struct, frozen=True):
     name: str = ""
     thread_id: Union[str, int, None] = None
-    os_thread_id: Optional[int] = None
+    os_thread_id: Optional[Small] = None
     active: Optional[bool] = None
     owns_gil: Optional[bool] = None
     frames: tuple[Any, ...] = ()
 
 
 class ProcessStackDoc(msgspec.Struct, frozen=True):
-    pid: Optional[int] = None
+    pid: Optional[Small] = None
     threads: tuple[Any, ...] = ()
     command: Optional[str] = None
 
 
 class RankDoc(msgspec.Struct, frozen=True):
-    rank: int
-    pid: Optional[int] = None
+    rank: Rank
+    pid: Optional[Small] = None
     host: str = ""
     proc_state: str = "unknown"
     stack: Optional[Any] = None
@@ -223,13 +230,13 @@ class RankDoc(msgspec.Struct, frozen=True):
     stack_hint: Optional[str] = None
     cpu_s: Optional[float] = None
     command: Optional[str] = None
-    local_rank: Optional[int] = None
+    local_rank: Optional[Rank] = None
 
 
 class SnapshotDoc(msgspec.Struct, frozen=True):
     ranks: tuple[Any, ...] = ()
     source: str = "saved"
-    world_size: Optional[int] = None
+    world_size: Optional[World] = None
     host: str = ""
     taken_at: Optional[float] = None
     elapsed_s: Optional[float] = None
