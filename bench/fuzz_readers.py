@@ -48,6 +48,11 @@ def run(reader: str, n: int, seed_: int) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - counted, and the first few kept for the report
             bugs.append(traceback.format_exc()[-1500:])
         times.append(time.perf_counter() - t0)
+        if len(times) % 1000 == 0:  # partial figures, so a run stopped early still says what it saw
+            print(json.dumps({"reader": reader, "progress": len(times), "bugs": len(bugs),
+                              "over_10s": sum(t > SLOW_S for t in times), "slowest_s": round(max(times), 3),
+                              "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}),
+                  flush=True)
 
     # Generation only (no shrinking, no database): every example is a new input, and a bug does not stop the run.
     prop = seed(seed_)(settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
