@@ -90,6 +90,29 @@ def _budgeted(paths: Sequence[str], per_file: int, total: int) -> Iterable[tuple
         left = max(0, left - per_file)
 
 
+def _list(paths: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
+    """``excerpts.list_files``, less the links found in a folder that point out of it.
+
+    A report is made to be shared: a ``latest.log`` link to ``/etc/passwd`` or ``~/.netrc``
+    in a log folder must not carry that file into it. Such links are listed (so the user
+    sees what was left out and why) and never opened. A file named on the command line
+    is the user's own choice and is read even if it is a link.
+    """
+    files, problems = excerpts.list_files(paths, limit)
+    folders = [(os.path.abspath(p), os.path.realpath(p)) for p in paths if os.path.isdir(p)]
+    kept = []
+    for f in files:
+        full = os.path.abspath(f)
+        home = next(((a, r) for a, r in folders if full.startswith(a.rstrip(os.sep) + os.sep)), None)
+        if home is not None:
+            real = os.path.realpath(f)
+            if not real.startswith(home[1].rstrip(os.sep) + os.sep):
+                problems.append(f"{f}: a link to a file outside {home[0]}, listed and not read")
+                continue
+        kept.append(f)
+    return kept, problems
+
+
 def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Sequence[str] = (),
            records: Sequence[str] = (), stacks: Sequence[str] = (), fr: Sequence[str] = (),
            cmdlines: Sequence[str] = (), limits: Limits | None = None) -> Raw:
@@ -97,7 +120,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
     raw = Raw(report=report, system=dict(system) if system else None)
     cited = _cited(report)
 
-    files, problems = excerpts.list_files(logs, lim.max_files)
+    files, problems = _list(logs, lim.max_files)
     raw.problems += [f"--logs {p}" for p in problems]
     for path, budget in _budgeted(files, lim.log_file, lim.logs_total):
         lines = {ln: code for src, ln, _, code in cited if ln and _matches(src, path)}
@@ -107,7 +130,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
             raw.problems.append(f"--logs {path}: {x.error}")
         raw.logs.append((path, x))
 
-    rfiles, problems = excerpts.list_files(records, lim.max_files)
+    rfiles, problems = _list(records, lim.max_files)
     raw.problems += [f"--records {p}" for p in problems]
     for path, budget in _budgeted(rfiles, lim.record_file, lim.records_total):
         x = excerpts.excerpt_file(path, interest=excerpts.RECORD_RE, prefilter=None, before=0, after=0,
@@ -120,7 +143,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         except (OSError, ValueError) as e:
             raw.problems.append(f"--records: {e}")
 
-    sfiles, problems = excerpts.list_files(stacks, lim.max_files)
+    sfiles, problems = _list(stacks, lim.max_files)
     raw.problems += [f"--stacks {p}" for p in problems]
     for path, budget in _budgeted(sfiles, lim.stack_file, lim.stacks_total):
         try:
@@ -133,7 +156,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         except OSError as e:
             raw.problems.append(f"--stacks {path}: {e.strerror or e}")
 
-    ffiles, problems = excerpts.list_files(fr, lim.max_files)
+    ffiles, problems = _list(fr, lim.max_files)
     raw.problems += [f"--fr {p}" for p in problems]
     for path, budget in _budgeted(ffiles, lim.fr_file, lim.fr_total):
         raw.fr.append((path, read_fr_dump(path, budget)))
