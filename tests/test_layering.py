@@ -37,7 +37,7 @@ from tests.conftest import REPO
 PKG = REPO / "commdoctor"
 UI = {"rich", "textual"}
 #: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
-LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records"}
+LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records", "commdoctor.safeopen"}
 #: Layers that run headless, upstream of the console and the TUI.
 HEADLESS = ["model", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
 #: The diagnosis: what loaders feed, never what they import. (The rule tables in commdoctor.rules.* are
@@ -189,9 +189,10 @@ def test_hooks_import_only_stdlib_torch_and_their_own_package(path: Path) -> Non
 
 
 def test_the_shared_leaves_import_only_the_standard_library() -> None:
+    """Each leaf imports the standard library and other leaves only, so all of them stay stdlib-only."""
     for leaf in sorted(LEAVES):
         f = PKG / "__init__.py" if leaf == "commdoctor" else PKG / f"{leaf.split('.')[1]}.py"
-        bad = [f"{f.name}:{line} imports {n}" for line, n in imports_in(f) if not is_stdlib(n)]
+        bad = [f"{f.name}:{line} imports {n}" for line, n in imports_in(f) if not is_stdlib(n) and n not in LEAVES]
         assert bad == [], leaf
 
 
@@ -227,7 +228,7 @@ def test_offline_commands_run_without_torch(name: str, tmp_path: Path) -> None:
         "import io, contextlib\nfrom commdoctor.cli import main\n"
         "out, err = io.StringIO(), io.StringIO()\n"
         f"with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n    rc = main({argv!r})\n"
-        "assert rc in (0, 1), (rc, out.getvalue()[-2000:], err.getvalue()[-2000:])  # 1: findings\n"
+        "assert rc in (0, 1, 4), (rc, out.getvalue()[-2000:], err.getvalue()[-2000:])  # 1: findings; 4: the saved run had a crashed check\n"
         "assert 'Traceback' not in err.getvalue(), err.getvalue()[-2000:]"
     )
     assert "torch" not in tops(mods), f"commdoctor {' '.join(argv)} imported torch"
