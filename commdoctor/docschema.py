@@ -297,3 +297,17 @@ def clean_stacks(doc: Any) -> tuple[Any, list[str]]:
             ranks.append(rd)
         return dict(msgspec.to_builtins(snap), ranks=ranks), problems
     raise ValueError("neither py-spy's thread list nor a commdoctor snapshot")
+
+
+def load_report(path: str) -> tuple[Any, list[str]]:
+    """A saved ``--json`` report as a ``Report``, and the items left out or repaired, by name.
+
+    Raises ``OSError`` (cannot be read) or ``ValueError`` (not a report). One bad
+    result, finding or evidence line is left out and named; the rest is kept
+    (this module's types).
+    """
+    from commdoctor.safeopen import parse_json, read_limited
+
+    doc, notes = parse_json(read_limited(path))
+    report, problems = report_from_doc(doc)
+    return report, notes + problems

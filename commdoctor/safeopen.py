@@ -1,7 +1,6 @@
 """Open a user-named input file without ever blocking on it; read compressed streams as far as they go.
 
-Promise: standard library only, cheap to import (``load_report`` imports
-msgspec when called). ``open_input(path)`` opens a
+Promise: standard library only, cheap to import. ``open_input(path)`` opens a
 regular file at once; a named pipe (FIFO) is opened without blocking and
 waits at most ``FIFO_WAIT_S`` for a process to write to it, so a pipe nobody
 writes to is an ``OSError`` naming the path, not a hang; anything else (a
@@ -12,9 +11,9 @@ decompressing reader so that a truncated or damaged .gz/.bz2/.xz yields every
 byte before the damage, then records the error in ``.error`` and ends, instead
 of losing the last buffered block; it also ends a stream whose output passes
 ``MAX_RATIO`` times its compressed input (a decompression bomb).
-``parse_json`` and ``load_report`` are the one way in for JSON documents: size
-capped, NaN/Infinity refused, nesting and element counts bounded, lone
-surrogates repaired, then typed item by item (``commdoctor.docschema``).
+``parse_json`` is the one way in for JSON documents: size capped,
+NaN/Infinity refused, nesting and element counts bounded, lone surrogates
+repaired; ``commdoctor.docschema.load_report`` then types a saved report item by item.
 """
 
 from __future__ import annotations
@@ -398,17 +397,3 @@ def _cut_deep(text: str, max_depth: int) -> tuple[str, int]:
             depth -= 1
     out.append(text[last:])
     return "".join(out), cut
-
-
-def load_report(path: str) -> tuple[Any, list[str]]:
-    """A saved ``--json`` report as a ``Report``, and the items left out or repaired, by name.
-
-    Raises ``OSError`` (cannot be read) or ``ValueError`` (not a report). One bad
-    result, finding or evidence line is left out and named; the rest is kept
-    (``commdoctor.docschema``).
-    """
-    from commdoctor.docschema import report_from_doc
-
-    doc, notes = parse_json(read_limited(path))
-    report, problems = report_from_doc(doc)
-    return report, notes + problems

@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> Any:
-    from commdoctor.safeopen import load_report
+    from commdoctor.docschema import load_report
 
     try:
         report, problems = load_report(path)  # one way in: size cap, bounded FIFO wait, typed item by item

@@ -31,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load(path: str) -> Report:
-    """Read a saved report, or say exactly why it cannot be read (commdoctor.safeopen.load_report)."""
+    """Read a saved report, or say exactly why it cannot be read (commdoctor.docschema.load_report)."""
     import sys
 
-    from commdoctor.safeopen import load_report
+    from commdoctor.docschema import load_report
 
     try:
         report, problems = load_report(path)
