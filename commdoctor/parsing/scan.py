@@ -240,8 +240,8 @@ class Scanner:
 
     def _transports(self, body: bytes, first_line: int, flags: set[int]) -> None:
         # One pass per pattern: the first time a key shows in this stream, its line is reported
-        # (in pattern order, then position, as before); a second findall pass over the block
-        # cost a fifth of a 1 MB rank file's scan.
+        # (in pattern order, then position). The regex scan of the block itself remains the main
+        # per-file cost at job scale (bench/README.md, "Logs at job scale").
         seen = self._seen_transports
         assert self.on_transport is not None
         report = self.on_transport
