@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
@@ -60,9 +61,20 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor.loaders.logs import load_logs
     from commdoctor.pipeline import Context, Facts, plan, run_checks
 
+    from commdoctor.render.progress import progress
+
     opts = options_from(args)
-    facts = Facts({"log_model": lambda ctx: load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"),
-                                                      skipped=ctx.options.extra.get("skipped", ()))})
+    # A meter on stderr for long scans: only on a terminal, never with --json (machine output) or in a pipe.
+    show = not getattr(args, "json", False) and sys.stderr.isatty()
+    total = sum(os.path.getsize(f) for f in opts.inputs if f != "-") or None
+
+    def load(ctx: Context) -> object:
+        with progress(total, "reading logs (bytes)", enabled=show) as meter:
+            return load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"),
+                             skipped=ctx.options.extra.get("skipped", ()),
+                             progress=lambda st: meter.advance(st.bytes))
+
+    facts = Facts({"log_model": load})
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     ctx = Context(options=opts, facts=facts)
     n = len(opts.inputs)

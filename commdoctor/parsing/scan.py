@@ -239,26 +239,21 @@ class Scanner:
         return out
 
     def _transports(self, body: bytes, first_line: int, flags: set[int]) -> None:
+        # One pass per pattern: the first time a key shows in this stream, its line is reported
+        # (in pattern order, then position). The regex scan of the block itself remains the main
+        # per-file cost at job scale (bench/README.md, "Logs at job scale").
         seen = self._seen_transports
-        found: set[bytes] = set()
-        res = self._transport_res(flags)
-        for rx in res:
-            found.update(rx.findall(body))
-        new = found - seen
-        if not new:
-            return
-        seen |= new
-        if len(seen) > 200000:  # a pathological log: keep memory bounded
-            seen.clear()
         assert self.on_transport is not None
-        for rx in res:
+        report = self.on_transport
+        for rx in self._transport_res(flags):
             for m in rx.finditer(body):
                 key = m.group(1)
-                if key in new:
-                    new.discard(key)
-                    start = body.rfind(b"\n", 0, m.start()) + 1
-                    stop = body.find(b"\n", m.end())
-                    line = first_line + body.count(b"\n", 0, start)
-                    self.on_transport(line, body[start:stop if stop != -1 else len(body)], key)
-                    if not new:
-                        return
+                if key in seen:
+                    continue
+                seen.add(key)
+                start = body.rfind(b"\n", 0, m.start()) + 1
+                stop = body.find(b"\n", m.end())
+                line = first_line + body.count(b"\n", 0, start)
+                report(line, body[start:stop if stop != -1 else len(body)], key)
+        if len(seen) > 200000:  # a pathological log: keep memory bounded
+            seen.clear()
