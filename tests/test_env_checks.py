@@ -63,6 +63,21 @@ def test_unknown_variable_gets_did_you_mean(bad_vars) -> None:  # type: ignore[n
     assert "NCCL_FROBNICATE is not a variable NCCL reads" in f
 
 
+def test_nvidia_image_metadata_is_not_an_unknown_variable() -> None:
+    # The environment an NVIDIA CUDA image exports (values from the H100 capture
+    # in /work/shared/gpu-captures/host): NCCL reads none of it, so none of it is
+    # a typo -- while a real typo next to it still is.
+    doc, p = run_env("ENV05", NCCL_VERSION="2.28.3-1", NV_LIBNCCL_PACKAGE_VERSION="2.28.3-1",
+                     NV_CUDA_LIB_VERSION="12.9.1-1", NVIDIA_VISIBLE_DEVICES="all",
+                     NVIDIA_DRIVER_CAPABILITIES="compute,utility", NVIDIA_REQUIRE_CUDA="cuda>=12.9",
+                     CUDA_VERSION="12.9.1", NCCL_SOCKET_IFNAM="eth0")
+    titles = list(by_title(doc, "ENV050"))
+    assert titles == ["NCCL_SOCKET_IFNAM is not a variable NCCL reads; did you mean NCCL_SOCKET_IFNAME?"], titles
+    r = result(doc, "env.vars")
+    assert "NCCL_VERSION: image metadata, not read by NCCL" in r["summary"], r
+    assert r["data"]["image_metadata"] == ["NCCL_VERSION"]
+
+
 def test_deprecated_variables_name_their_replacement(bad_vars) -> None:  # type: ignore[no-untyped-def]
     f = by_title(bad_vars, "ENV051")
     assert f["NCCL_ASYNC_ERROR_HANDLING is deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING"]["remedy"]["summary"] == \

@@ -445,8 +445,15 @@ class EnvVarsCheck(Check):
     def run(self, run: CheckRun) -> Iterator[Finding]:
         env: dict[str, str] = run.fact("comm_env")
         checked = {k: v for k, v in env.items() if k.startswith(("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_FR_", "TORCH_GLOO_"))}
+        # An image's self-description (NCCL_VERSION in NVIDIA's CUDA images) is
+        # not a setting: reporting it as a typo would blame a stock image.
+        metadata = sorted(k for k in checked if k in V.IMAGE_METADATA)
+        for k in metadata:
+            del checked[k]
         run.data["variables"] = dict(sorted(env.items()))
-        run.summary(f"{len(checked)} set" + (": " + ", ".join(sorted(checked)) if checked else ""))
+        run.data["image_metadata"] = metadata
+        run.summary(f"{len(checked)} set" + (": " + ", ".join(sorted(checked)) if checked else "")
+                    + (f" ({', '.join(metadata)}: image metadata, not read by NCCL)" if metadata else ""))
         # Typos and wrong syntax change behaviour silently, so they come before costs.
         order = {"ENV054": 0, "ENV050": 1, "ENV053": 2, "ENV051": 3, "ENV052": 4}
         out: list[Finding] = []

@@ -147,6 +147,13 @@ DEPRECATED: dict[str, str | None] = {
     "NCCL_SINGLE_RING_THRESHOLD": None,
 }
 
+#: Variables container images set to describe themselves, not to configure
+#: anything: NVIDIA's CUDA images export NCCL_VERSION (the libnccl package they
+#: installed, e.g. 2.28.3-1) next to NV_*, NVIDIA_* and CUDA_VERSION. NCCL has
+#: no NCCL_PARAM or ncclGetEnv for NCCL_VERSION (the name is only a macro in
+#: nccl.h), so it is neither a setting nor a typo of one.
+IMAGE_METADATA: frozenset[str] = frozenset({"NCCL_VERSION"})
+
 #: (name, value that costs performance, what it turns off). Values compare
 #: case-insensitively after stripping.
 SLOW_SETTINGS: tuple[tuple[str, str, str], ...] = (
