@@ -14,8 +14,9 @@ class ExitCode(enum.IntEnum):
     OK = 0  # healthy: no finding at or above the failure threshold
     FINDINGS = 1  # findings at or above --fail-on
     USAGE = 2  # bad command line or unreadable input
-    INTERNAL = 3  # a bug in commdoctor
-    INTERRUPTED = 130  # Ctrl-C
+    INTERNAL = 3  # a bug in commdoctor: it stopped with a traceback
+    INCOMPLETE = 4  # a check crashed or timed out: the diagnosis is incomplete (whatever was found)
+    INTERRUPTED = 130  # Ctrl-C (or SIGTERM): the diagnosis is incomplete
 
 
 class CommDoctorError(Exception):

@@ -278,6 +278,48 @@ class Report:
                 return f
         return None
 
+    def incomplete(self) -> list[str]:
+        """Why the diagnosis is incomplete (interrupted; checks that crashed or timed out); empty when complete."""
+        why = ["the run was interrupted"] if self.interrupted else []
+        for st in (Status.CRASHED, Status.TIMED_OUT):
+            names = [r.check for r in self.results if r.status is st]
+            if names:
+                why.append(f"{len(names)} check{'s' if len(names) != 1 else ''} {st.value.replace('_', ' ')} "
+                           f"({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})")
+        return why
+
+    def unreadable(self) -> bool:
+        """Whether inputs were given and not one could be read (a FIFO nobody wrote to, a zip, /dev/zero).
+
+        Offline checks publish what they read under ``data["inputs"]``: one entry per
+        input with its ``error``, the ``lines`` read and the binary lines skipped.
+        """
+        for r in self.results:
+            inputs = r.data.get("inputs") if isinstance(r.data, dict) else None
+            if isinstance(inputs, list) and inputs and all(
+                    isinstance(i, dict) and i.get("error")
+                    and (_int0(i.get("lines")) <= _int0(i.get("skipped_binary")) or "all NUL bytes" in str(i["error"]))
+                    for i in inputs):
+                return True
+        return False
+
+    def outcome(self) -> str:
+        """The run in one word: "unreadable" (no input could be read), "incomplete" (interrupted, a check
+        crashed or timed out: it wins over anything found), then "errors", "warnings", "healthy".
+
+        A report that could not look everywhere must not read as healthy, nor as a
+        complete diagnosis: the findings it has are kept, and its exit status says
+        it is incomplete (docs/cli.md, "Exit codes").
+        """
+        if self.unreadable():
+            return "unreadable"
+        if self.incomplete():
+            return "incomplete"
+        worst = max((f.severity.rank for f in self.findings()), default=-1)
+        if worst >= Severity.ERROR.rank:
+            return "errors"
+        return "warnings" if worst >= Severity.WARNING.rank else "healthy"
+
     def counts(self) -> dict[str, int]:
         out = {s.value: 0 for s in Status}
         for r in self.results:
@@ -296,6 +338,7 @@ class Report:
             "host": self.host,
             "argv": list(self.argv),
             "interrupted": self.interrupted,
+            "outcome": self.outcome(),
             "environment": self.environment,
             "verdict": v.to_dict() if v else None,
             "counts": self.counts(),
@@ -329,3 +372,7 @@ class Report:
             job=dict(d["job"]) if isinstance(d.get("job"), dict) else None,
             nodes=[dict(n) for n in d.get("nodes") or () if isinstance(n, dict)],
         )
+
+
+def _int0(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0

@@ -130,6 +130,75 @@ def with_rotated(files: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# -- typed validation of a record line (standard library: the hooks import this module) -----------
+
+_STR = (str,)
+_OPT_STR = (str, type(None))
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int and -(1 << 63) <= v < (1 << 63)
+
+
+def _is_num(v: Any) -> bool:
+    return (type(v) is int and abs(v) < (1 << 63)) or (type(v) is float and v == v and abs(v) != float("inf"))
+
+
+def _opt_int(v: Any) -> bool:
+    return v is None or _is_int(v)
+
+
+def _shapes(v: Any) -> bool:
+    return isinstance(v, list) and len(v) <= 4096 and all(
+        isinstance(s, list) and len(s) <= 64 and all(_is_int(x) and x >= 0 for x in s) for s in v)
+
+
+#: kind -> field -> check. A field that is absent is not checked (readers use their defaults);
+#: one that is present with the wrong type makes the whole line damaged (counted, skipped).
+_FIELDS: dict[str, dict[str, Any]] = {
+    "header": {"world_size": _opt_int, "pid": _opt_int, "host": _OPT_STR, "started": lambda v: v is None or _is_num(v),
+               "torch": _OPT_STR},
+    "enter": {"group": lambda v: isinstance(v, str) or _is_int(v), "seq": _is_int, "op": _STR, "time": _is_num,
+              "reduce_op": _OPT_STR, "dtype": _OPT_STR, "shapes": lambda v: v is None or _shapes(v),
+              "numel": _opt_int, "peer": _opt_int, "root": _opt_int, "device": _OPT_STR,
+              "async_op": lambda v: type(v) is bool, "site": _OPT_STR, "error": _OPT_STR},
+    "mismatch": {"group": lambda v: v is None or isinstance(v, str) or _is_int(v), "seq": _opt_int,
+                 "message": _OPT_STR, "detail": lambda v: v is None or isinstance(v, dict), "time": _is_num},
+    "warning": {"message": _OPT_STR, "time": _is_num},
+    "alive": {"time": _is_num},
+}
+_FIELDS["exit"] = _FIELDS["enter"]
+_REQUIRED = {"enter": ("group", "seq", "op", "time"), "exit": ("group", "seq", "op", "time")}
+
+
+def damaged(d: dict[str, Any]) -> str | None:
+    """Why a parsed record line cannot be trusted (a field of the wrong type), or None when it can.
+
+    Every reader goes through ``iter_lines``, so checks and loaders see only records
+    whose known fields have the types the writer gives them: a ``seq`` of ``[]`` or a
+    ``time`` of ``"x"`` is one damaged line, counted, not a crash of the check that
+    happens to read it.
+    """
+    if _rank(d.get("rank")) is None:
+        return "rank is not a rank number"
+    kind = d.get("kind")
+    if not isinstance(kind, str):
+        return "kind is not a name"
+    spec = _FIELDS.get(kind)
+    if spec is None:
+        return None  # a kind this version does not know: readers skip it
+    for name in _REQUIRED.get(kind, ()):
+        if name not in d:
+            return f"{kind} without {name}"
+    for name, check in spec.items():
+        if name in d:
+            v = d[name]
+            ok = isinstance(v, check) if isinstance(check, tuple) else check(v)
+            if not ok:
+                return f"{kind}.{name} has the wrong type ({type(v).__name__})"
+    return None
+
+
 def _no_constant(name: str) -> Any:
     # NaN and Infinity are not JSON and no writer of ours emits them: the line is damaged.
     raise ValueError(f"{name} is not a number a record holds")
@@ -139,9 +208,14 @@ def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | 
     """Yield each parsed line of a records file, or None for a line that is not a record.
 
     Memory stays bounded by ``max_line`` whatever the file holds: an over-long
-    line (binary junk without newlines) is skipped in ``max_line`` steps.
+    line (binary junk without newlines) is skipped in ``max_line`` steps. A line
+    whose known fields have the wrong types (``damaged``) is not a record either.
+    The file is opened through ``safeopen.open_input``: a FIFO is waited on only
+    briefly and a device is refused.
     """
-    with open(path, "rb") as f:
+    from commdoctor.safeopen import open_input
+
+    with open_input(path) as f:
         while True:
             raw = f.readline(max_line + 1)
             if not raw:
@@ -156,10 +230,18 @@ def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | 
             except (UnicodeDecodeError, ValueError, RecursionError):
                 yield None
                 continue
-            if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+            if not isinstance(d, dict) or d.get("schema") != SCHEMA or damaged(d) is not None:
                 yield None
                 continue
             yield d
+
+
+def _readable_lines(path: str) -> Iterator[dict[str, Any] | None]:
+    """``iter_lines``, ending quietly where the file cannot be read (a FIFO nobody writes, a device, an I/O error)."""
+    try:
+        yield from iter_lines(path)
+    except OSError:
+        return
 
 
 def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
@@ -175,7 +257,7 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
     for path in files:
         prog: RankProgress | None = None
         bad = 0
-        for d in iter_lines(path):
+        for d in _readable_lines(path):
             if d is None:
                 bad += 1
                 continue

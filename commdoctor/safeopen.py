@@ -1,13 +1,20 @@
 """Open a user-named input file without ever blocking on it; read compressed streams as far as they go.
 
-Promise: standard library only, cheap to import. ``open_input(path)`` opens a
+Promise: standard library only, cheap to import (``load_report`` imports
+msgspec when called). ``open_input(path)`` opens a
 regular file at once; a named pipe (FIFO) is opened without blocking and
 waits at most ``FIFO_WAIT_S`` for a process to write to it, so a pipe nobody
 writes to is an ``OSError`` naming the path, not a hang; anything else (a
 device like /dev/zero, a socket, a directory) is an ``OSError`` saying what it
-is. ``Salvaging(stream)`` wraps a decompressing reader so that a truncated or
-damaged .gz/.bz2/.xz yields every byte before the damage, then records the
-error in ``.error`` and ends, instead of losing the last buffered block.
+is. ``refuse_container(head)`` names a zip, tar, 7z, zstd, pickle or binary
+that a text reader must not read as text. ``Salvaging(stream)`` wraps a
+decompressing reader so that a truncated or damaged .gz/.bz2/.xz yields every
+byte before the damage, then records the error in ``.error`` and ends, instead
+of losing the last buffered block; it also ends a stream whose output passes
+``MAX_RATIO`` times its compressed input (a decompression bomb).
+``parse_json`` and ``load_report`` are the one way in for JSON documents: size
+capped, NaN/Infinity refused, nesting and element counts bounded, lone
+surrogates repaired, then typed item by item (``commdoctor.docschema``).
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ import errno
 import io
 import lzma
 import os
+import re
 import stat
 import time
 import zlib
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 def _fifo_wait() -> float:
     try:
@@ -106,6 +114,83 @@ def open_input(path: str, fifo_wait_s: float | None = None) -> BinaryIO:
     raise OSError(errno.EINVAL, f"{kind_of(mode)}, not a regular file")
 
 
+#: Formats a text reader must not read as text: (magic at offset 0, what it is, what to do).
+_CONTAINERS: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a zip archive"),
+    (b"PK\x05\x06", "an empty zip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"\x28\xb5\x2f\xfd", "a Zstandard archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x7fELF", "an executable (ELF)"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\x80\x02", "a Python pickle"),
+    (b"\x80\x04", "a Python pickle"),
+    (b"\x80\x05", "a Python pickle"),
+)
+
+
+def refuse_container(head: bytes) -> None:
+    """Raise ``OSError`` naming what ``head`` is, when it starts a format no text reader should read.
+
+    A zip of logs read as text gives a few lines of compressed noise and a "healthy"
+    verdict; naming the format tells the user to unpack it. gzip, bzip2 and xz are
+    not refused: the readers decompress them.
+    """
+    for magic, what in _CONTAINERS:
+        if head.startswith(magic):
+            raise OSError(errno.EINVAL, f"{what}, not a text log (unpack it and give the files or folder)")
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        raise OSError(errno.EINVAL, "a tar archive, not a text log (unpack it: tar -xf FILE, and give the folder)")
+
+
+#: A stream whose first this many bytes are all NUL is not a log (``logs - < /dev/zero``).
+NUL_LIMIT = 64 << 20
+
+
+class NulGuard(io.RawIOBase):
+    """A stream that raises ``OSError`` when its first ``NUL_LIMIT`` bytes are all NUL.
+
+    Logs of a node that crashed can hold a hole of NULs, so NULs alone stop nothing;
+    but nothing but NULs for 64 MiB is a device or a sparse file, and reading it to
+    the end (for /dev/zero, never) would only spend the deadline.
+    """
+
+    def __init__(self, inner: BinaryIO, limit: int = NUL_LIMIT) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._seen = 0
+        self._text = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._inner.read1(len(b)) if hasattr(self._inner, "read1") else self._inner.read(len(b))
+        if not self._text and data:
+            if data.count(0) == len(data):
+                self._seen += len(data)
+                if self._seen >= self._limit:
+                    raise OSError(errno.EINVAL, f"the first {self._seen >> 20} MiB are all NUL bytes: "
+                                  "not a log (a device or an empty sparse file?)")
+            else:
+                self._text = True
+        b[:len(data)] = data
+        return len(data)
+
+
+def guarded_stdin() -> BinaryIO:
+    """Standard input for a text reader: buffered (it can be peeked) and cut when it is nothing but NULs."""
+    import sys
+
+    return io.BufferedReader(NulGuard(sys.stdin.buffer))
+
+
+#: Decompressed bytes allowed per compressed byte once past ``RATIO_FREE`` bytes of output.
+MAX_RATIO = 200
+RATIO_FREE = 64 << 20
+
+
 class Salvaging(io.RawIOBase):
     """Read a decompressing stream chunk by chunk; on damage keep what came before and stop.
 
@@ -115,10 +200,12 @@ class Salvaging(io.RawIOBase):
     error ends the stream and is kept in ``error`` for the caller to report.
     """
 
-    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None) -> None:
+    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None, max_ratio: int = MAX_RATIO) -> None:
         self._inner = inner
         self._under = under  # the compressed file, closed with us (GzipFile leaves its fileobj open)
         self.error: str = ""
+        self._out = 0
+        self._max_ratio = max_ratio
 
     def readable(self) -> bool:
         return True
@@ -131,6 +218,16 @@ class Salvaging(io.RawIOBase):
         except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:  # BadGzipFile is an OSError
             self.error = f"{type(e).__name__}: {e}"
             return 0
+        self._out += len(data)
+        if self._out > RATIO_FREE and self._under is not None and self._max_ratio:
+            # A decompression bomb (2 MB of gzip holding 2 GiB of newlines) is cut, not read for minutes.
+            try:
+                used = max(1, self._under.tell())
+            except (OSError, ValueError):
+                used = 0
+            if used and self._out > used * self._max_ratio:
+                self.error = (f"decompressed {self._out >> 20} MiB from {max(1, used >> 10)} KiB, over the "
+                              f"{self._max_ratio}:1 ratio a log reaches (a decompression bomb?); read that far")
         b[:len(data)] = data
         return len(data)
 
@@ -175,3 +272,143 @@ class Utf16ToUtf8(io.RawIOBase):
                 self._inner.close()
             finally:
                 super().close()
+
+
+# -- one way in for JSON documents (reports, saved stacks) ----------------------------------------
+
+#: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).
+MAX_JSON_BYTES = 256 << 20
+#: Deeper than this no document of ours goes; deeper input is cut there (renderers recurse).
+MAX_JSON_DEPTH = 64
+#: Elements visited while cleaning a document: a budget of work, not of depth alone.
+MAX_JSON_NODES = 4_000_000
+
+
+def read_limited(path: str, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of ``path`` (bounded wait on a FIFO, devices refused), or ``OSError`` when over ``max_bytes``."""
+    with open_input(path) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"over {max_bytes >> 20} MiB, far more than this kind of file holds")
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(data: bytes, max_depth: int = MAX_JSON_DEPTH, max_nodes: int = MAX_JSON_NODES,
+               nonfinite_as_null: bool = False) -> tuple[Any, list[str]]:
+    """Parse untrusted JSON into plain data that every reader and renderer can walk safely.
+
+    ``ValueError`` for what is not JSON (NaN and Infinity included, nesting too deep
+    for the parser, more than ``max_nodes`` elements). Otherwise the document, with
+    lone surrogates replaced by U+FFFD (they cannot be written as UTF-8) and anything
+    nested deeper than ``max_depth`` replaced by a note; the second value lists what
+    was changed, for the reader to report. ``nonfinite_as_null``: NaN and Infinity
+    become null (a frame's line unknown) and are noted, instead of refusing the file.
+    """
+    import json
+
+    text = data.decode("utf-8-sig", "replace")
+    notes: list[str] = []
+
+    def as_null(name: str) -> Any:
+        if len(notes) < 20:
+            notes.append(f"{name} is not a JSON number: read as null")
+        return None
+
+    constant = as_null if nonfinite_as_null else _no_constant
+    try:
+        doc = json.loads(text, parse_constant=constant)
+    except RecursionError:
+        # Too deep for the parser's stack: cut the deep parts out of the text and keep the rest.
+        text, cut = _cut_deep(text, max_depth)
+        notes.append(f"{cut} value(s) nested deeper than {max_depth} levels were left out")
+        try:
+            doc = json.loads(text, parse_constant=constant)
+        except RecursionError:
+            raise ValueError("nested too deep for a JSON document of ours") from None
+    budget = [max_nodes]
+
+    def fix_str(s: str) -> str:
+        try:
+            s.encode("utf-8")
+            return s
+        except UnicodeEncodeError:
+            if len(notes) < 20:
+                notes.append("lone surrogate characters replaced by U+FFFD")
+            return s.encode("utf-8", "replace").decode("utf-8")
+
+    # Iterative, so a deep document costs no stack: (container, key, value, depth).
+    root: list[Any] = [doc]
+    stack: list[tuple[Any, Any, Any, int]] = [(root, 0, doc, 0)]
+    while stack:
+        parent, key, value, depth = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ValueError(f"more than {max_nodes} elements, far more than a document of ours holds")
+        if isinstance(value, str):
+            fixed = fix_str(value)
+            if fixed is not value:
+                parent[key] = fixed
+        elif isinstance(value, (dict, list)):
+            if depth >= max_depth:
+                parent[key] = f"[nested deeper than {max_depth} levels: left out]"
+                if len(notes) < 20:
+                    notes.append(f"a value nested deeper than {max_depth} levels was left out")
+                continue
+            if isinstance(value, dict):
+                if any(isinstance(k, str) and fix_str(k) is not k for k in value):
+                    value = {fix_str(k): v for k, v in value.items()}
+                    parent[key] = value
+                for k, v in value.items():
+                    stack.append((value, k, v, depth + 1))
+            else:
+                for i, v in enumerate(value):
+                    stack.append((value, i, v, depth + 1))
+    return root[0], notes
+
+
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _cut_deep(text: str, max_depth: int) -> tuple[str, int]:
+    """``text`` with every array or object opened below ``max_depth`` replaced by a string, in one pass.
+
+    Strings are skipped whole (a bracket inside one is text), so the cut follows the
+    document's real structure; what remains parses without deep recursion.
+    """
+    out: list[str] = []
+    depth, start, last, cut = 0, -1, 0, 0
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok[0] == '"':
+            continue
+        if tok in "[{":
+            depth += 1
+            if depth == max_depth and start < 0:
+                start = m.start()
+        else:
+            if depth == max_depth and start >= 0:
+                out.append(text[last:start])
+                out.append(f'"[nested deeper than {max_depth} levels: left out]"')
+                last, start = m.end(), -1
+                cut += 1
+            depth -= 1
+    out.append(text[last:])
+    return "".join(out), cut
+
+
+def load_report(path: str) -> tuple[Any, list[str]]:
+    """A saved ``--json`` report as a ``Report``, and the items left out or repaired, by name.
+
+    Raises ``OSError`` (cannot be read) or ``ValueError`` (not a report). One bad
+    result, finding or evidence line is left out and named; the rest is kept
+    (``commdoctor.docschema``).
+    """
+    from commdoctor.docschema import report_from_doc
+
+    doc, notes = parse_json(read_limited(path))
+    report, problems = report_from_doc(doc)
+    return report, notes + problems

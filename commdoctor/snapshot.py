@@ -33,13 +33,15 @@ class RankView:
     cpu_s: float | None = None
     command: str | None = None
     local_rank: int | None = None
+    #: source lines read on the job's host when the snapshot was taken (file, line) -> text
+    saved_sources: dict[tuple[str, int], str] = field(default_factory=dict, repr=False, compare=False)
     _cls: Classification | None = field(default=None, repr=False, compare=False)
 
     @property
     def classification(self) -> Classification:
         if self._cls is None:
             if self.stack is not None and self.stack.threads:
-                self._cls = classify(self.stack)
+                self._cls = classify(self.stack, sources=self.saved_sources)
             else:
                 self._cls = Classification(RankState.UNKNOWN, reason=self.stack_why or "no stack")
         return self._cls
@@ -96,11 +98,27 @@ class RankView:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RankView:
-        return cls(rank=int(d["rank"]), pid=d.get("pid"), host=d.get("host") or "",
+        return cls(saved_sources=_saved_sources(d.get("classification")),
+                   rank=int(d["rank"]), pid=d.get("pid"), host=d.get("host") or "",
                    proc_state=d.get("proc_state") or "unknown",
                    stack=ProcessStack.from_dict(d["stack"]) if d.get("stack") else None,
                    stack_error=d.get("stack_error"), stack_why=d.get("stack_why"), stack_hint=d.get("stack_hint"),
                    cpu_s=d.get("cpu_s"), command=d.get("command"), local_rank=d.get("local_rank"))
+
+
+def _saved_sources(c: Any) -> dict[tuple[str, int], str]:
+    """The source lines a saved classification quoted, so that reading it elsewhere classifies alike
+    (a rank asleep in ``time.sleep`` shows only its own line: the line's text tells sleeping from computing)."""
+    out: dict[tuple[str, int], str] = {}
+    if not isinstance(c, Mapping):
+        return out
+    for frame_key, text_key in (("call_site", "source"), ("user_frame", "user_source")):
+        f, text = c.get(frame_key), c.get(text_key)
+        if isinstance(f, Mapping) and isinstance(text, str) and text:
+            line = f.get("line")
+            if isinstance(line, int) and not isinstance(line, bool):
+                out[(str(f.get("file")), line)] = text[:500]
+    return out
 
 
 @dataclass
@@ -113,15 +131,18 @@ class HangSnapshot:
     elapsed_s: float | None = None  # how long taking it took
     notes: list[str] = field(default_factory=list)
     job: dict[str, Any] | None = None  # probes.procs.Job.to_dict() when discovered
+    #: with several jobs on the host: which one was taken and why, and the others (never a silent choice)
+    choice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"ranks": [v.to_dict() for _, v in sorted(self.ranks.items())], "source": self.source,
                 "world_size": self.world_size, "host": self.host, "taken_at": self.taken_at,
-                "elapsed_s": self.elapsed_s, "notes": list(self.notes), "job": self.job}
+                "elapsed_s": self.elapsed_s, "notes": list(self.notes), "job": self.job, "choice": self.choice}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HangSnapshot:
         ranks = {int(r["rank"]): RankView.from_dict(r) for r in d.get("ranks") or ()}
         return cls(ranks=ranks, source=d.get("source") or "saved", world_size=d.get("world_size"),
                    host=d.get("host") or "", taken_at=d.get("taken_at"), elapsed_s=d.get("elapsed_s"),
-                   notes=list(d.get("notes") or ()), job=d.get("job"))
+                   notes=list(d.get("notes") or ()), job=d.get("job"),
+                   choice=d.get("choice") if isinstance(d.get("choice"), str) else None)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +18,26 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# What a host or its container image sets that changes what ``commdoctor run`` reports: the communication
+# libraries' and launchers' variables, and NVIDIA images' metadata (NCCL_VERSION, NV_*, NVIDIA_*,
+# CUDA_VERSION, OMPI_MCA_*). A test sets the ones it is about; it must not inherit the host's, or it
+# asserts one thing on a laptop and another in a GPU container. (CUDA_VISIBLE_DEVICES is kept: it is
+# which GPUs the host lends, not a setting under test.)
+HOST_SETTINGS = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCHELASTIC_", "PET_", "MASTER_ADDR",
+                 "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_",
+                 "OMPI_", "PMIX_", "PMI_", "UCX_", "HYDRA_", "I_MPI_", "MPI_", "SLURM_", "NV_", "NVIDIA_",
+                 "CUDA_VERSION", "CUDA_DRIVER_VERSION", "PL_TORCH_DISTRIBUTED_BACKEND")
+
+
+def neutral_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """BASE (default: this process's environment) without the host's communication settings."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(HOST_SETTINGS)}
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 180, prefix: list[str] | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``commdoctor ARGS`` as a user would, in a fresh interpreter."""
-    e = dict(os.environ)
+    """Run ``commdoctor ARGS`` as a user would, in a fresh interpreter, with only the settings ENV names."""
+    e = neutral_env()
     e.pop("NO_COLOR", None)
     e.update(env or {})
     argv = [*(prefix or []), sys.executable, "-m", "commdoctor", *args]
@@ -53,10 +72,112 @@ def have_torch() -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=None)
+def torch_build() -> dict[str, Any]:
+    """What this torch was built with and sees: {"nccl", "mpi", "ucc", "gloo": bool, "gpus": int}, asked of a
+    child interpreter (the test process need not import torch). Empty where torch is missing."""
+    if not have_torch():
+        return {}
+    code = ("import json, torch, torch.distributed as d\n"
+            "print(json.dumps({'nccl': d.is_nccl_available(), 'mpi': d.is_mpi_available(),\n"
+            "  'ucc': getattr(d, 'is_ucc_available', lambda: False)(), 'gloo': d.is_gloo_available(),\n"
+            "  'gpus': torch.cuda.device_count() if torch.cuda.is_available() else 0}))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=neutral_env())
+    assert p.returncode == 0, p.stderr[-2000:]
+    return dict(json.loads(p.stdout.strip().splitlines()[-1]))
+
+
+def skip_if_built_with(backend: str) -> None:
+    """Skip a test about a backend this build lacks, on a build that has it (a CUDA build has NCCL)."""
+    if torch_build().get(backend):
+        pytest.skip(f"this torch build has {backend}: the case needs a build without it")
+
+
 needs_torch = pytest.mark.skipif(not have_torch(), reason="torch is not installed (pip install torch==2.13.0)")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, mounts, capabilities)")
 
 
+# Where each system tool comes from on Debian, for the skip reasons (the README's optional line installs them).
+_PACKAGE_OF = {"ip": "iproute2", "tc": "iproute2", "unshare": "util-linux", "setpriv": "util-linux",
+               "mount": "mount", "fallocate": "util-linux", "capsh": "libcap2-bin", "py-spy": "pip: py-spy"}
+
+
 def needs_tool(*tools: str) -> pytest.MarkDecorator:
+    """Skip (never error) where a system tool is missing, saying which package brings it."""
     missing = [t for t in tools if shutil.which(t) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"missing tools: {', '.join(missing)}")
+    why = ", ".join(f"{t} ({_PACKAGE_OF.get(t, t)})" for t in missing)
+    return pytest.mark.skipif(bool(missing), reason=f"missing tools: {why}")
+
+
+@pytest.fixture(scope="session")
+def pyspy_can_attach() -> None:
+    """Skip where py-spy cannot read another process's stacks (no ptrace rights: a container without
+    CAP_SYS_PTRACE, or kernel.yama.ptrace_scope); the hang tests need that to mean anything."""
+    pyspy = shutil.which("py-spy")
+    if pyspy is None:
+        pytest.skip("missing tools: py-spy (pip: py-spy)")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # py-spy may find the interpreter not yet loaded in the first milliseconds
+            p = subprocess.run([pyspy, "dump", "--pid", str(child.pid)], capture_output=True, text=True, timeout=30)
+            if p.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    if p.returncode != 0:
+        pytest.skip(f"py-spy cannot attach to a process here (needs ptrace rights): {(p.stderr or p.stdout).strip()[:200]}")
+
+
+# A Python warning as warnings.showwarning prints it: "FILE:LINE: CATEGORY: message", then the
+# source line, indented. Libraries print these on their own (torch's "Failed to initialize NumPy"
+# when numpy is absent), so a test comparing a command's whole stderr must not count them.
+_WARNING_HEAD = re.compile(r"^\S.*:\d+: [A-Za-z_]*Warning: ")
+
+
+def lines_except_warnings(text: str) -> list[str]:
+    """The non-blank lines of TEXT, less any Python warning records (head line and its indented source)."""
+    kept: list[str] = []
+    in_warning = False
+    for ln in text.splitlines():
+        if _WARNING_HEAD.match(ln):
+            in_warning = True
+            continue
+        if in_warning and ln.startswith((" ", "\t")):
+            continue
+        in_warning = False
+        if ln.strip():
+            kept.append(ln)
+    return kept
+
+
+# -- running in parallel (pytest-xdist; addopts in pyproject.toml) ------------------------------------
+#
+# Most tests wait on real jobs (process groups, torchrun, hung ranks) rather than compute, so more
+# workers than cores pays. Two kinds of tests must stay together on one worker:
+# - tests that build network namespaces (marker `netns`): a module's namespaces, bridges and addresses
+#   have fixed names (cdm-*, cdn-*, cdh-*: one prefix per module), so two tests of one module at once
+#   would tear down each other's lab. Modules use different names and subnets, so they may overlap;
+# - tests that share a module-scoped fixture (one job whose result several tests read): xdist gives
+#   every worker its own copy of such a fixture, so spreading them would start the job once per worker.
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: twice the cores, at least 4 and at most 8 (the tests mostly wait; see above)."""
+    return max(4, min(8, 2 * (os.cpu_count() or 1)))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("netns"):
+            item.add_marker(pytest.mark.xdist_group("netns:" + item.nodeid.split("::")[0]))
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs.values() if info is not None else []
+        if any(d[-1].scope == "module" for d in defs if d):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, findings, needs_torch, run_json
+from tests.conftest import REPO, findings, needs_torch, neutral_env, run_json, skip_if_built_with, torch_build
 
 pytestmark = needs_torch
 
@@ -29,7 +29,7 @@ def _port() -> int:
 
 def _torchrun(args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 180,
               nproc: int = 2) -> subprocess.CompletedProcess[str]:
-    e = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
+    e = {**neutral_env(), "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(nproc),
             "--master-addr", "127.0.0.1", "--master-port", str(_port()), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=e, cwd=str(cwd))
@@ -40,6 +40,7 @@ def _torchrun(args: list[str], env: dict[str, str] | None = None, cwd: Path = RE
     ("mpi", "MPI", "Build torch from source against your MPI"),
 ])
 def test_job_asking_for_missing_backend_gets_a_finding(tmp_path: Path, backend: str, why: str, fallback: str) -> None:
+    skip_if_built_with(backend)
     p = _torchrun([str(REPO / "fixtures/logs/backend_job.py"), backend])
     assert p.returncode != 0 and f"doesn't have {why} built in" in p.stderr
     log = tmp_path / "job.log"
@@ -53,6 +54,10 @@ def test_job_asking_for_missing_backend_gets_a_finding(tmp_path: Path, backend: 
 
 @pytest.mark.parametrize("backend", ["nccl", "mpi"])
 def test_commdoctor_run_under_torchrun_gives_the_advisor_finding(tmp_path: Path, backend: str) -> None:
+    skip_if_built_with(backend)
+    # The advice for this host: NCCL where torch sees a GPU and has NCCL, gloo otherwise (docs/backends.md).
+    host = torch_build()
+    advice = "use nccl here" if host["gpus"] and host["nccl"] else "use gloo here"
     logs = tmp_path / "ranks"
     p = _torchrun(["--log-dir", str(logs), "--redirects", "3", "-m", "commdoctor", "run", "--no-tui", "--json",
                    "--select", "BK", "--job-backend", backend])
@@ -64,12 +69,13 @@ def test_commdoctor_run_under_torchrun_gives_the_advisor_finding(tmp_path: Path,
     for doc in docs:
         [f] = findings(doc, "BK003")
         assert backend in f["title"] and f["cause"] == "backend_unavailable" and f["remedy"]["summary"]
-        assert findings(doc, "BK001")[0]["title"].startswith("use gloo here")
+        assert findings(doc, "BK001")[0]["title"].startswith(advice)
     for e in errs:
         assert "Traceback" not in e.read_text()
 
 
 def test_hooks_name_the_cause_when_init_asks_for_nccl(tmp_path: Path) -> None:
+    skip_if_built_with("nccl")
     logs = tmp_path / "ranks"
     p = _torchrun(["--log-dir", str(logs), "--redirects", "2", str(REPO / "tests/backend_hooks_job.py"), "nccl", "1", "4"],
                   cwd=tmp_path)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from commdoctor.checks.backends import JobBackend, advise, ratio_text
-from tests.conftest import findings, needs_torch, result, run_json
+from tests.conftest import REPO, findings, needs_torch, result, run_json, skip_if_built_with
 
 CPU_BUILD = {"nccl": False, "gloo": True, "mpi": False, "ucc": False}
 CUDA_BUILD = {"nccl": True, "gloo": True, "mpi": False, "ucc": False}
@@ -59,8 +62,11 @@ def test_this_cpu_host_gets_gloo_with_the_reason() -> None:
 @needs_torch
 @pytest.mark.parametrize("spec,code", [("nccl", "BK003"), ("mpi", "BK003"), ("ucc", "BK003"), ("cpu:gloo,cuda:ncll", "BK004")])
 def test_asking_for_a_backend_this_build_lacks_is_a_finding(spec: str, code: str) -> None:
+    skip_if_built_with(spec)
     doc, p = run_json("run", "--select", "BK", "--job-backend", spec)
-    if result(doc, "backend.advisor")["data"]["facts"]["built"].get(spec):
+    adv = result(doc, "backend.advisor")
+    assert "facts" in adv["data"], adv  # the advisor ran on the torch probe's facts
+    if adv["data"]["facts"]["built"].get(spec):
         pytest.skip(f"this build has {spec}")
     assert p.returncode == 1
     f = findings(doc, code)[0]
@@ -77,3 +83,17 @@ def test_backend_from_the_environment_is_read() -> None:
         pytest.skip("this build has nccl")
     f = findings(doc, "BK003")[0]
     assert f["evidence"][0] == {"source": "env PL_TORCH_DISTRIBUTED_BACKEND", "text": "nccl", "line": None, "rank": None, "host": None}
+
+
+@needs_torch
+def test_the_advisor_alone_waits_for_a_slow_torch_import(tmp_path: Path) -> None:
+    """`--select BK`: the advisor runs the torch probe itself. A CUDA build imported cold on a busy host takes
+    longer than a check's default 10 s (an H100 host, 16 test workers: the advisor timed out with no facts)."""
+    slow = tmp_path / "slow-import"
+    slow.mkdir()
+    # Only the probe's child (python -c ...) is slowed; commdoctor itself (python -m) starts as usual.
+    (slow / "sitecustomize.py").write_text("import sys, time\nif sys.orig_argv[1:2] == ['-c']:\n    time.sleep(12)\n")
+    doc, p = run_json("run", "--select", "BK", env={"PYTHONPATH": f"{slow}{os.pathsep}{REPO}"}, timeout=150)
+    adv = result(doc, "backend.advisor")
+    assert adv["status"] == "passed" and adv["data"]["facts"]["built"]["gloo"] is True, adv
+    assert findings(doc, "BK001")

@@ -21,7 +21,7 @@ def validate(doc: dict) -> None:
 @needs_torch
 def test_run_json_is_valid_and_healthy_after_a_real_gloo_group() -> None:
     doc, p = run_json("run", env={"NO_COLOR": "1"})
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, (p.stderr, [(f["code"], f["title"]) for f in findings(doc) if f["severity"] == "error"])
     validate(doc)
     assert json.loads(p.stdout) == doc  # nothing but the document on stdout
     gloo = result(doc, "pg.gloo")
@@ -50,7 +50,11 @@ def test_console_output_is_plain_ascii_when_not_a_terminal() -> None:
     assert "-> Rename it to NCCL_SOCKET_IFNAME" in out
     import re
 
-    assert re.match(r"^\d+ checks: \d+ passed, \d+ skipped; findings: 1 warning, 1 info \(\d+\.\d s\)$",
+    # One warning: the one planted. Info findings depend on the host (ENV040 where locked memory is
+    # limited, none on a GPU host with unlimited memlock): the count printed is the count listed.
+    infos = len(re.findall(r"^    \* [A-Z]+\d+ ", out, re.M))
+    info_part = f", {infos} info" if infos else ""
+    assert re.match(rf"^\d+ checks: \d+ passed(, \d+ skipped)?; findings: 1 warning{info_part} \(\d+\.\d s\)$",
                     out.rstrip().splitlines()[-1]), out.rstrip().splitlines()[-1]
     assert "Verdict: ENV050" in out
 

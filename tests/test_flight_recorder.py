@@ -89,3 +89,70 @@ def test_the_cli_reads_dumps_alone_and_names_rank_3() -> None:
     assert f["ranks"] == [3] and f["cause"] == "collective_timeout_straggler"
     assert f"hangjob.py:{mark_line('straggler-allreduce')}" in f["title"]
     assert any(e["source"] == "flight recorder:rank3" for e in f["evidence"])
+
+
+def _memo_bomb(levels: int = 30) -> bytes:
+    """A pickle of a few hundred bytes whose memo references describe 2**levels list nodes."""
+    shared: list[object] = []
+    for _ in range(levels):
+        shared = [shared, shared]
+    return pickle.dumps({"entries": [{"profiling_name": "nccl:all_reduce", "input_sizes": shared}]}, protocol=2)
+
+
+def test_a_memo_bomb_is_refused_within_its_budget(tmp_path: Path) -> None:
+    import time
+
+    from commdoctor.loaders.flight_recorder import read_plain
+    from commdoctor.render.bundle import read_fr_dump
+
+    p = tmp_path / "rank0.pkl"
+    p.write_bytes(_memo_bomb())
+    assert len(p.read_bytes()) < 400
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="elements"):
+        read_plain(str(p))
+    dumps, errors = load_dumps([str(tmp_path)])  # hang's reading walks only what it knows: bounded too
+    assert not errors and len(dumps[0].entries) == 1
+    note = read_fr_dump(str(p), 1 << 20)  # the bundle's, the same reader
+    assert "elements" in note["unreadable"]
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_bundle_reads_dumps_with_the_loaders_reader() -> None:
+    from commdoctor.render import bundle
+
+    assert not hasattr(bundle, "_PlainUnpickler")
+    doc = bundle.read_fr_dump(str(FIX / "straggler" / "fr" / "rank0.pkl"), 1 << 20)
+    assert isinstance(doc, dict) and doc["entries"] and "pg_status" in doc
+
+
+@pytest.mark.parametrize("case,odd,code", [("straggler3", 77, "HANG010"), ("mismatch3", 41, "HANG011")])
+def test_a_large_set_is_read_by_status_class_and_names_the_odd_rank(tmp_path: Path, case: str, odd: int,
+                                                                     code: str) -> None:
+    """96 ranks (above the full-read limit) made of the real NCCL capture: rank 2's dump for the odd
+    rank, rank 0's for every other. Only one dump per distinct status is read in full."""
+    from commdoctor.loaders.flight_recorder import FULL_READ_RANKS, load_dumps_at_scale
+    from tests.conftest import run_json
+
+    src = FIX / "nccl" / case / "fr"
+    n = 96
+    assert n > FULL_READ_RANKS
+    blobs = {}
+    for k in (0, 2):  # the group's members say 96 ranks, as they would in such a job
+        doc = pickle.loads((src / f"nccl_trace_rank_{k}").read_bytes())  # our own fixture: trusted
+        doc["pg_config"]["0"]["ranks"] = str(list(range(n)))
+        blobs[k] = pickle.dumps(doc)
+    for r in range(n):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(blobs[2 if r == odd else 0])
+    dumps, errors = load_dumps_at_scale([str(tmp_path)])
+    assert not errors and [d.rank for d in dumps] == list(range(n))
+    assert sum(1 for d in dumps if not d.notes) == 2  # read in full: one per status class
+    doc, p = run_json("hang", "--fr", str(tmp_path))
+    v = doc["verdict"]
+    assert v["code"] == code and v["ranks"] == [odd]
+    assert "reading" not in p.stderr  # no progress line with --json or in a pipe
+    others = f"ranks 0-{odd - 1} and {odd + 1}-{n - 1}"
+    if code == "HANG011":
+        assert f"#17 is all_reduce at job.py:69 on {others}, broadcast at job.py:63 on rank {odd}" in v["title"]
+    else:
+        assert f"rank {odd} never entered all_reduce #16" in v["title"] and others in v["title"]

@@ -137,3 +137,18 @@ def test_garbage_never_raises(text: str) -> None:
                     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4), max_leaves=30))
 def test_json_of_any_shape_never_raises(doc: object) -> None:
     classify(parse_pyspy_json(json.dumps(doc)), read_source=False)
+
+
+def test_commdoctor_frames_are_known_by_the_package_not_by_a_folder_name() -> None:
+    import commdoctor.cli
+    from commdoctor.parsing.stacks import Frame, is_library
+
+    def lib(path: str) -> bool:
+        return is_library(Frame(function="f", file=path, line=1, short_file=path.rsplit("/", 1)[-1]))
+
+    assert lib(commdoctor.cli.__file__)  # the installed package, where it really is
+    assert lib("/opt/commdoctor/commdoctor/cli.py")  # stacks from another host: a module of the package
+    # A job in a clone of this repository, or in any folder called commdoctor, is the user's code.
+    assert not lib("/home/u/commdoctor/tests/integration/hangjob.py")
+    assert not lib("/home/u/commdoctor/train.py")
+    assert not lib("/srv/commdoctor/jobs/commdoctor/run_me.py")

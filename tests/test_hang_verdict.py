@@ -55,9 +55,10 @@ def test_straggler_with_dumps_adds_the_recorder_view() -> None:
 def test_mismatch_verdict_names_both_calls_and_the_odd_rank() -> None:
     v = diagnose(snap("mismatch"), fr=load_dumps([str(FIX / "mismatch" / "fr")])).verdict()
     assert v is not None and v.code == "HANG011" and v.cause == "collective_mismatch"
-    assert f"rank 2 in broadcast at hangjob.py:{mark_line('mismatch-broadcast')}" in v.title
-    assert f"ranks 0 and 1 in all_reduce at hangjob.py:{mark_line('mismatch-allreduce')}" in v.title
-    assert "odd one: rank 2" in v.detail
+    # The dumps name the first sequence number where the calls differ, and each side's line.
+    assert f"broadcast at hangjob.py:{mark_line('mismatch-broadcast')} on rank 2" in v.title
+    assert f"all_reduce at hangjob.py:{mark_line('mismatch-allreduce')} on ranks 0 and 1" in v.title
+    assert v.ranks == (2,) and "odd one: rank 2" in v.detail
 
 
 def test_dead_rank_verdict() -> None:

@@ -132,6 +132,9 @@ class BackendAdvisorCheck(Check):
     stage = Stage.PG_INIT
     title = "Backend advice"
     requires = ("env.torch",)
+    # As long as env.torch's: with --select BK the torch probe (importing torch in a child) runs inside
+    # this check's deadline, and a CUDA build imported cold on a busy GPU host takes more than 10 s.
+    timeout_s = 90.0
     rules = (
         Rule("BK001", "backend-recommendation", I, "use {backend} here ({device_map}): {reason}",
              "Pass backend=\"{device_map}\" to init_process_group", cause=None),

@@ -72,6 +72,19 @@ class SeqView:
     mismatch_seq: int | None = None
     mismatch: dict[int, str] = field(default_factory=dict)  # rank -> its call at mismatch_seq
     no_data: list[int] = field(default_factory=list)
+    #: what the waiting ranks wait in, for a sentence: "all_reduce #16 (then #17 at job.py:69)"
+    wait_what: str | None = None
+    #: the calls at mismatch_seq, alike ones together: [("broadcast 16384 Float at job.py:63", [2]), ...]
+    mismatch_calls: list[tuple[str, list[int]]] = field(default_factory=list)
+
+
+def _call_text(e: Any, sizes: bool = True, dtypes: bool = True) -> str:
+    """One recorded call in a sentence: 'broadcast at job.py:63', 'all_reduce 16384 Float at job.py:69'."""
+    shape = ",".join("x".join(map(str, s)) or "scalar" for s in e.input_sizes) if sizes else ""
+    types = ",".join(e.input_dtypes) if dtypes else ""
+    site = e.user_frame
+    return f"{e.op}" + (f" {shape}" if shape else "") + (f" {types}" if types else "") + (
+        f" at {site.where}" if site else "")
 
 
 def seq_views_from_fr(groups: Iterable[Any]) -> list[SeqView]:
@@ -85,9 +98,30 @@ def seq_views_from_fr(groups: Iterable[Any]) -> list[SeqView]:
             v.waiting_text[r] = e.describe()
         for r, e in g.missing.items():
             v.behind[r] = e.describe() if e else "no collective recorded"
+        if g.waiting:
+            # The oldest call the waiting ranks wait in; when it has no Python caller (DDP's gradient
+            # all_reduce comes from the autograd thread), the next one that has one says where.
+            first = min(g.waiting.values(), key=lambda e: e.seq)
+            v.wait_what = f"{first.op} #{first.seq}"
+            if first.user_frame is not None:
+                v.wait_what += f" at {first.user_frame.where}"
+            else:
+                later = [e for pend in g.pending.values() for e in pend if e.seq > first.seq and e.user_frame]
+                if later:
+                    nxt = min(later, key=lambda e: e.seq)
+                    v.wait_what += f" (then {nxt.op} #{nxt.seq} at {nxt.user_frame.where})"
         if g.mismatch_seq is not None:
             v.mismatch_seq = g.mismatch_seq
             v.mismatch = {r: e.describe() for r, e in g.mismatch.items()}
+            # Name what differs: the op alone when ops differ, else the sizes, else the dtypes.
+            ents = list(g.mismatch.values())
+            ops_differ = len({e.op for e in ents}) > 1
+            sizes_differ = len({e.input_sizes for e in ents}) > 1
+            by_call: dict[str, list[int]] = {}
+            for r, e in sorted(g.mismatch.items()):
+                text = _call_text(e, sizes=not ops_differ, dtypes=not ops_differ and not sizes_differ)
+                by_call.setdefault(text, []).append(r)
+            v.mismatch_calls = sorted(by_call.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
         out.append(v)
     return out
 
@@ -125,6 +159,18 @@ def seq_views_from_records(progress: Mapping[int, Any]) -> list[SeqView]:
     return out
 
 
+def _waits(state: RankState) -> bool:
+    """Waiting in communication, an asynchronous backend's waits on the GPU included."""
+    return state.waiting or state is RankState.CUDA_SYNC
+
+
+def _group_texts(by_rank: Mapping[int, str]) -> list[tuple[str, list[int]]]:
+    g: dict[str, list[int]] = {}
+    for r, t in sorted(by_rank.items()):
+        g.setdefault(t, []).append(r)
+    return sorted(g.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))
+
+
 def _has_progress(progress: Any) -> bool:
     return bool(progress) and isinstance(progress, Mapping)
 
@@ -140,7 +186,11 @@ class HangRanksCheck(Check):
         op, through DDP/FSDP when they issue it, and the user's line), in a
         barrier, in rendezvous, in data loading, in a CUDA synchronisation, in
         checkpoint I/O, sleeping or computing. Ranks in the same state at the
-        same line are grouped; the summary names the odd ones.
+        same line are grouped; the summary names the odd ones. Without
+        ``--pid``, when several jobs run on the host, each is looked at and
+        the one whose ranks wait in communication is diagnosed; HANG004 says
+        which, why, and lists the others (commdoctor's own runs and pytest
+        runs are never taken for the job).
     Why it matters:
         A hung job's ranks all look alike from outside; their stacks do not.
         Reading them by hand means attaching to every rank with py-spy or gdb.
@@ -163,6 +213,8 @@ class HangRanksCheck(Check):
         Rule("HANG002", "rank-unknown", W, "pid {pid}: its rank is unknown ({why})",
              "Run commdoctor as the job's user or as root so it can read /proc/PID/environ, or give the ranks' pids "
              "in rank order with commdoctor hang --pid", cause="environment_misconfig"),
+        Rule("HANG004", "several-jobs", I, "{choice}",
+             "To diagnose another of the jobs, name its ranks (or its launcher): commdoctor hang --pid PID..."),
         Rule("HANG003", "no-job-found", W, "no distributed job found {where}",
              "Run commdoctor on the host where the ranks run, as their user or root, or name the ranks with "
              "commdoctor hang --pid PID..."),
@@ -214,6 +266,9 @@ class HangRanksCheck(Check):
         for (state, g_op, g_where), ranks in ordered:
             label = RankState(state).label if not (g_op and RankState(state).waiting) else f"in {g_op}"
             parts.append(f"{ranks_text(ranks)}: {label}" + (f" at {g_where}" if g_where else ""))
+        if snap.choice:
+            run.data["choice"] = snap.choice
+            yield self.finding("HANG004", choice=snap.choice, evidence=[Evidence("probe:procs", snap.choice)])
         run.summary(f"{len(views)} rank{'s' if len(views) != 1 else ''} — " + "; ".join(parts)
                     + (f" (stacks in {snap.elapsed_s:.1f} s)" if snap.elapsed_s else ""))
         for r, v in sorted(views.items()):
@@ -302,7 +357,7 @@ class HangVerdictCheck(Check):
                     "If only some ranks do extra work (rank 0 evaluates or saves), put a barrier after it on every rank, "
                     "or run it on all ranks",
                     "Raising the timeout only helps a slow rank, never a stuck one: init_process_group(timeout=...)")),
-        Rule("HANG011", "collective-mismatch", E, "ranks wait in different collectives: {groups_text}",
+        Rule("HANG011", "collective-mismatch", E, "ranks called different collectives: {groups_text}",
              "Make every rank call the same collectives in the same order: look for a rank-dependent branch "
              "around {sites}", cause="collective_mismatch",
              steps=("Compare the calls listed in the evidence: each group of ranks waits for the others in a call they "
@@ -370,7 +425,10 @@ class HangVerdictCheck(Check):
                 from commdoctor.loaders.flight_recorder import analyze
 
                 seq_views += seq_views_from_fr(analyze(dumps))
-                signals.append(f"flight-recorder dumps of {len(dumps)} rank(s)")
+                shared = sum(1 for d in dumps if d.notes and d.notes[0].startswith("entries taken from"))
+                signals.append(f"flight-recorder dumps of {len(dumps)} rank(s)" + (
+                    f" (entries read in full for {len(dumps) - shared}, one per distinct sequence status; "
+                    f"the other {shared} share their class's entries)" if shared else ""))
         if _has_progress(progress):
             seq_views += seq_views_from_records(progress)
             signals.append(f"hooks records of {len(progress)} rank(s)")
@@ -398,14 +456,26 @@ class HangVerdictCheck(Check):
         states = {r: state_of(r) for r in all_ranks}
         dead = [r for r in all_ranks if views.get(r) is not None and views[r].dead]
         stopped = [r for r in all_ranks if views.get(r) is not None and views[r].proc_state == "stopped"]
-        waiting = [r for r in all_ranks if states[r][0].waiting and r not in stopped and r not in dead]
         behind = sorted({r for sv in seq_views for r in sv.behind})
+        # Waiting in communication: inside a collective, a barrier or rendezvous; or waiting on the GPU
+        # (on NCCL the collective returns at once and the rank waits in synchronize(), .item() or the
+        # next collective); or, by the sequence numbers, holding collectives that never completed.
+        seq_waiting = {r for sv in seq_views for r in sv.waiting}
+        waiting = [r for r in all_ranks if r not in stopped and r not in dead
+                   and (_waits(states[r][0]) or (r in seq_waiting and r not in behind))]
         run.data["waiting"], run.data["dead"], run.data["stopped"], run.data["behind"] = waiting, dead, stopped, behind
 
-        def seq_evidence(ranks: Iterable[int], kinds: Sequence[str] = ("waiting", "behind")) -> list[Evidence]:
+        def seq_evidence(ranks: Iterable[int], kinds: Sequence[str] = ("waiting", "behind"),
+                         limit: int = 8) -> list[Evidence]:
+            # A few ranks' lines tell the story; 4,095 alike ones would bury it.
+            ranks = list(ranks)
             out = []
             for sv in seq_views:
-                for r in ranks:
+                shown = [r for r in ranks if r in sv.waiting_text or r in sv.behind]
+                if len(shown) > limit:
+                    out.append(Evidence(f"{sv.source}", f"group {sv.group}: {len(shown)} ranks; the first "
+                                                         f"{limit} are shown"))
+                for r in shown[:limit]:
                     if "waiting" in kinds and r in sv.waiting_text:
                         out.append(Evidence(f"{sv.source}:rank{r}", f"group {sv.group}: {sv.waiting_text[r]}", rank=r))
                     if "behind" in kinds and r in sv.behind:
@@ -434,7 +504,8 @@ class HangVerdictCheck(Check):
                 f"rank {r} {v.describe()}" for r, v in sorted(views.items())), ranks=sorted(views),
                 evidence=[e for r in sorted(views) for e in _ev_stack(r, views[r])][:8])
             return
-        if not waiting:
+        seq_mismatch = [sv for sv in seq_views if sv.mismatch]
+        if not waiting and not seq_mismatch:
             if not any(sv.waiting for sv in seq_views):
                 states_text = "; ".join(
                     f"rank {r} {views[r].describe() if r in views else states[r][0].label}" for r in all_ranks)
@@ -446,6 +517,13 @@ class HangVerdictCheck(Check):
         (w_op, w_where), w_ranks = main_wait[0] if main_wait else ((None, None), [])
         at = f" at {w_where}" if w_where else ""
         op = w_op or "a collective"
+        # The sequence numbers know which collective the waiting ranks wait in; their stacks only
+        # where their Python is now (on NCCL: a later line that waits on the GPU).
+        seq_wait = next((sv for sv in seq_views if sv.waiting and sv.wait_what), None)
+        if seq_wait is not None and seq_wait.wait_what:
+            op = seq_wait.wait_what
+            gpu = [r for r in w_ranks if states[r][0] is RankState.CUDA_SYNC]
+            at = f"; their Python waits on the GPU at {w_where}" if gpu and w_where else ""
         headline: str | None = None
 
         # 1. Dead ranks the others wait for.
@@ -474,34 +552,49 @@ class HangVerdictCheck(Check):
             headline = headline or "HANG014"
 
         # 3. Ranks waiting in different collectives (or records/dumps that disagree at one sequence number).
-        seq_mismatch = [sv for sv in seq_views if sv.mismatch]
         distinct = [g for g in main_wait if g[0][0] is not None]
         if len(distinct) > 1 or seq_mismatch:
             groups_text = "; ".join(f"{plural(rs)} {ranks_text(rs)} in {gop or '?'}" + (f" at {gw}" if gw else "")
                                     for (gop, gw), rs in main_wait)
-            if not distinct or len(distinct) < 2:
+            site_set = {gw for (_, gw), _ in main_wait if gw}
+            odd: list[int] = []
+            detail = ""
+            if len(main_wait) > 1 and len(main_wait[-1][1]) < len(main_wait[0][1]):
+                (o_op, o_where), odd = main_wait[-1]
+                detail = (f"the odd one{'s' if len(odd) > 1 else ''}: {plural(odd)} {ranks_text(odd)} "
+                          f"in {o_op}" + (f" at {o_where}" if o_where else "")
+                          + f", while {len(main_wait[0][1])} rank(s) wait in {main_wait[0][0][0]}")
+            if seq_mismatch:
+                # The sequence numbers say what each rank called at the first place they differ; that
+                # is the mismatch itself, where the stacks show only where each rank got stuck after it.
                 sv = seq_mismatch[0]
-                by_call: dict[str, list[int]] = {}
-                for r, text in sv.mismatch.items():
-                    by_call.setdefault(text, []).append(r)
-                groups_text = f"{sv.source}, #{sv.mismatch_seq}: " + "; ".join(
-                    f"{plural(rs)} {ranks_text(rs)}: {t}" for t, rs in by_call.items())
-            sites = ", ".join(sorted({gw for (_, gw), _ in main_wait if gw})) or "the calls in the evidence"
+                calls = sv.mismatch_calls or _group_texts(sv.mismatch)
+                groups_text = f"#{sv.mismatch_seq} is " + ", ".join(
+                    f"{t} on {plural(rs)} {ranks_text(rs)}" for t, rs in calls) + f" ({sv.source}, group {sv.group})"
+                if len(calls) > 1 and len(calls[-1][1]) < len(calls[0][1]):
+                    odd = calls[-1][1]
+                    detail = (f"the odd one{'s' if len(odd) > 1 else ''}: {plural(odd)} {ranks_text(odd)} called "
+                              f"{calls[-1][0]} as #{sv.mismatch_seq}, where {plural(calls[0][1])} {ranks_text(calls[0][1])} called "
+                              f"{calls[0][0]}")
+                    site_set = {t.rsplit(" at ", 1)[1] for t, _ in calls[1:] if " at " in t} or site_set
+                now = "; ".join(f"{plural(rs)} {ranks_text(rs)} " + (f"in {gop}" if gop else "waiting")
+                                + (f" at {gw}" if gw else "") for (gop, gw), rs in main_wait if rs)
+                if now and any(r in views for r in waiting):
+                    detail += ("; " if detail else "") + f"where their stacks are now: {now}"
+                elsewhere_now = [r for r in odd if r in views and r not in waiting]
+                if elsewhere_now:
+                    detail += "; " + "; ".join(f"rank {r} {views[r].describe()}" for r in elsewhere_now)
+            sites = ", ".join(sorted(site_set)) or "the calls in the evidence"
             ev = [e for _, rs in main_wait for r in rs[:1] if r in views and views[r].stack is not None
                   for e in _ev_stack(r, views[r], limit=3)]
             if not seq_mismatch:
                 ev += seq_evidence(waiting, ("waiting",))
             for sv in seq_mismatch:
                 ev += [Evidence(f"{sv.source}:rank{r}", f"group {sv.group} #{sv.mismatch_seq}: {t}", rank=r)
-                       for r, t in sv.mismatch.items()]
-            detail = ""
-            if len(main_wait) > 1 and len(main_wait[-1][1]) < len(main_wait[0][1]):
-                (o_op, o_where), o_ranks = main_wait[-1]
-                detail = (f"the odd one{'s' if len(o_ranks) > 1 else ''}: {plural(o_ranks)} {ranks_text(o_ranks)} "
-                          f"in {o_op}" + (f" at {o_where}" if o_where else "")
-                          + f", while {len(main_wait[0][1])} rank(s) wait in {main_wait[0][0][0]}")
+                       for r, t in list(sv.mismatch.items())[:16]]
             yield self.finding("HANG011", groups_text=groups_text, sites=sites, detail=detail,
-                               ranks=sorted(set(waiting) | {r for sv in seq_mismatch for r in sv.mismatch}),
+                               ranks=sorted(odd) if odd else sorted(set(waiting) | {r for sv in seq_mismatch
+                                                                                  for r in sv.mismatch}),
                                evidence=ev, consequence_of=headline)
             headline = headline or "HANG011"
             return
@@ -516,7 +609,8 @@ class HangVerdictCheck(Check):
             for (state, s_op, s_where), rs in sorted(groups.items(), key=lambda kv: kv[1][0]):
                 v0 = views.get(rs[0])
                 if state is RankState.UNKNOWN:
-                    odd_state = f"never entered {op} (without its stack, where it is now is unknown)"
+                    first = f"{seq_wait.front_op} #{seq_wait.front_seq}" if seq_wait is not None else op
+                    odd_state = f"never entered {first} (without its stack, where it is now is unknown)"
                     short = "elsewhere (take its stack: commdoctor hang --pid PID on its host)"
                     site = "its last call in the evidence"
                 else:
@@ -541,7 +635,7 @@ class HangVerdictCheck(Check):
                                    ranks=rs, evidence=ev, consequence_of=headline)
             return
 
-        if headline:
+        if headline or not waiting:
             return
         # 5. Everyone waits in the same place: the cause is below Python.
         unknown = [r for r in all_ranks if states[r][0] is RankState.UNKNOWN and r not in behind]

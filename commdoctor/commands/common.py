@@ -1,7 +1,9 @@
 """What every diagnosing command shares: output options, selection, running the pipeline.
 
 Promise: turns argparse's Namespace into ``Options`` at once, and maps a
-finished report to the documented exit code.
+finished report to the documented exit code (docs/cli.md, "Exit codes"): 130
+interrupted, 2 when no input could be read, 4 incomplete (a check crashed or
+timed out), 1 findings at or above --fail-on, else 0.
 """
 
 from __future__ import annotations
@@ -46,14 +48,21 @@ def prefixes(text: str) -> tuple[str, ...]:
 
 
 def exit_code(report: Report, fail_on: Severity) -> int:
+    """The documented exit status of a finished report (docs/cli.md, "Exit codes").
+
+    Incomplete comes first: a check that crashed or timed out may have been the one
+    that would have found the cause, so neither "healthy" nor "these findings" is
+    the whole truth, and a script must be able to tell.
+    """
     if report.interrupted:
         return ExitCode.INTERRUPTED
+    if report.unreadable():
+        return ExitCode.USAGE
+    if any(r.status in (Status.CRASHED, Status.TIMED_OUT) for r in report.results):
+        return ExitCode.INCOMPLETE
     worst = max((f.severity.rank for f in report.findings()), default=-1)
     if worst >= fail_on.rank:
         return ExitCode.FINDINGS
-    # A crashed check is a bug in commdoctor and leaves the diagnosis incomplete.
-    if any(r.status is Status.CRASHED for r in report.results):
-        return ExitCode.INTERNAL
     return ExitCode.OK
 
 

@@ -78,6 +78,7 @@ def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
         "pids": pids, "attach": attach, "stacks": list(args.stacks), "records": list(args.records),
         "fr": list(args.fr), "logs": list(args.logs), "native": bool(args.native),
         "stack_timeout": float(args.stack_timeout),
+        "json": bool(getattr(args, "json", False)),  # no progress lines with --json
     }
     x.update(extra or {})
     return Options(mode="hang", select=prefixes(args.select), ignore=prefixes(args.ignore),
@@ -112,6 +113,13 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor import __version__
 
     pids = parse_pids(args.pid)
+    if pids:
+        import psutil
+
+        if not any(psutil.pid_exists(p) for p in pids):
+            raise CommDoctorError(
+                f"no process with pid {', '.join(map(str, pids))} on this host: give the pids of the job's ranks "
+                "or its launcher (pgrep -af train.py), or leave --pid out to find the job")
     # Offline inputs alone (dumps, records, logs) describe a job elsewhere: do not attach to this host's.
     attach = not pids and not args.stacks and not args.fr and not args.records
     opts = hang_options(args, pids, attach)

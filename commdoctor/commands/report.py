@@ -49,31 +49,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run_cmd.add_arguments(p)
 
 
-#: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).
-MAX_REPORT_BYTES = 256 << 20
-
-
 def _load(path: str) -> Any:
-    from commdoctor.model import Report
-    from commdoctor.safeopen import open_input
+    from commdoctor.safeopen import load_report
 
     try:
-        with open_input(path) as f:  # a named pipe nobody writes to, or /dev/zero, must not hang us
-            data = f.read(MAX_REPORT_BYTES + 1)
-        if len(data) > MAX_REPORT_BYTES:
-            raise ValueError(f"over {MAX_REPORT_BYTES >> 20} MB, far more than a report")
-        doc = json.loads(data.decode("utf-8-sig", "replace"))
+        report, problems = load_report(path)  # one way in: size cap, bounded FIFO wait, typed item by item
     except OSError as e:
         raise CommDoctorError(f"cannot read {path}: {e.strerror or e}; give a file written by `commdoctor ... --json`")
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise CommDoctorError(f"{path} is not JSON ({e}); give a file written by `commdoctor ... --json`")
-    if not isinstance(doc, dict):
-        raise CommDoctorError(f"{path} holds no commdoctor report (a JSON object with schema_version and results)")
-    try:
-        return Report.from_dict(doc)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CommDoctorError(f"{path} is not a commdoctor report ({type(e).__name__}: {e}); "
-                              "give a file written by `commdoctor ... --json`")
+    except ValueError as e:
+        raise CommDoctorError(f"{path} is not a commdoctor report ({e}); give a file written by `commdoctor ... --json`")
+    for p in problems[:50]:
+        sys.stderr.write(f"commdoctor: {path}: {p}\n")
+    return report
+
+
+def _redacted_env(providers: dict[str, Any]) -> dict[str, Any]:
+    """The environment facts with their secrets removed before any check quotes them in a finding.
+
+    A check composes titles and remedies from values (ENV024 prints MASTER_ADDR without its
+    ``scheme://``); redacting the report afterwards cannot always recognise a secret once
+    it has been cut out of its shape, so the checks of a report never see it.
+    """
+    from commdoctor.render.redact import Redactor
+
+    red = Redactor()
+    out = dict(providers)
+    for name, fn in providers.items():
+        if name.endswith("_env"):
+            def wrapped(ctx: Any, fn: Any = fn) -> Any:
+                value = fn(ctx)
+                return red.env_mapping(value) if isinstance(value, dict) else value
+            out[name] = wrapped
+    return out
 
 
 def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
@@ -86,7 +95,7 @@ def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
 
     opts = options_from(args)
     checks = [] if args.no_checks else plan([c() for c in BUILTIN_CHECKS], opts)
-    ctx = Context(options=opts, facts=Facts(live_providers()))
+    ctx = Context(options=opts, facts=Facts(_redacted_env(live_providers())))
     sys.stderr.write(f"commdoctor {__version__}: {len(checks)} checks and the environment of this host\n")
     report = None
     for ev in run_checks(checks, ctx, argv_of(args)):
@@ -105,6 +114,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.from_ and args.no_checks:
         raise CommDoctorError("--no-checks is for live reports; --from already names what to show")
+    _check_outputs(args)
     want_system = args.system if args.system is not None else not args.from_
     system_box: dict[str, Any] = {}
     worker = None
@@ -144,6 +154,8 @@ def main(args: argparse.Namespace) -> int:
         html_path = html_path or base + ".html"
 
     report_json = json.dumps(model.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    failed: list[str] = []
+    spare: dict[str, str] = {}  # one folder for everything that could not be written where asked
     if args.bundle:
         # Two passes: the bundle's own file list appears in the report it contains.
         md, html_text = render(material)
@@ -153,21 +165,65 @@ def main(args: argparse.Namespace) -> int:
                                       for n, b in files.items())
         md, html_text = render(material)
         files = B.bundle_files(material, md, html_text, report_json)
-        size = B.write_bundle(args.bundle, files, B.epoch_of(model.created))
-        sys.stderr.write(f"commdoctor: wrote {args.bundle} ({size} bytes, {len(files)} files)\n")
+        try:
+            size = B.write_bundle(args.bundle, files, B.epoch_of(model.created))
+            sys.stderr.write(f"commdoctor: wrote {args.bundle} ({size} bytes, {len(files)} files)\n")
+        except OSError as e:
+            failed.append(_fallback(args.bundle, e, lambda p: B.write_bundle(p, files, B.epoch_of(model.created)), spare))
     else:
         md, html_text = render(material)
     for path, text in ((md_path, md), (html_path, html_text)):
         if path:
-            d = os.path.dirname(os.path.abspath(path))
-            os.makedirs(d, exist_ok=True)
-            with open(path, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            sys.stderr.write(f"commdoctor: wrote {path}\n")
+            try:
+                _write_text(path, text)
+                sys.stderr.write(f"commdoctor: wrote {path}\n")
+            except OSError as e:
+                failed.append(_fallback(path, e, lambda p, t=text: _write_text(p, t), spare))
     r = material.redaction
     sys.stderr.write(f"commdoctor: redacted {r['total']} secret{'s' if r['total'] != 1 else ''}"
                      + (" and anonymized hosts, addresses and users" if args.anonymize else "") + "\n")
     if args.json:
         sys.stdout.write(report_json)
         sys.stdout.flush()
-    return exit_code(model, Severity(args.fail_on)) if not model.interrupted else ExitCode.INTERRUPTED
+    if failed:
+        # The report is safe elsewhere, but not where it was asked for: a script must notice.
+        return ExitCode.USAGE
+    return exit_code(model, Severity(args.fail_on))
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any check runs, an output whose folder does not exist or is not a folder.
+
+    Nothing is created: a mistyped ``-o /nonexsitent/dir/r`` used to create
+    ``/nonexsitent``. Checking first means nothing collected is lost to a typo.
+    """
+    paths = [p for p in (args.md, args.html, args.bundle) if p]
+    if args.output:
+        paths.append(args.output + ".md")
+    for p in paths:
+        d = os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(d):
+            what = "is not a folder" if os.path.exists(d) else "does not exist"
+            raise CommDoctorError(f"cannot write {p}: the folder {d} {what} (create it first, or give another path)")
+        if os.path.isdir(p):
+            raise CommDoctorError(f"cannot write {p}: it is a folder (give a file name, e.g. {os.path.join(p, 'report')})")
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def _fallback(path: str, err: OSError, write: Any, spare: dict[str, str]) -> str:
+    """Write what could not go to ``path`` into a private folder under the temp dir, and say where."""
+    import tempfile
+
+    d = spare.get("dir") or spare.setdefault("dir", tempfile.mkdtemp(prefix="commdoctor-report-"))
+    alt = os.path.join(d, os.path.basename(path) or "report")
+    try:
+        write(alt)
+    except OSError as e2:
+        sys.stderr.write(f"commdoctor: could not write {path} ({err.strerror or err}) nor {alt} ({e2.strerror or e2})\n")
+        return path
+    sys.stderr.write(f"commdoctor: could not write {path} ({err.strerror or err}); wrote {alt} instead\n")
+    return alt

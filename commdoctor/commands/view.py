@@ -9,7 +9,6 @@ diagnosing command. Reading a report never imports torch.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Iterator
 
@@ -32,26 +31,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load(path: str) -> Report:
-    """Read a saved report, or say exactly why it cannot be read."""
+    """Read a saved report, or say exactly why it cannot be read (commdoctor.safeopen.load_report)."""
+    import sys
+
+    from commdoctor.safeopen import load_report
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        report, problems = load_report(path)
     except FileNotFoundError:
         raise CommDoctorError(f"{path}: no such file; write one with 'commdoctor run --json > {path}'") from None
     except IsADirectoryError:
         raise CommDoctorError(f"{path} is a directory; give the report's JSON file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CommDoctorError(f"{path} is not a JSON report ({e}); 'commdoctor view --log {path}' opens a log") from None
     except OSError as e:
         raise CommDoctorError(f"cannot read {path}: {e.strerror or e}") from None
-    if not isinstance(doc, dict) or "results" not in doc:
-        raise CommDoctorError(f"{path} is JSON but not a commdoctor report (no 'results')")
-    try:
-        return Report.from_dict(doc)
     except ValueError as e:
-        raise CommDoctorError(f"{path}: {e}") from None
-    except (KeyError, TypeError) as e:
-        raise CommDoctorError(f"{path} is a damaged or foreign report (bad or missing field {e})") from None
+        raise CommDoctorError(f"{path} is not a JSON report ({e}); 'commdoctor view --log {path}' opens a log") from None
+    for p in problems[:50]:  # one line per bad item; everything else is shown
+        sys.stderr.write(f"commdoctor: {path}: {p}\n")
+    if len(problems) > 50:
+        sys.stderr.write(f"commdoctor: {path}: {len(problems) - 50} more items left out\n")
+    return report
 
 
 def events_of(report: Report) -> Iterator[object]:

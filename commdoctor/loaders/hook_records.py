@@ -194,6 +194,8 @@ def load(paths: Iterable[str]) -> HookRecords | None:
                     backend.append((rank, n, path, d))
             except (KeyError, TypeError, ValueError, ArithmeticError):
                 bad += 1
+    # A group seen only in exit records (its enter lines damaged or cut off) tells no check where a rank is.
+    groups = {k: g for k, g in groups.items() if g.entered}
     return HookRecords(paths=files, ranks=ranks, groups=groups, mismatches=mismatches, warnings=warnings,
                        world_size=world, bad_lines=bad, last_time=last_time, last_seen=last_seen,
                        truncated=truncated, backend=backend)

@@ -30,7 +30,7 @@ from commdoctor.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
 from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
-from commdoctor.safeopen import Salvaging, Utf16ToUtf8, kind_of, open_input
+from commdoctor.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
 
 #: Causes that stop a job while its processes connect (store, names, interfaces, ports).
 SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
@@ -719,8 +719,9 @@ def expand_all(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
 
 def _open(path: str, st: InputStat) -> BinaryIO:
     # A named pipe waits (bounded) for its writer; nothing else that is not a regular file is opened.
-    raw: BinaryIO = sys.stdin.buffer if path == "-" else open_input(path)
-    head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    raw: BinaryIO = guarded_stdin() if path == "-" else open_input(path)
+    head = raw.peek(512)[:512] if hasattr(raw, "peek") else b""
+    refuse_container(head)  # a zip or tar read as text would be noise diagnosed as "healthy"
     inner: BinaryIO | None = None
     if head[:2] == b"\x1f\x8b":
         st.compression = "gzip"

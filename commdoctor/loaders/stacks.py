@@ -5,7 +5,9 @@ the wrapper mode's ``snapshot.json``), or a folder of per-rank py-spy dumps
 (``py-spy dump --pid P --json > rank3.json``, or the text output), the rank
 taken from the number at the end of each file name, with an optional
 ``states.json`` giving each rank's pid and process state. Unreadable files become
-notes on the snapshot, never exceptions.
+notes on the snapshot, never exceptions; JSON goes through the one way in
+(``safeopen.parse_json``, then ``docschema.clean_stacks``), so a bad frame,
+thread or rank is one note and the rest is still read.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import os
 import re
 from typing import Iterable
 
+from commdoctor.docschema import clean_stacks
 from commdoctor.parsing.stacks import parse_stack_text
+from commdoctor.safeopen import parse_json, read_limited
 from commdoctor.snapshot import HangSnapshot, RankView
 
 _RANK_RE = re.compile(r"rank[_-]?(\d+)|(\d+)(?=\.[A-Za-z]+$)|(\d+)$")
@@ -44,33 +48,38 @@ def load_snapshot(paths: Iterable[str]) -> HangSnapshot:
         if os.path.basename(f) == STATES_FILE:
             files.remove(f)
             try:
-                with open(f, encoding="utf-8") as fh:
-                    doc = json.load(fh)
-                states = {int(k): dict(v) for k, v in doc.items() if isinstance(v, dict)}
+                doc, _ = parse_json(read_limited(f, MAX_BYTES))
+                if not isinstance(doc, dict):
+                    raise ValueError(f"a JSON {type(doc).__name__}, not an object of rank -> state")
+                states = {int(k): dict(v) for k, v in doc.items() if isinstance(v, dict) and str(k).isdigit() and len(str(k)) < 10}
             except (OSError, ValueError, TypeError, AttributeError) as e:
-                snap.notes.append(f"{f}: unreadable ({e})")
+                snap.notes.append(f"{f}: unreadable ({getattr(e, 'strerror', None) or e})")
     for f in files:
         if os.path.isdir(f):
             continue
         try:
-            if os.path.getsize(f) > MAX_BYTES:
-                snap.notes.append(f"{f}: larger than {MAX_BYTES >> 20} MiB, skipped")
-                continue
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            # One way in (commdoctor.safeopen): size cap, a FIFO waited on only briefly, devices refused.
+            data = read_limited(f, MAX_BYTES)
         except OSError as e:
-            snap.notes.append(f"{f}: {e.strerror or e}")
+            snap.notes.append(f"{f}: {e.strerror or e}, skipped")
             continue
+        text = data.decode("utf-8", "replace")
         stripped = text.lstrip()
-        if stripped.startswith("{"):
+        if stripped.startswith(("{", "[")):
+            # JSON is typed item by item: a frame with "line": Infinity or "frames": true is named and left out,
+            # the rest of the file and every other file are still read.
             try:
-                doc = json.loads(text)
-            except ValueError:
-                doc = None
-            if isinstance(doc, dict) and "ranks" in doc and isinstance(doc["ranks"], list):
+                doc, fixes = parse_json(data, nonfinite_as_null=True)
+                doc, problems = clean_stacks(doc)
+            except ValueError as e:
+                snap.notes.append(f"{f}: not a stack dump commdoctor can read ({e})")
+                continue
+            snap.notes += [f"{f}: {p}" for p in fixes + problems][:50]
+            text = json.dumps(doc)
+            if isinstance(doc, dict) and "ranks" in doc:
                 try:
                     saved = HangSnapshot.from_dict(doc)
-                except (KeyError, TypeError, ValueError) as e:
+                except (KeyError, TypeError, ValueError, OverflowError) as e:
                     snap.notes.append(f"{f}: not a commdoctor snapshot ({e})")
                     continue
                 saved.source = "saved"

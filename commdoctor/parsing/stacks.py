@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 
 class RankState(str, enum.Enum):
@@ -258,6 +258,43 @@ _THIRD_PARTY = frozenset({
 _LIB_PATH_RE = re.compile(r"[\\/](site|dist)-packages[\\/]|[\\/]lib[\\/]python\d+(\.\d+)?[\\/]|^<frozen |^<string>$")
 
 
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this installed commdoctor package
+_pkg_modules: frozenset[str] | None = None
+
+
+def _package_modules() -> frozenset[str]:
+    """Every .py file of the installed package, relative to it ('hooks/pg.py', 'cli.py')."""
+    global _pkg_modules
+    if _pkg_modules is None:
+        found: set[str] = set()
+        for root, dirs, files in os.walk(_PKG_DIR):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+            rel = os.path.relpath(root, _PKG_DIR).replace(os.sep, "/")
+            found.update((n if rel == "." else f"{rel}/{n}") for n in files if n.endswith(".py"))
+        _pkg_modules = frozenset(found)
+    return _pkg_modules
+
+
+def _is_commdoctor(path: str) -> bool:
+    """A frame of commdoctor itself: under the installed package's own folder, or (stacks from another
+    host) a path ending in ``commdoctor/`` + one of its module files. A job that merely lives in a
+    folder called commdoctor (any clone of this repository) is the user's code."""
+    p = path.replace("\\", "/")
+    pkg = _PKG_DIR.replace("\\", "/").rstrip("/") + "/"
+    if p.startswith(pkg):
+        return True
+    if "/commdoctor/" not in p:
+        return False
+    mods = _package_modules()
+    # Every place the segment starts ('/opt/commdoctor/commdoctor/cli.py' has two, overlapping).
+    i = p.find("/commdoctor/")
+    while i >= 0:
+        if p[i + len("/commdoctor/"):] in mods:
+            return True
+        i = p.find("/commdoctor/", i + 1)
+    return False
+
+
 def is_library(frame: Frame) -> bool:
     """True for frames of Python itself, installed packages, torch and commdoctor."""
     if frame.native:
@@ -265,7 +302,7 @@ def is_library(frame: Frame) -> bool:
     f = frame.file
     if _LIB_PATH_RE.search(f):
         return True
-    if "/commdoctor/" in f.replace("\\", "/"):
+    if _is_commdoctor(f):
         return True
     if os.path.isabs(f):
         return False
@@ -273,6 +310,10 @@ def is_library(frame: Frame) -> bool:
     first = re.split(r"[\\/]", frame.short_file or f)[0]
     mod = first[:-3] if first.endswith(".py") else first
     return mod in _STDLIB or mod in _THIRD_PARTY or first.startswith("<")
+
+
+def _read_source_line(frame: Frame | None) -> str | None:
+    return source_line(frame)
 
 
 def source_line(frame: Frame | None) -> str | None:
@@ -350,6 +391,9 @@ _NATIVE_SLEEP = re.compile(r"^(clock_nanosleep|nanosleep|__nanosleep|usleep|slee
 _SRC_SLEEP = re.compile(r"\b(time\.)?sleep\(")
 _SRC_WAIT = re.compile(r"\.wait\(\s*\)|\.wait\(\s*timeout")
 _SRC_CUDA_SYNC = re.compile(r"cuda\.synchronize\(|\.synchronize\(\)")
+# Reading a tensor's value on the host waits for every kernel queued before it, NCCL's included:
+# a rank that stays on such a line waits on the GPU (FIELD-NOTES, "NCCL on a real GPU").
+_SRC_HOST_READ = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)")
 _SRC_IO = re.compile(r"\b(torch\.save|torch\.load|save_file|load_file|np\.save|pickle\.dump|json\.dump|"
                      r"shutil\.copy\w*|os\.fsync|\.write\(|\.flush\(|\.save_pretrained\(|dcp\.save|dcp\.load)")
 _IO_FILES = ("torch/serialization.py", "safetensors/", "torch/distributed/checkpoint/", "shutil.py", "pickle.py",
@@ -448,9 +492,23 @@ def _via(frames: Sequence[Frame], start: int) -> str | None:
     return None
 
 
-def classify_thread(frames: Sequence[Frame], thread: str | None = None, read_source: bool = True) -> Classification:
+#: Source text saved with a snapshot, by (file, line): what ``source_line`` would have read on
+#: the job's host, for reading the snapshot where the job's files are not.
+Sources = Mapping[tuple[str, int], str]
+
+
+def classify_thread(frames: Sequence[Frame], thread: str | None = None, read_source: bool = True,
+                    sources: Sources | None = None) -> Classification:
     """Classify one thread's stack (innermost first)."""
     frames = tuple(frames)
+
+    def source_line(frame: Frame | None) -> str | None:
+        if sources and frame is not None and frame.line is not None:
+            saved = sources.get((frame.file, frame.line))
+            if saved:
+                return saved
+        return _read_source_line(frame)
+
     users = _user_frames(frames)
     user_frame = frames[users[0]] if users else None
     if not frames:
@@ -569,6 +627,10 @@ def classify_thread(frames: Sequence[Frame], thread: str | None = None, read_sou
                 return done(RankState.COLLECTIVE, 0, op="wait on an async work", reason=f"the line is: {src}")
             if _SRC_CUDA_SYNC.search(src):
                 return done(RankState.CUDA_SYNC, 0, op="synchronize", reason=f"the line is: {src}")
+            m = _SRC_HOST_READ.search(src)
+            if m:
+                return done(RankState.CUDA_SYNC, 0, op=f".{m.group(1)}() (waits for the GPU)",
+                            reason=f"the line reads a tensor on the host: {src}")
             if _SRC_IO.search(src):
                 return done(RankState.CHECKPOINT_IO, 0, op="file write", reason=f"the line is: {src}")
     if _path(top).endswith("threading.py") and _func(top) in _IDLE_WAIT_FUNCS:
@@ -593,20 +655,20 @@ _THREAD_PRIORITY = {RankState.COLLECTIVE: 0, RankState.BARRIER: 1, RankState.REN
 _BACKGROUND_THREAD = re.compile(r"commdoctor|pt_elastic|pt_autograd|QueueFeederThread|_pin_memory|Thread-\d+ \(_pin_memory_loop\)")
 
 
-def classify(stack: ProcessStack, read_source: bool = True) -> Classification:
+def classify(stack: ProcessStack, read_source: bool = True, sources: Sources | None = None) -> Classification:
     """Classify a process from its main thread; when the main thread only waits on a
     thread, the most telling of the other threads decides (training loops run in
     threads in some frameworks)."""
     main = stack.main
     if main is None:
         return Classification(RankState.UNKNOWN, reason="no threads in the stack")
-    c = classify_thread(main.frames, main.name, read_source)
+    c = classify_thread(main.frames, main.name, read_source, sources)
     if c.state is RankState.COMPUTING and c.op == "waiting on a thread or lock":
         best: Classification | None = None
         for t in stack.threads:
             if t is main or _BACKGROUND_THREAD.search(t.name or ""):
                 continue
-            tc = classify_thread(t.frames, t.name, read_source)
+            tc = classify_thread(t.frames, t.name, read_source, sources)
             if tc.state in _THREAD_PRIORITY and (best is None or _THREAD_PRIORITY[tc.state] < _THREAD_PRIORITY[best.state]):
                 best = tc
         if best is not None:

@@ -94,12 +94,35 @@ def fr_paths(ctx: Any) -> list[str]:
 
 
 def flight_recorder(ctx: Any) -> tuple[list[Any], list[str]] | None:
-    from commdoctor.loaders.flight_recorder import load_dumps
+    from commdoctor.loaders.flight_recorder import load_dumps_at_scale
 
     paths = fr_paths(ctx)
     if not paths:
         return None
-    return load_dumps(paths)
+    return load_dumps_at_scale(paths, progress=_progress(ctx))
+
+
+def _progress(ctx: Any) -> Any:
+    """A progress line on stderr when it is a terminal, the output is not JSON and the work takes over
+    a second; None otherwise (no progress in a pipe or with --json)."""
+    import sys
+    import time
+
+    if getattr(ctx.options, "extra", {}).get("json") or not sys.stderr.isatty():
+        return None
+    t0 = time.monotonic()
+    shown = [False]
+
+    def report(what: str, done: int, total: int) -> None:
+        if time.monotonic() - t0 < 1.0:
+            return
+        sys.stderr.write(f"\rcommdoctor: {what} {done + 1}/{total}\033[K")
+        if done + 1 >= total:
+            sys.stderr.write("\n")
+        shown[0] = True
+        sys.stderr.flush()
+
+    return report
 
 
 def hang_logs(ctx: Any) -> list[dict[str, Any]]:

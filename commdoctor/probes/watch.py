@@ -25,6 +25,7 @@ from typing import IO, Any, Mapping, Sequence
 
 import psutil
 
+from commdoctor.loaders.flight_recorder import rank_from_name
 from commdoctor.probes.procs import inspect_pid
 
 AGENT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent")
@@ -238,8 +239,15 @@ class Watcher:
         end = time.monotonic() + timeout
         fresh = 0
         while time.monotonic() < end:
-            fresh = sum(1 for p in glob.glob(os.path.join(self.watch_dir, "fr", "rank*.pkl"))
-                        if os.path.getmtime(p) >= t0 - 0.01)
+            # An NCCL rank writes nccl_rank<R>.pkl, a gloo one rank<R>.pkl, a rank with both kinds two files.
+            seen = set()
+            for p in glob.glob(os.path.join(self.watch_dir, "fr", "*rank*.pkl")):
+                try:
+                    if os.path.getmtime(p) >= t0 - 0.01:
+                        seen.add(rank_from_name(p))
+                except OSError:
+                    continue  # replaced between the listing and the look
+            fresh = len(seen - {None})
             if fresh >= ranks:
                 break
             time.sleep(0.1)

@@ -17,7 +17,6 @@ import gzip
 import io
 import json
 import os
-import pickle
 import re
 import tarfile
 from dataclasses import dataclass, field
@@ -91,6 +90,29 @@ def _budgeted(paths: Sequence[str], per_file: int, total: int) -> Iterable[tuple
         left = max(0, left - per_file)
 
 
+def _list(paths: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
+    """``excerpts.list_files``, less the links found in a folder that point out of it.
+
+    A report is made to be shared: a ``latest.log`` link to ``/etc/passwd`` or ``~/.netrc``
+    in a log folder must not carry that file into it. Such links are listed (so the user
+    sees what was left out and why) and never opened. A file named on the command line
+    is the user's own choice and is read even if it is a link.
+    """
+    files, problems = excerpts.list_files(paths, limit)
+    folders = [(os.path.abspath(p), os.path.realpath(p)) for p in paths if os.path.isdir(p)]
+    kept = []
+    for f in files:
+        full = os.path.abspath(f)
+        home = next(((a, r) for a, r in folders if full.startswith(a.rstrip(os.sep) + os.sep)), None)
+        if home is not None:
+            real = os.path.realpath(f)
+            if not real.startswith(home[1].rstrip(os.sep) + os.sep):
+                problems.append(f"{f}: a link to a file outside {home[0]}, listed and not read")
+                continue
+        kept.append(f)
+    return kept, problems
+
+
 def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Sequence[str] = (),
            records: Sequence[str] = (), stacks: Sequence[str] = (), fr: Sequence[str] = (),
            cmdlines: Sequence[str] = (), limits: Limits | None = None) -> Raw:
@@ -98,7 +120,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
     raw = Raw(report=report, system=dict(system) if system else None)
     cited = _cited(report)
 
-    files, problems = excerpts.list_files(logs, lim.max_files)
+    files, problems = _list(logs, lim.max_files)
     raw.problems += [f"--logs {p}" for p in problems]
     for path, budget in _budgeted(files, lim.log_file, lim.logs_total):
         lines = {ln: code for src, ln, _, code in cited if ln and _matches(src, path)}
@@ -108,7 +130,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
             raw.problems.append(f"--logs {path}: {x.error}")
         raw.logs.append((path, x))
 
-    rfiles, problems = excerpts.list_files(records, lim.max_files)
+    rfiles, problems = _list(records, lim.max_files)
     raw.problems += [f"--records {p}" for p in problems]
     for path, budget in _budgeted(rfiles, lim.record_file, lim.records_total):
         x = excerpts.excerpt_file(path, interest=excerpts.RECORD_RE, prefilter=None, before=0, after=0,
@@ -121,7 +143,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         except (OSError, ValueError) as e:
             raw.problems.append(f"--records: {e}")
 
-    sfiles, problems = excerpts.list_files(stacks, lim.max_files)
+    sfiles, problems = _list(stacks, lim.max_files)
     raw.problems += [f"--stacks {p}" for p in problems]
     for path, budget in _budgeted(sfiles, lim.stack_file, lim.stacks_total):
         try:
@@ -134,7 +156,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         except OSError as e:
             raw.problems.append(f"--stacks {path}: {e.strerror or e}")
 
-    ffiles, problems = excerpts.list_files(fr, lim.max_files)
+    ffiles, problems = _list(fr, lim.max_files)
     raw.problems += [f"--fr {p}" for p in problems]
     for path, budget in _budgeted(ffiles, lim.fr_file, lim.fr_total):
         raw.fr.append((path, read_fr_dump(path, budget)))
@@ -161,49 +183,18 @@ def _progress_row(p: hook_records.RankProgress) -> dict[str, Any]:
             "mismatches": len(p.mismatches), "warnings": len(p.warnings), "bad lines": p.bad_lines}
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Builds dicts, lists, tuples, strings and numbers only: a dump cannot run code."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("collections", "OrderedDict"):
-            import collections
-
-            return collections.OrderedDict
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a flight-recorder dump")
-
-
-def _jsonable(o: Any, depth: int = 0) -> Any:
-    if depth > 40:
-        return "[... nested too deep]"
-    if isinstance(o, Mapping):
-        return {str(k): _jsonable(v, depth + 1) for k, v in o.items()}
-    if isinstance(o, (list, tuple, set)):
-        return [_jsonable(v, depth + 1) for v in o]
-    if isinstance(o, bytes):
-        return o[:256].decode("utf-8", "replace")
-    if isinstance(o, float) and o != o:
-        return None
-    if o is None or isinstance(o, (str, int, float, bool)):
-        return o
-    return str(o)
-
-
 def read_fr_dump(path: str, budget: int) -> Any:
-    """A flight-recorder dump (torch's pickle or JSON form) as JSON-safe data, trimmed to ``budget``."""
+    """A flight-recorder dump (torch's pickle or JSON form) as JSON-safe data, trimmed to ``budget``.
+    Read by the one flight-recorder reader (commdoctor.loaders.flight_recorder: no globals, a budget
+    of elements); a file it refuses becomes a note."""
+    from commdoctor.loaders.flight_recorder import read_plain
+
     try:
-        with open(path, "rb") as f:
-            data = f.read(64 << 20)
+        obj = read_plain(path)
     except OSError as e:
         return {"unreadable": e.strerror or str(e)}
-    obj: Any
-    try:
-        if data[:1] in (b"{", b"["):
-            obj = json.loads(data.decode("utf-8", "replace"))
-        else:
-            obj = _PlainUnpickler(io.BytesIO(data)).load()
-    except Exception as e:  # noqa: BLE001 - any malformed dump becomes a note
-        return {"unreadable": f"not a flight-recorder dump commdoctor can read ({type(e).__name__}: {str(e)[:200]})"}
-    obj = _jsonable(obj)
+    except ValueError as e:
+        return {"unreadable": f"not a flight-recorder dump commdoctor can read ({str(e)[:200]})"}
     text = json.dumps(obj, ensure_ascii=False)
     if len(text) > budget and isinstance(obj, dict) and isinstance(obj.get("entries"), list):
         n = len(obj["entries"])

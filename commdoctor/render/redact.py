@@ -34,12 +34,28 @@ def mark(kind: str) -> str:
 # -- secrets ------------------------------------------------------------------
 
 # Words that make an assignment's value a secret (lower case, matched anywhere in the name).
-_SECRET_WORDS = r"(?:token|secret|passw(?:or)?d|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key|session[_-]?key|client[_-]?secret)"
-_SECRET_NAME = re.compile(rf"(?i){_SECRET_WORDS}|(?:^|_)KEY$|(?:^|_)PASS$|_AUTH$")
+# "key" alone counts after a separator (wandb_key, --deploy-key), not inside a word (NCCL_IB_PKEY, monkey).
+_SECRET_WORDS = (r"(?:token|secret|passw(?:or)?d|passwd|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+                 r"|credentials?|auth[_-]?key|session[_-]?key|client[_-]?secret|account[_-]?key"
+                 r"|shared[_-]?access[_-]?key|sas[_-]?token|(?<=[_-])key(?![a-z])|(?<![a-z])auth(?![a-z]))")
+_SECRET_NAME = re.compile(rf"(?i){_SECRET_WORDS}")
+# Upper-case names only: FOO_KEY, DB_PASS, X_AUTH are secrets; "sort_key" in a JSON report is not a variable.
+_SECRET_SUFFIX = re.compile(r"(?:^|_)(?:KEY|PASS|AUTH)$")
+# Names that say "pwd" or "token" but hold a place, not a secret: the working directory, a path to a file.
+_NOT_SECRET_NAME = re.compile(r"(?i)^(?:OLD)?PWD$|_(?:FILE|PATH|DIR|FILES|DIRS|LENGTH|LEN|TYPE|ENDPOINT|SOCK|METHOD|MODE)$")
 # Values that are placeholders, not secrets: leave them (and count nothing).
 _PLACEHOLDER = re.compile(r"^(?:\[REDACTED[^\]]*\]|<[^>]*>|\*+|x{3,}|X{3,}|none|null|nil|true|false|\$\{?\w+\}?|-+)$", re.I)
 
 _Rule = tuple[str, "re.Pattern[str]", Callable[["re.Match[str]", str], str]]
+
+# Every pattern here must run in time linear in its input (tests/test_regex_budget.py runs each on
+# 100 kB of every character class): a name is matched from its first character only (the look-behind),
+# its secret word is found by a bounded look-ahead and the name is at most 160 characters, so a long
+# run of word characters costs a bounded amount of backtracking per run, not per starting position.
+# (No possessive quantifiers: they need Python 3.11 and the package supports 3.10.)
+_NAME_CH = r"A-Za-z0-9_.-"
+_NAME_BODY = rf"(?=[{_NAME_CH}]{{0,120}}?{_SECRET_WORDS})[{_NAME_CH}]{{1,160}}"
+_NAME = rf"(?<![{_NAME_CH}]){_NAME_BODY}"
 
 
 def _whole(m: re.Match[str], kind: str) -> str:
@@ -52,7 +68,7 @@ def _keep1(m: re.Match[str], kind: str) -> str:
 
 def _assign(m: re.Match[str], kind: str) -> str:
     value = m.group(3)
-    if _PLACEHOLDER.match(value) or len(value) < 3:
+    if _PLACEHOLDER.match(value) or len(value) < 3 or _NOT_SECRET_NAME.search(m.group(1).lstrip("-")):
         return m.group(0)
     return m.group(1) + m.group(2) + mark(kind)
 
@@ -63,37 +79,85 @@ def _auth(m: re.Match[str], kind: str) -> str:
     return m.group(1) + m.group(2) + (m.group(3) or "") + mark(kind)
 
 
+def _keep1_value2(m: re.Match[str], kind: str) -> str:
+    if _PLACEHOLDER.match(m.group(2)):
+        return m.group(0)
+    return m.group(1) + mark(kind)
+
+
+def _userpass(m: re.Match[str], kind: str) -> str:
+    """``-u user:password``: the user stays (it is in the report anyway), the password goes."""
+    if _PLACEHOLDER.match(m.group(3)) or (m.group(2).isdigit() and m.group(3).isdigit()):
+        return m.group(0)  # --user 1000:1000 is a uid and gid
+    return m.group(1) + m.group(2) + ":" + mark(kind)
+
+
+def _mixed_token(m: re.Match[str], kind: str) -> str:
+    """A token after a word like "secret" or "token": redacted only when it looks random (mixed classes)."""
+    tok = m.group(2)
+    classes = sum((any(c.islower() for c in tok), any(c.isupper() for c in tok), any(c.isdigit() for c in tok)))
+    if classes < 3 or tok.startswith(("/", ".")) or tok.count("/") > 2 or tok.count(".") > 1 or _PLACEHOLDER.match(tok):
+        return m.group(0)
+    return m.group(1) + mark(kind)
+
+
 _RULES: tuple[_Rule, ...] = (
     # A PEM block, also inside a one-line value with escaped newlines; a block
     # cut off at the end of an excerpt is redacted to the end.
-    ("private-key", re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S), _whole),
+    ("private-key", re.compile(r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), _whole),
     # The end of a block whose start lies before this text (an excerpt cut into it).
-    ("private-key", re.compile(r"\A[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----"), _whole),
-    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/@:\"'<>]*:[^\s/@\"'<>]*@"), lambda m, k: m.group(1) + mark(k) + "@"),
-    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[A-Za-z0-9_\-.~%]{20,}@"), lambda m, k: m.group(1) + mark(k) + "@"),
+    ("private-key", re.compile(r"\A[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"), _whole),
+    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/@:\"'<>]{0,256}:[^\s/@\"'<>]{0,256}@"), lambda m, k: m.group(1) + mark(k) + "@"),
+    ("url-credentials", re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[A-Za-z0-9_\-.~%]{20,256}@"), lambda m, k: m.group(1) + mark(k) + "@"),
     ("authorization-header", re.compile(r"(?i)\b((?:proxy-)?authorization)([\"']*\s*[:=][\"'\s]*)((?:bearer|basic|token|digest|negotiate|aws4-hmac-sha256)[\"'\s]+)?([^\s\"',;]+)"), _auth),
     ("bearer-token", re.compile(r"(?i)\b(bearer[\"'\s]+)(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*"), _keep1),
+    # Cookie and Set-Cookie headers: the whole value (session ids, CSRF tokens, signed cookies).
+    ("cookie", re.compile(r"(?i)\b((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED)([^\r\n\"']{3,})"), _keep1_value2),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b"), _whole),
     ("hf-token", re.compile(r"\b(?:hf|api_org)_[A-Za-z0-9]{30,}\b"), _whole),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), _whole),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), _whole),
+    ("slack-token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), _whole),
     ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), _whole),
-    ("api-key", re.compile(r"\b(?:sk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36})\b"), _whole),
+    ("api-key", re.compile(r"\b(?:sk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}"
+                           r"|npm_[A-Za-z0-9]{36}|[sr]k_(?:live|test)_[A-Za-z0-9]{20,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+                           r"|ya29\.[A-Za-z0-9_-]{20,}|pypi-[A-Za-z0-9_-]{50,}|dckr_pat_[A-Za-z0-9_-]{20,}|dapi[0-9a-f]{32}"
+                           r"|glsa_[A-Za-z0-9_]{32,})\b"), _whole),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _whole),
     # W&B keys are 40 hex digits: redact them wherever wandb is named on the line.
     ("wandb-key", re.compile(r"(?i)(wandb[^\n]{0,80}?)(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])"), _keep1),
+    # Signed URLs: the signature and credential parameters of S3, GCS and Azure SAS links, tokens in a query.
+    ("url-query-secret", re.compile(r"(?i)([?&](?:sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token"
+                                    r"|x-goog-signature|x-goog-credential|access_token|id_token|refresh_token|token|api_key"
+                                    r"|apikey|key|password|secret|client_secret)=)([^&\s\"'#<>]{3,})"), _keep1_value2),
     # NAME=value, "name": "value", name: value, --name value, where the name says secret.
-    ("secret-assignment", re.compile(rf"(?i)([A-Za-z0-9_.-]*{_SECRET_WORDS}[A-Za-z0-9_.-]*)([\"']?\s*[=:]\s*[\"']?)([^\s\"',;&]+)"), _assign),
-    ("secret-argument", re.compile(rf"(?i)((?<![\w-])--?[A-Za-z0-9_.-]*{_SECRET_WORDS}[A-Za-z0-9_.-]*)(\s+)(?!-)([^\s\"',;&]+)"), _assign),
-    ("secret-assignment", re.compile(r"\b([A-Z][A-Z0-9_]*_(?:KEY|PASS|AUTH))(\s*[=:]\s*[\"']?)([^\s\"',;&]+)"), _assign),
+    ("secret-assignment", re.compile(rf"(?i)({_NAME})([\"']?[ \t]*[=:][ \t]*[\"']?)([^\s\"',;&]+)"), _assign),
+    ("secret-argument", re.compile(rf"(?i)((?<![\w-])--?{_NAME_BODY})([ \t]+)(?!-)([^\s\"',;&]+)"), _assign),
+    ("secret-assignment", re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{0,120}(?:(?<=_KEY)|(?<=_PASS)|(?<=_AUTH)))([ \t]*[=:][ \t]*[\"']?)([^\s\"',;&]+)"), _assign),
+    # Passwords given to command-line clients: mysql -pPW, sshpass -p PW, curl -u user:PW, wget --user=u:PW.
+    ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,200}?(?<!\S)-p)([^\s\"']+)"), _keep1_value2),
+    ("cli-password", re.compile(r"(\bsshpass[ \t]+-p[ \t]*)([^\s\"']+)"), _keep1_value2),
+    ("cli-password", re.compile(r"((?<![\w-])(?:-u|--user|--proxy-user|-U)(?:[ \t]+|=)[\"']?)([^\s\"':@/]{1,128}):([^\s\"']{1,256})"), _userpass),
+    # netrc: "machine HOST login USER password PW", and a line that is only "password PW".
+    ("netrc-password", re.compile(r"(?i)(\b(?:machine[ \t]+\S{1,256}[ \t]+|default[ \t]+)(?:login[ \t]+\S{1,256}[ \t]+)?password[ \t]+)(\S+)"), _keep1_value2),
+    ("netrc-password", re.compile(r"(?i)(\blogin[ \t]+\S{1,256}[ \t]+password[ \t]+)(\S+)"), _keep1_value2),
+    ("netrc-password", re.compile(r"(?im)^([ \t]{0,40}password[ \t]+)(\S+)[ \t]*$"), _keep1_value2),
+    # A random-looking token (lower, upper and digits, 16+) shortly after a word that says secret.
+    ("secret-after-word", re.compile(r"(?i)(\b(?:secret|token|password|passwd|pwd|api[ _-]?key|credentials?|access[ _-]?key|key)\b"
+                                     r"[^\n]{0,40}?)(?<![A-Za-z0-9/+=_-])([A-Za-z0-9/+=_.-]{16,200})"), _mixed_token),
     # A line that is nothing but a long base64 run: the body of a key or certificate.
-    ("base64-blob", re.compile(r"(?m)^(\s*)(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{60,}={0,2}\s*$"), _keep1),
+    ("base64-blob", re.compile(r"(?m)^([ \t]*)(?=[A-Za-z0-9+/]*[a-z])(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[0-9])[A-Za-z0-9+/]{60,}={0,2}[ \t]*$"), _keep1),
 )
 
 
 def secret_env_name(name: str) -> bool:
-    """Whether an environment variable of this name holds a secret as its whole value."""
-    return bool(_SECRET_NAME.search(name))
+    """Whether an environment variable of this name holds a secret as its whole value.
+
+    The secret words match in any case (``my_token``, ``Db_Password``); the bare suffixes
+    ``_KEY``/``_PASS``/``_AUTH`` only in upper case, the way variables are written.
+    """
+    if _NOT_SECRET_NAME.search(name):
+        return False
+    return bool(_SECRET_NAME.search(name) or _SECRET_SUFFIX.search(name))
 
 
 # -- anonymization ------------------------------------------------------------
@@ -102,10 +166,10 @@ _IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w]
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?:%[\w.-]+)?(?![\w:])")
 _MAC = re.compile(r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}(?:(?::[0-9A-Fa-f]{2}){14})?(?![\w:])")
 # host:pid:tid [dev] NCCL ..., the prefix NCCL puts on every line.
-_NCCL_PREFIX = re.compile(r"(?m)^(?:\[[^\]]*\]:?\s*|\d+:\s*)?([A-Za-z][A-Za-z0-9_.-]*):\d+:\d+ \[\d+\] NCCL")
+_NCCL_PREFIX = re.compile(r"(?m)^(?:\[[^\]\n]{0,64}\]:?[ \t]*|\d{1,9}:[ \t]*)?([A-Za-z][A-Za-z0-9_.-]{0,255}):\d+:\d+ \[\d+\] NCCL")
 # "hostname: X" in free text; X must look like a host (a digit, dot or dash in it), so that
 # "host: unreachable" does not make every "unreachable" an alias.
-_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)\s*[:=]\s*\"?(?=[^\s\"]*[\d.-])([A-Za-z][A-Za-z0-9_.\-\[\],]*)")
+_HOST_FIELD = re.compile(r"(?i)\b(?:host(?:name)?|node(?:name)?|nodelist)[ \t]*[:=][ \t]*\"?(?=[^\s\"]{0,255}[\d.-])([A-Za-z][A-Za-z0-9_.\-\[\],]{0,255})")
 _CLOUD_HOST = re.compile(r"\bip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[A-Za-z0-9.-]+)?\b")
 _HOME = re.compile(r"/(?:home|Users|scratch|gpfs/home)/([A-Za-z_][A-Za-z0-9_.-]{0,31})(?=/|\b)")
 _VERSIONISH = re.compile(r"(?i)\b(?:version|ver|v|cudnn|driver)[\s:=\"']*$")
@@ -120,6 +184,11 @@ _HOST_KEYS = frozenset({"host", "hostname", "hosts", "node", "nodename", "fqdn",
 _HOST_VARS = frozenset({"HOSTNAME", "MASTER_ADDR", "SLURMD_NODENAME", "SLURM_NODELIST", "SLURM_JOB_NODELIST",
                         "SLURM_STEP_NODELIST", "SLURM_TOPOLOGY_ADDR", "PET_RDZV_ENDPOINT", "NCCL_COMM_ID",
                         "SLURM_SUBMIT_HOST", "SLURM_LAUNCH_NODE_IPADDR", "HOST", "NODE_NAME", "POD_NAME"})
+# VAR=value in free text (an evidence line, a command line), and the launchers' host flags.
+_HOST_ASSIGN = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(sorted(_HOST_VARS)) + r"|MASTER_HOST|RDZV_ENDPOINT)"
+                          r"[\"']?[ \t]*[=:][ \t]*[\"']?([^\s\"',;]{1,512})")
+_HOST_FLAG = re.compile(r"(?<![\w-])--?(?:rdzv[-_]endpoint|master[-_]addr(?:ess)?|master[-_]host|hostname|host|hosts"
+                        r"|nodelist|node[-_]list)(?:=|[ \t]+)[\"']?([A-Za-z0-9][^\s\"',;]{0,511})")
 _USER_KEYS = frozenset({"user", "username", "owner", "USER", "LOGNAME", "SUDO_USER", "SLURM_JOB_USER"})
 
 
@@ -212,6 +281,22 @@ class Anonymizer:
             self.learn_user(m.group(1))
         for m in _IPV4.finditer(text):
             self._seen_v4.add(m.group(0))
+        for rx in (_HOST_ASSIGN, _HOST_FLAG):
+            for m in rx.finditer(text):
+                self.learn_host_value(m.group(1))
+
+    def learn_host_value(self, value: str) -> None:
+        """A launcher's host value: ``host``, ``scheme://host:port/x``, ``node[01-04],gpu7`` (the heads too)."""
+        value = re.sub(r"^[a-z][a-z0-9+.-]{0,20}://", "", value.strip())  # an endpoint URL: its host part
+        value = re.sub(r":\d+(/.*)?$", "", value)
+        if "[" in value or "," in value:
+            for h in expand_nodelist(value):
+                self.learn_host(h)
+            # The compressed form stays in the text ("gpu[01-02]"): its head is a name too.
+            for head in re.findall(r"([A-Za-z][A-Za-z0-9_.-]{0,63})\[", value):
+                self.learn_host(head)
+        else:
+            self.learn_host(value)
 
     def discover_obj(self, obj: Any, key: str | None = None) -> None:
         if isinstance(obj, Mapping):
@@ -222,11 +307,8 @@ class Anonymizer:
                 self.discover_obj(v, key)
         elif isinstance(obj, str):
             if key is not None:
-                if key.lower() in _HOST_KEYS or key in _HOST_VARS:
-                    value = re.sub(r"^[a-z][a-z0-9+.-]*://", "", obj)  # an endpoint URL: its host part
-                    value = re.sub(r":\d+(/.*)?$", "", value)
-                    for h in expand_nodelist(value) if "[" in value or "," in value else [value]:
-                        self.learn_host(h)
+                if key.lower() in _HOST_KEYS or key.upper() in _HOST_VARS:
+                    self.learn_host_value(obj)
                 if key in _USER_KEYS:
                     self.learn_user(obj)
             self.discover_text(obj)
@@ -361,12 +443,39 @@ def _is_ip(s: str) -> bool:
         return False
 
 
+#: A secret value seen once is replaced wherever else it appears; shorter values are too likely to be words.
+MIN_LITERAL = 6
+MAX_LITERALS = 2048
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class Redactor:
-    """Redacts secrets (always) and anonymizes identities (when asked), counting what it replaced."""
+    """Redacts secrets (always) and anonymizes identities (when asked), counting what it replaced.
+
+    Besides the shapes in ``_RULES`` it remembers every value it removed (``learn`` runs
+    the rules over all the material first) and removes that value wherever else it
+    appears: a remedy that quotes ``user:pw@host`` after a check stripped the
+    ``scheme://`` cannot carry the password out, because ``pw`` was learned from the
+    variable itself.
+    """
 
     def __init__(self, anonymize: bool = False) -> None:
         self.counts: Counter[str] = Counter()
         self.anon = Anonymizer() if anonymize else None
+        self._literals: set[str] = set()
+        self._ordered: list[str] | None = None
+
+    def _learn_literal(self, value: str) -> None:
+        value = value.strip().strip("\"'")
+        if (len(value) < MIN_LITERAL or len(self._literals) >= MAX_LITERALS or "REDACTED" in value
+                or _PLACEHOLDER.match(value) or value in self._literals):
+            return
+        self._literals.add(value)
+        self._ordered = None
+        # user:password and key=value pairs: the password alone may be quoted elsewhere.
+        for sep in (":", "="):
+            if sep in value:
+                self._learn_literal(value.split(sep, 1)[1])
 
     def secrets(self, s: str) -> str:
         if not s:
@@ -377,13 +486,56 @@ class Redactor:
             new, n = rx.subn(lambda m, k=kind: self._count(m, k, fn), s)  # type: ignore[misc]
             if n:
                 s = new
+        if self._literals:
+            if self._ordered is None:
+                self._ordered = sorted(self._literals, key=lambda v: (-len(v), v))
+            for lit in self._ordered:
+                if lit in s:  # a substring search per value: linear, and no pattern to backtrack
+                    self.counts["known-secret"] += s.count(lit)
+                    s = s.replace(lit, mark("known-secret"))
         return s
 
     def _count(self, m: re.Match[str], kind: str, fn: Callable[[re.Match[str], str], str]) -> str:
         out = fn(m, kind)
-        if out != m.group(0):
+        whole = m.group(0)
+        if out != whole:
             self.counts[kind] += 1
+            # What was removed: the match less the prefix and suffix the rule kept.
+            head = 0
+            while head < min(len(out), len(whole)) and out[head] == whole[head]:
+                head += 1
+            tail = 0
+            while tail < min(len(out), len(whole)) - head and out[-1 - tail] == whole[-1 - tail]:
+                tail += 1
+            self._learn_literal(whole[head:len(whole) - tail])
         return out
+
+    def learn(self, *items: Any) -> None:
+        """Run the secret rules over ``items`` (strings or JSON-like data) to learn the values they remove.
+
+        Nothing is returned and nothing is counted: call it on all material before
+        composing any text, then ``text``/``obj`` remove those values everywhere.
+        """
+        saved = self.counts.copy()
+        try:
+            for it in items:
+                self._learn_obj(it, None, 0)
+        finally:
+            self.counts = saved
+
+    def _learn_obj(self, obj: Any, key: str | None, depth: int) -> None:
+        if depth > 200:
+            return
+        if isinstance(obj, Mapping):
+            for k, v in obj.items():
+                self._learn_obj(v, str(k), depth + 1)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                self._learn_obj(v, key, depth + 1)
+        elif isinstance(obj, str):
+            if key is not None and _ENV_KEY.fullmatch(key) and secret_env_name(key):
+                self._learn_literal(obj)
+            self.secrets(obj)
 
     def text(self, s: str, addresses: bool = True) -> str:
         s = self.secrets(s)
@@ -392,8 +544,13 @@ class Redactor:
     def env_value(self, name: str, value: str) -> str:
         if value and secret_env_name(name) and not _PLACEHOLDER.match(value):
             self.counts["secret-variable"] += 1
+            self._learn_literal(value)
             return mark("secret-variable")
         return self.text(value)
+
+    def env_mapping(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Environment variables with their secrets removed: what a check may quote in a remedy."""
+        return {k: self.env_value(k, v) if isinstance(v, str) else v for k, v in env.items()}
 
     def obj(self, obj: Any, key: str | None = None) -> Any:
         """A copy of JSON-like ``obj`` with every string redacted (dict keys too, when anonymizing)."""
@@ -407,13 +564,16 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self.obj(v, key) for v in obj]
         if isinstance(obj, str):
-            if key is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) and key.upper() == key and key:
-                return self.env_value(key, obj)  # an environment-variable-like key
+            # A variable-like key names a secret in any case: my_token, Db_Password, HF_TOKEN.
+            if key and _ENV_KEY.fullmatch(key) and secret_env_name(key):
+                return self.env_value(key, obj)
             versionish = key is not None and ("version" in key.lower() or key.lower() in ("cudnn", "driver", "fw_ver"))
             return self.text(obj, addresses=not versionish)
         return obj
 
     def discover(self, *items: Any) -> None:
+        """Learn from ``items`` before anything is written: secret values always, identities when anonymizing."""
+        self.learn(*items)
         if self.anon is None:
             return
         for it in items:

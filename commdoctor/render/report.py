@@ -205,6 +205,8 @@ def _html_blocks(blocks: Sequence[Any]) -> str:
             first = spans(b.spans)[:1]
             if first and first[0] == ("b", "Verdict:"):
                 cls = ' class="verdict"'
+            elif first and first[0] == ("b", "Verdict: incomplete"):
+                cls = ' class="verdict"'
             elif first and first[0] == ("b", "Verdict: healthy"):
                 cls = ' class="verdict healthy"'
             out.append(f"<p{cls}>{html_inline(b.spans)}</p>")
@@ -464,7 +466,9 @@ def build(m: Material) -> tuple[str, list[Any]]:
     """The document: (title, blocks)."""
     rep = m.report
     v = rep.verdict()
-    title = f"commdoctor report: {v.code} {v.title}" if v else "commdoctor report: no errors or warnings"
+    incomplete = rep.incomplete()
+    title = (f"commdoctor report: {v.code} {v.title}" if v else
+             "commdoctor report: incomplete" if incomplete else "commdoctor report: no errors or warnings")
     b: list[Any] = [H(1, title)]
     c = rep.counts()
     meta: list[Span] = [("", f"commdoctor {rep.tool_version}, mode "), ("code", rep.mode), ("", ", host "),
@@ -486,6 +490,10 @@ def build(m: Material) -> tuple[str, list[Any]]:
         if v.remedy:
             vs += [("", ". Remedy: "), ("", v.remedy.summary)]
         b.append(P(vs))
+        if incomplete:
+            b.append(P([("b", "Incomplete:"), ("", " " + "; ".join(incomplete) + ", so this may not be the whole story.")]))
+    elif incomplete:
+        b.append(P([("b", "Verdict: incomplete"), ("", " (no errors or warnings found, but " + "; ".join(incomplete) + ")")]))
     else:
         b.append(P([("b", "Verdict: healthy"), ("", " (no errors or warnings found by the checks that ran)")]))
 

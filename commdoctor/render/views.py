@@ -92,12 +92,17 @@ def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None) -> R
         if v.remedy:
             line.append(f"\n  {g.remedy} {v.remedy.summary}", style=STYLE["remedy"])
         line.append("\n")
-    elif report.interrupted:
-        line.append("Interrupted before all checks ran.\n", style="yellow")
-    elif c["crashed"] or c["timed_out"]:
+    incomplete = report.incomplete()
+    if report.unreadable():
+        line.append("Nothing readable: ", style="bold magenta")
+        line.append("not one input could be read, so nothing was diagnosed (exit status 2)\n")
+    elif incomplete and v:
+        line.append("Incomplete: ", style="bold magenta")
+        line.append("; ".join(incomplete) + " (the verdict above may not be the whole story)\n")
+    elif incomplete:
         line.append("Verdict: incomplete", style="bold magenta")
-        line.append(f" (no errors or warnings, but {c['crashed'] + c['timed_out']} check(s) crashed or timed out)\n")
-    else:
+        line.append(f" (no errors or warnings found, but {'; '.join(incomplete)})\n")
+    elif not v:
         line.append("Verdict: healthy", style="bold green")
         line.append(" (no errors or warnings)\n")
     line.append(f"{n} check{'s' if n != 1 else ''}: {', '.join(status_bits) or 'none'}")

@@ -89,7 +89,7 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 def _memlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RDMA ran out of locked memory; ``ulimit -a`` printing 64 kB or less says why even without the failure."""
-    lim = [h for h in hits(m, "memlock_limit") if (h.groups.get("kb") or "").isdigit() and int(h.groups["kb"]) <= 65536]
+    lim = [h for h in hits(m, "memlock_limit") if (h.groups.get("kb") or "").isdigit() and len(h.groups["kb"].lstrip("0")) <= 5 and int(h.groups["kb"]) <= 65536]
     if hs:
         return [cand("LOG035", "rlimit_memlock", 1, hs + lim, n=4)]
     return [cand("LOG035", "rlimit_memlock", 3, lim)] if lim else []

@@ -158,8 +158,8 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if fr is not None and fr.kind == "straggler":
         late = set(fr.entries)
         last = "; ".join(f"rank {r}'s last: {text}" for r, text in sorted(fr.entries.items())[:4])
-        who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collectives the others wait in (up to "
-               f"#{fr.seq} {fr.op}, flight recorder): it is the straggler ({last})")
+        who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collective the others wait in "
+               f"(#{fr.seq} {fr.op}, flight recorder): it is the straggler ({last})")
         evs = _fr_evidence(m, fr.entries) + evs
     if not who and progress:
         low = min(v[0] for v in progress.values())

@@ -112,8 +112,10 @@ class Job:
 
 
 def start_plain(scenario: str, world: int, env: dict[str, str] | None = None,
-                prefix: Sequence[Sequence[str]] | None = None, master: str = "127.0.0.1") -> Job:
-    """Ranks as plain processes with RANK / WORLD_SIZE set (no launcher)."""
+                prefix: Sequence[Sequence[str]] | None = None, master: str = "127.0.0.1",
+                script: Path = SCRIPT) -> Job:
+    """Ranks as plain processes with RANK / WORLD_SIZE set (no launcher); ``script``: a copy of
+    hangjob.py elsewhere (its path matters to some tests)."""
     job = Job(world=world)
     port = free_port()
     for r in range(world):
@@ -122,7 +124,7 @@ def start_plain(scenario: str, world: int, env: dict[str, str] | None = None,
                       **(env or {})})
         log = job.ready.parent / f"{job.ready.name}-rank{r}.log"
         job.logs.append(log)
-        argv = [*(prefix[r] if prefix else []), sys.executable, str(SCRIPT)]
+        argv = [*(prefix[r] if prefix else []), sys.executable, str(script)]
         with open(log, "wb") as lf:
             job.procs.append(subprocess.Popen(argv, env=e, stdout=lf, stderr=subprocess.STDOUT,
                                               stdin=subprocess.DEVNULL, start_new_session=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 from tests.conftest import REPO, findings, needs_root, needs_tool, needs_torch, result, run_json
 from tests.integration.hang_jobs import Job, base_env, mark_line, start_plain, start_torchrun, torchrun_argv
 
-pytestmark = [needs_torch, needs_tool("py-spy")]
+pytestmark = [needs_torch, needs_tool("py-spy"), pytest.mark.usefixtures("pyspy_can_attach")]
 LINE = mark_line
 
 
@@ -85,7 +86,8 @@ def test_flight_recorder_dump_of_the_live_job_names_the_missing_rank(straggler: 
     doc, _ = run_json("hang", "--fr", str(fr))  # the dumps alone, as torchfrtrace would get them
     v = verdict(doc)
     assert v["code"] == "HANG010" and v["ranks"] == [3]
-    assert f"all_reduce at hangjob.py:{LINE('straggler-allreduce')}" in v["title"]
+    # The dumps name the collective by its sequence number, and its line.
+    assert re.search(rf"all_reduce #\d+ at hangjob.py:{LINE('straggler-allreduce')}", v["title"]), v["title"]
     ev = [e for e in v["evidence"] if e["source"] == "flight recorder:rank3"]
     assert ev and "never entered all_reduce" in ev[0]["text"]
     doc, _ = run_json("hang", "--fr", str(fr / "json"))  # the JSON variant too
@@ -111,6 +113,24 @@ def test_collectives_in_a_different_order() -> None:
     assert f"rank 2 in broadcast at hangjob.py:{LINE('mismatch-broadcast')}" in v["title"]
     assert f"ranks 0 and 1 in all_reduce at hangjob.py:{LINE('mismatch-allreduce')}" in v["title"]
     assert "odd one: rank 2" in v["detail"]
+
+
+def test_a_job_in_a_folder_named_commdoctor_keeps_its_lines(tmp_path: Path) -> None:
+    """A clone of this repository is a folder called commdoctor: its jobs are the user's code, not ours."""
+    clone = tmp_path / "src" / "commdoctor" / "tests" / "integration"
+    clone.mkdir(parents=True)
+    script = clone / "hangjob.py"
+    script.write_text((REPO / "tests" / "integration" / "hangjob.py").read_text())
+    with start_plain("mismatch", 3, script=script) as job:
+        job.wait("steady", timeout=240)
+        time.sleep(1.5)
+        doc, _ = run_json("hang", "--pid", *map(str, job.rank_pids().values()))
+    v = verdict(doc)
+    assert v["code"] == "HANG011"
+    assert f"rank 2 in broadcast at hangjob.py:{LINE('mismatch-broadcast')}" in v["title"]
+    assert f"ranks 0 and 1 in all_reduce at hangjob.py:{LINE('mismatch-allreduce')}" in v["title"]
+    ranks = result(doc, "hang.ranks")["data"]["ranks"]
+    assert ranks[2]["classification"]["call_site"]["file"] == str(script)
 
 
 def test_a_killed_rank_the_others_wait_for() -> None:
@@ -295,3 +315,42 @@ def test_wrapper_mode_diagnoses_within_its_no_progress_time(tmp_path: Path) -> N
             p.kill()
         p.wait(timeout=10)
         err.close()
+
+
+def test_hang_without_pid_says_which_of_two_jobs_it_took_and_why(tmp_path: Path) -> None:
+    """Two jobs on the host: one hung in its collectives, one whose ranks only sleep. No silent choice."""
+    idle: list[subprocess.Popen[bytes]] = []
+    with start_plain("mismatch", 3) as job:
+        try:
+            for r in range(2):  # a second job: RANK set, nothing communicates
+                idle.append(subprocess.Popen(
+                    [sys.executable, "-c", "import time; time.sleep(300)"],
+                    env=base_env({"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
+            job.wait("steady", timeout=240)
+            time.sleep(1.5)
+            doc, p = run_json("hang")
+        finally:
+            for q in idle:
+                q.kill()
+                q.wait(timeout=10)
+    (choice,) = findings(doc, "HANG004")
+    title = choice["title"]
+    pids = job.rank_pids()
+    hung = " ".join(str(pids[r]) for r in sorted(pids))
+    sleepers = " ".join(str(q.pid) for q in idle)
+    # Both jobs are listed with what was seen of them (other tests' jobs may run beside them on a
+    # shared machine, so which one is taken is asserted only when these two are the only ones).
+    assert re.search(rf"\(pids {hung}\), running [^,]+, 3 of 3 wait in communication", title), title
+    assert re.search(rf"\(pids {sleepers}\), running [^,]+, 0 of 2 wait in communication", title), title
+    if title.startswith("2 jobs on this host"):
+        assert f"(pids {hung})" in title.split("Other job(s):")[0]
+        assert "the only one whose ranks wait in communication" in title
+        assert verdict(doc)["code"] == "HANG011"
+
+
+def test_hang_pid_of_no_process_is_a_usage_error() -> None:
+    from tests.conftest import run_cli
+
+    p = run_cli("hang", "--pid", "999999")
+    assert p.returncode == 2 and "no process with pid 999999" in p.stderr and not p.stdout

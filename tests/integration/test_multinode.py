@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import needs_tool
 from tests.mnlab import Job, Lab3, clean_env, codes, kill, result, sh, why_not
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(why_not() is not None, reason=why_not() or "")]
@@ -83,6 +84,7 @@ def firewall_and_mtu(lab: Lab3) -> dict[str, Job]:
         lab.reset()
 
 
+@needs_tool("iptables")  # the fixture's firewall
 def test_firewall_that_lets_only_the_master_port_through(firewall_and_mtu: dict[str, Job]) -> None:
     doc = node0(firewall_and_mtu)
     (f,) = codes(doc)["MN041"]
@@ -93,6 +95,7 @@ def test_firewall_that_lets_only_the_master_port_through(firewall_and_mtu: dict[
     assert list(result(doc, "mn.bandwidth")["data"]["pairs_gbps"]) == ["cdmma-cdmmb"]
 
 
+@needs_tool("iptables")  # shares the firewall fixture's run
 def test_one_node_with_another_mtu(firewall_and_mtu: dict[str, Job]) -> None:
     doc = node0(firewall_and_mtu)
     (f,) = codes(doc)["MN032"]

@@ -16,9 +16,10 @@ from tuikit import FIXTURES, REPO, run_cli
 
 def test_view_without_a_terminal_prints_the_console_rendering() -> None:
     p = run_cli("view", str(FIXTURES / "run-mixed.json"), env={"PYTHONPATH": str(REPO)})
-    assert p.returncode == 1, p.stderr  # the report holds errors
+    assert p.returncode == 4, p.stderr  # errors, but a check crashed and one timed out: incomplete (docs/cli.md)
     out = p.stdout
     assert "Verdict: ENV022 MASTER_ADDR not set while RANK/WORLD_SIZE are" in out
+    assert "Incomplete: 1 check crashed (env.gpu); 1 check timed out (pg.gloo)" in out
     assert "[crash] GPUs, driver and NCCL" in out and "[timeout] Local gloo" in out
     assert "9 checks: 5 passed, 1 failed, 1 skipped, 1 crashed, 1 timed out" in out
     assert "\x1b[" not in out  # a pipe gets plain text
@@ -38,14 +39,20 @@ def test_view_fail_on_and_healthy_exit(tmp_path: Path) -> None:
     p = tmp_path / "warn.json"
     p.write_text(json.dumps(doc))
     e = {"PYTHONPATH": str(REPO)}
-    # The canned run has a crashed check: without findings at the threshold, that is exit 3 (docs/cli.md).
-    assert run_cli("view", str(p), env=e).returncode == 3
-    assert run_cli("view", str(p), "--fail-on", "warning", env=e).returncode == 1
+    # The canned run has a crashed check: the diagnosis is incomplete, exit 4 whatever was found (docs/cli.md).
+    assert run_cli("view", str(p), env=e).returncode == 4
+    assert run_cli("view", str(p), "--fail-on", "warning", env=e).returncode == 4
     for r in doc["results"]:
         if r["status"] == "crashed":
             r["status"], r["error"] = "passed", ""
     p.write_text(json.dumps(doc))
+    assert run_cli("view", str(p), env=e).returncode == 4  # a check still timed out
+    for r in doc["results"]:
+        if r["status"] == "timed_out":
+            r["status"] = "passed"
+    p.write_text(json.dumps(doc))
     assert run_cli("view", str(p), env=e).returncode == 0
+    assert run_cli("view", str(p), "--fail-on", "warning", env=e).returncode == 1
 
 
 @pytest.mark.parametrize("content,needle", [

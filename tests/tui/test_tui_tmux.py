@@ -75,7 +75,9 @@ def view_cmd(*args: str) -> str:
 
 
 def env() -> dict[str, str]:
-    return {"PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+    # The repo first, then whatever PYTHONPATH already carries (on some hosts, the dependencies themselves).
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {"PYTHONPATH": path, "TERM": "xterm-256color"}
 
 
 def test_view_in_a_terminal(term: Tmux) -> None:

@@ -8,13 +8,18 @@ COMMDOCTOR_WATCH_DIR:
 
 - ``progress/rank<R>.json`` about once a second: the flight recorder's
   per-group status (last enqueued / completed collective), read with
-  ``_dump_fr_trace_json(includeCollectives=False)`` (tens of microseconds);
-  the watcher calls "no progress" when these stop moving on every rank.
-- ``fr/rank<R>.pkl`` when the watcher touches ``fr-request``: the
-  flight-recorder dump (``_dump_fr_trace``), at once without stacks, then
+  ``_dump_nccl_trace_json`` for NCCL groups and ``_dump_fr_trace_json`` for
+  the others, without collectives (tens of microseconds); the watcher calls
+  "no progress" when these stop moving on every rank.
+- when the watcher touches ``fr-request``: the flight-recorder dumps of the
+  groups this rank has, ``fr/nccl_rank<R>.pkl`` from ``_dump_nccl_trace``
+  (NCCL's own recorder: ``_dump_fr_trace`` holds no NCCL entries, see
+  FIELD-NOTES "NCCL on a real GPU") and ``fr/rank<R>.pkl`` from
+  ``_dump_fr_trace`` (gloo and the rest); each at once without stacks, then
   replaced by the version with stacks (whose first call imports torch._dynamo
-  and takes seconds); read by commdoctor's own reader. The thread runs while the main thread waits in a
-  collective, because torch releases the GIL in ``Work.wait``.
+  and takes seconds). commdoctor's reader merges one rank's files. The thread
+  runs while the main thread waits, because torch releases the GIL in
+  ``Work.wait`` and NCCL's waits happen on the GPU.
 
 It is loaded as ``sitecustomize`` through PYTHONPATH and then imports the
 ``sitecustomize`` that was there before it (if any), so a site's own
@@ -34,6 +39,45 @@ def _write(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+#: (file name prefix, dump API, status API) per recorder; the NCCL one exists only in CUDA builds.
+RECORDERS = (("nccl_rank", "_dump_nccl_trace", "_dump_nccl_trace_json"),
+             ("rank", "_dump_fr_trace", "_dump_fr_trace_json"))
+
+
+def recorder_status(c10d: object) -> dict[str, dict[str, object]]:
+    """{file prefix: pg_status} for each recorder that holds at least one group in this process."""
+    import json
+
+    out: dict[str, dict[str, object]] = {}
+    for prefix, _, status_api in RECORDERS:
+        fn = getattr(c10d, status_api, None)
+        if fn is None:
+            continue
+        status = json.loads(fn(False, False)).get("pg_status") or {}
+        if status:
+            out[prefix] = status
+    return out
+
+
+def dump_recorders(c10d: object, fr_dir: str, rank: str, prefixes: object) -> list[str]:
+    """Write each named recorder's dump, fast version first; returns the files written."""
+    written: list[str] = []
+    for prefix, dump_api, _ in RECORDERS:
+        fn = getattr(c10d, dump_api, None)
+        if fn is None or prefix not in prefixes:  # type: ignore[operator]
+            continue
+        path = os.path.join(fr_dir, f"{prefix}{rank}.pkl")
+        # Without stacks first: instant. With stacks the first call imports torch._dynamo
+        # (about 800 modules, seconds), so that version replaces it when it is ready.
+        _write(path, fn(True, False, False))
+        written.append(path)
+    for prefix, dump_api, _ in RECORDERS:
+        fn = getattr(c10d, dump_api, None)
+        if fn is not None and prefix in prefixes:  # type: ignore[operator]
+            _write(os.path.join(fr_dir, f"{prefix}{rank}.pkl"), fn(True, True, False))
+    return written
+
+
 def _loop(watch_dir: str, rank: str, period: float) -> None:
     import json
     import time
@@ -41,7 +85,7 @@ def _loop(watch_dir: str, rank: str, period: float) -> None:
     pid = os.getpid()
     request = os.path.join(watch_dir, "fr-request")
     progress = os.path.join(watch_dir, "progress", f"rank{rank}.json")
-    dump = os.path.join(watch_dir, "fr", f"rank{rank}.pkl")
+    fr_dir = os.path.join(watch_dir, "fr")
     seen_request: float | None = None
     try:
         seen_request = os.stat(request).st_mtime
@@ -61,9 +105,12 @@ def _loop(watch_dir: str, rank: str, period: float) -> None:
         try:
             if not dist.is_initialized():
                 continue
-            status = json.loads(c10d._dump_fr_trace_json(False, False)).get("pg_status", {})
-            if not status:
+            by_recorder = recorder_status(c10d)
+            if not by_recorder:
                 continue  # TORCH_FR_BUFFER_SIZE=0: no status to report; the watcher samples stacks instead
+            status: dict[str, object] = {}
+            for prefix, groups in by_recorder.items():
+                status.update({(g if prefix == "rank" else f"nccl:{g}"): v for g, v in groups.items()})
             _write(progress, json.dumps({"rank": int(rank), "pid": pid, "time": time.time(),
                                          "pg_status": status}).encode())
             try:
@@ -72,10 +119,7 @@ def _loop(watch_dir: str, rank: str, period: float) -> None:
                 m = None
             if m is not None and m != seen_request:
                 seen_request = m
-                # Without stacks first: instant. With stacks the first call imports torch._dynamo
-                # (about 800 modules, seconds), so that version replaces it when it is ready.
-                _write(dump, c10d._dump_fr_trace(True, False, False))
-                _write(dump, c10d._dump_fr_trace(True, True, False))
+                dump_recorders(c10d, fr_dir, rank, by_recorder)
         except Exception:  # noqa: BLE001 - the training job must never notice us
             time.sleep(period * 4)
 

@@ -1,0 +1,309 @@
+"""Hypothesis generators of hostile input, one per reader, and the readers they feed.
+
+Shared by tests/test_fuzz_readers.py (a small fixed budget in CI) and
+bench/fuzz_readers.py (10,000+ inputs per reader). Each generator starts from a
+real shape (a log with NCCL lines, py-spy's --json, the hooks' JSON lines, a
+``--json`` report) and damages it the ways files from other machines are
+damaged: wrong types, NaN and Infinity, deep nesting, huge numbers, lone
+surrogates, binary junk, truncation, compression and archives. Each ``feed_*``
+runs the real reader and what consumes its output, in this process, and
+returns a short description of what came out; it raises only on a bug.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import io
+import json
+import lzma
+import os
+import tempfile
+import zipfile
+from typing import Any
+
+from hypothesis import strategies as st
+
+# -- values that break readers -------------------------------------------------------------------
+
+WEIRD = st.sampled_from([None, True, False, 0, -1, 7, 2 ** 63, 2 ** 80, -2 ** 70, 1.5, 1e308, -0.0, "", "x", "\ud800",
+                         "A" * 5000, "9" * 5000, [], {}, [1, "a"], [[None]], {"a": [None]}, [[2 ** 80]], "NaN"])
+LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                 st.text(max_size=40), WEIRD)
+JSONISH = st.recursive(LEAF, lambda kids: st.one_of(st.lists(kids, max_size=4),
+                                                    st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+                       max_leaves=12)
+
+
+def _damage_json_text(draw: st.DrawFn, text: str) -> str:
+    """Text-level damage JSON cannot express: NaN/Infinity, deep nesting, truncation, junk."""
+    op = draw(st.integers(0, 6))
+    if op == 0:
+        return text.replace("1", "Infinity", 1) if "1" in text else text
+    if op == 1:
+        depth = draw(st.sampled_from([70, 900, 5000]))
+        return text.replace("[]", "[" * depth + "]" * depth, 1) if "[]" in text else "[" * depth + "]" * depth
+    if op == 2:
+        return text[: draw(st.integers(0, max(0, len(text))))]
+    if op == 3:
+        pos = draw(st.integers(0, len(text)))
+        return text[:pos] + draw(st.text(max_size=20)) + text[pos:]
+    return text
+
+
+def _mutate(draw: st.DrawFn, obj: Any, n: int) -> Any:
+    """Replace ``n`` values anywhere in ``obj`` (a JSON document) by wrong-typed ones."""
+    doc = json.loads(json.dumps(obj))
+    for _ in range(n):
+        paths: list[tuple[Any, Any]] = []
+        stack: list[Any] = [doc]
+        while stack:
+            o = stack.pop()
+            items = list(o.items()) if isinstance(o, dict) else list(enumerate(o)) if isinstance(o, list) else []
+            for k, v in items:
+                paths.append((o, k))
+                stack.append(v)
+        if not paths:
+            break
+        parent, key = draw(st.sampled_from(paths))
+        parent[key] = draw(JSONISH)
+    return doc
+
+
+# -- logs --------------------------------------------------------------------------------------------
+
+LOG_LINES = [
+    "node01:1019:3019 [3] NCCL INFO Bootstrap : Using eth0:10.1.0.1<0>",
+    "NCCL version 2.21.5+cuda12.4",
+    "node01:1019:3019 [3] include/alloc.h:114 NCCL WARN Cuda failure 'out of memory'",
+    "[rank1]:[E415 21:17:08.9 ProcessGroupNCCL.cpp:552] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds",
+    "max locked memory       (kbytes, -l) 64",
+    "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.3.1]:29500",
+    "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 0 (pid: 12)",
+]
+
+
+@st.composite
+def log_files(draw: st.DrawFn) -> dict[str, bytes]:
+    """One or two log files: real lines and junk, maybe compressed, truncated, zipped, UTF-16 or all NUL."""
+    out: dict[str, bytes] = {}
+    for i in range(draw(st.integers(1, 2))):
+        lines = draw(st.lists(st.one_of(st.sampled_from(LOG_LINES), st.text(max_size=120),
+                                        st.sampled_from(["9" * 5000, "x" * 70000, "\x1b[31mred\x1b[0m", "\r"])),
+                              max_size=20))
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        if draw(st.booleans()):
+            data += draw(st.binary(max_size=200))
+        how = draw(st.sampled_from(["plain", "plain", "gz", "bz2", "xz", "zip", "utf16", "nul"]))
+        name = f"rank{i}.log"
+        if how == "gz":
+            data, name = gzip.compress(data), name + ".gz"
+        elif how == "bz2":
+            data, name = bz2.compress(data), name + ".bz2"
+        elif how == "xz":
+            data, name = lzma.compress(data), name + ".xz"
+        elif how == "zip":
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w") as z:
+                z.writestr("rank.log", data)
+            data = buf.getvalue()
+        elif how == "utf16":
+            data = data.decode("utf-8", "replace").encode("utf-16")
+        elif how == "nul":
+            data = b"\x00" * draw(st.integers(0, 4096)) + data
+        if how != "plain" and draw(st.booleans()):
+            data = data[: draw(st.integers(0, len(data)))]  # the node died while writing
+        out[name] = data
+    return out
+
+
+# -- saved stacks -------------------------------------------------------------------------------------
+
+def _pyspy_doc(rank: int) -> list[dict[str, Any]]:
+    return [{"pid": 100 + rank, "thread_id": 1, "thread_name": "MainThread", "os_thread_id": 100 + rank,
+             "owns_gil": False, "active": True, "frames": [
+                 {"name": "wait", "filename": "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
+                  "module": None, "short_filename": "distributed_c10d.py", "line": 2501, "locals": None},
+                 {"name": "train_step", "filename": "/job/train.py", "module": None, "short_filename": "train.py",
+                  "line": 88, "locals": None}]}]
+
+
+def _snapshot_doc() -> dict[str, Any]:
+    return {"ranks": [{"rank": r, "pid": 100 + r, "host": "node01", "proc_state": "sleeping", "stack": {
+        "pid": 100 + r, "command": "python train.py", "threads": [{"name": "MainThread", "thread_id": "1",
+                                                                   "os_thread_id": 100 + r, "active": True, "owns_gil": False,
+                                                                   "frames": [{"function": "all_reduce", "file": "/job/train.py",
+                                                                               "line": 88, "short_file": "train.py", "native": False}]}]},
+        "cpu_s": 1.5, "command": "python train.py", "local_rank": r} for r in range(2)],
+        "source": "saved", "world_size": 2, "host": "node01", "taken_at": 1.0, "elapsed_s": 0.1, "notes": [], "job": None}
+
+
+@st.composite
+def stack_files(draw: st.DrawFn) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    if draw(st.booleans()):
+        doc = _mutate(draw, _snapshot_doc(), draw(st.integers(0, 4)))
+        out["snapshot.json"] = _damage_json_text(draw, json.dumps(doc)).encode("utf-8", "surrogatepass")
+    else:
+        for r in range(draw(st.integers(1, 3))):
+            doc = _mutate(draw, _pyspy_doc(r), draw(st.integers(0, 3)))
+            out[f"rank{r}.json"] = _damage_json_text(draw, json.dumps(doc)).encode("utf-8", "surrogatepass")
+        if draw(st.booleans()):
+            out["states.json"] = json.dumps(_mutate(draw, {"0": {"pid": 100, "proc_state": "sleeping"}},
+                                                    draw(st.integers(0, 2)))).encode("utf-8", "surrogatepass")
+    return out
+
+
+# -- hook records -------------------------------------------------------------------------------------
+
+def _records(rank: int, calls: int) -> list[dict[str, Any]]:
+    s = "commdoctor.hooks/1"
+    out: list[dict[str, Any]] = [{"schema": s, "kind": "header", "rank": rank, "world_size": 2, "host": "h", "pid": 1,
+                                  "started": 1.0, "torch": "2.13.0"}]
+    for seq in range(calls):
+        call = {"schema": s, "seq": seq, "rank": rank, "group": "0", "op": "all_reduce", "reduce_op": "SUM",
+                "dtype": "float32", "shapes": [[4]], "numel": 4, "peer": None, "root": None, "device": "cpu",
+                "async_op": False, "site": "train.py:9", "time": 2.0 + seq}
+        out.append(dict(call, kind="enter"))
+        out.append(dict(call, kind="exit", time=2.5 + seq))
+    out.append({"schema": s, "kind": "alive", "rank": rank, "time": 9.0})
+    out.append({"schema": s, "kind": "mismatch", "rank": rank, "group": "0", "seq": 1, "message": "m",
+                "detail": {"kind": "op", "calls": [{"rank": 0, "op": "all_reduce"}, {"rank": 1, "op": "broadcast"}]}})
+    out.append({"schema": s, "kind": "warning", "rank": rank, "message": "side channel lost", "time": 3.0})
+    return out
+
+
+@st.composite
+def record_files(draw: st.DrawFn) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for r in range(draw(st.integers(1, 3))):
+        lines = []
+        for rec in _records(r, draw(st.integers(0, 4))):
+            if draw(st.integers(0, 4)) == 0:
+                rec = dict(rec)
+                rec[draw(st.sampled_from(sorted(rec) + ["detail", "shapes", "seq", "time"]))] = draw(JSONISH)
+            text = json.dumps(rec)
+            if draw(st.integers(0, 9)) == 0:
+                text = _damage_json_text(draw, text)
+            lines.append(text)
+        data = "\n".join(lines).encode("utf-8", "surrogatepass")
+        if draw(st.integers(0, 5)) == 0:
+            data += draw(st.binary(max_size=100))
+        out[f"hooks-rank{r}.jsonl"] = data
+    return out
+
+
+# -- saved reports -------------------------------------------------------------------------------------
+
+def base_report() -> dict[str, Any]:
+    """A real ``commdoctor logs --json`` report (made once per process, from a real log)."""
+    global _BASE
+    if _BASE is None:
+        from commdoctor.render.jsonout import dumps
+        from commdoctor.commands.view import events_of  # noqa: F401 - view's loader is what the fuzz feeds
+
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "rank0.log")
+            with open(p, "w") as f:
+                f.write("\n".join(LOG_LINES) + "\n")
+            report = _run_logs([p])
+        _BASE = json.loads(dumps(report))
+    return _BASE
+
+
+_BASE: dict[str, Any] | None = None
+
+
+@st.composite
+def report_docs(draw: st.DrawFn) -> bytes:
+    doc = _mutate(draw, base_report(), draw(st.integers(0, 5)))
+    return _damage_json_text(draw, json.dumps(doc)).encode("utf-8", "surrogatepass")
+
+
+# -- feeding the real readers ------------------------------------------------------------------------
+
+def _write(d: str, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+def _run_logs(paths: list[str]) -> Any:
+    from commdoctor.checks import BUILTIN_CHECKS
+    from commdoctor.loaders.logs import load_logs
+    from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
+
+    opts = Options(mode="logs", inputs=tuple(paths))
+    # The stdlib prefilter: the same builder and checks, without compiling a hyperscan database per input.
+    ctx = Context(options=opts, facts=Facts({"log_model": lambda c: load_logs(c.options.inputs, engine="re")}))
+    return next(e.report for e in run_checks(plan([c() for c in BUILTIN_CHECKS], opts), ctx) if isinstance(e, RunFinished))
+
+
+def _crashed(report: Any) -> list[str]:
+    from commdoctor.model import Status
+
+    return [f"{r.check}: {r.error.strip().splitlines()[-1] if r.error else r.reason}"
+            for r in report.results if r.status in (Status.CRASHED, Status.TIMED_OUT)]
+
+
+class ReaderBug(AssertionError):
+    """A reader or a check let hostile input through as an exception."""
+
+
+def feed_logs(files: dict[str, bytes]) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        _write(d, files)
+        report = _run_logs([os.path.join(d, n) for n in sorted(files)])
+    bad = _crashed(report)
+    if bad:
+        raise ReaderBug("; ".join(bad))
+    return report.outcome()
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    from commdoctor import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    if rc == 3 or "Traceback" in err.getvalue():
+        raise ReaderBug(err.getvalue()[-2000:])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _checked(rc: int, out: str, err: str) -> str:
+    if rc == 2 and not out:
+        return "refused"
+    doc = json.loads(out)
+    bad = [f"{r['check']}: {(r.get('error') or r.get('reason') or '').strip().splitlines()[-1:]}"
+           for r in doc["results"] if r["status"] in ("crashed", "timed_out")]
+    if bad:
+        raise ReaderBug("; ".join(bad))
+    return str(doc["outcome"])
+
+
+def feed_stacks(files: dict[str, bytes]) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        _write(d, files)
+        return _checked(*_cli(["hang", "--stacks", d, "--json"]))
+
+
+def feed_records(files: dict[str, bytes]) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        _write(d, files)
+        return _checked(*_cli(["records", d, "--json"]))
+
+
+def feed_report(data: bytes) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "saved.json")
+        with open(p, "wb") as f:
+            f.write(data)
+        rc, _, _ = _cli(["view", p, "--no-tui"])
+    return f"exit {rc}"
+
+
+READERS = {"logs": (log_files(), feed_logs), "stacks": (stack_files(), feed_stacks),
+           "records": (record_files(), feed_records), "report": (report_docs(), feed_report)}
