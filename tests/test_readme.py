@@ -123,3 +123,26 @@ def test_readme_example_matches_output(lineno: int, cmd: str, body: list[str]) -
             f"  {expected[missing]}\n\n"
             "README block:\n" + "\n".join(body) + "\n\nreal output:\n" + proc.stdout
         )
+
+
+def test_cli_doc_names_every_command_and_option() -> None:
+    """docs/cli.md promises every command and every option: a new one must be documented there."""
+    import argparse
+
+    from commdoctor.cli import build_parser
+
+    doc = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert subs, "commdoctor's parser has no commands"
+    missing: list[str] = []
+    for name, sub in subs[0].choices.items():
+        if f"## `commdoctor {name}`" not in doc and f"`commdoctor {name}`" not in doc:
+            missing.append(f"command {name}")
+        for action in sub._actions:
+            for opt in action.option_strings:
+                if opt in ("-h", "--help"):
+                    continue
+                if f"`{opt}" not in doc and f"{opt}`" not in doc and f" {opt} " not in doc:
+                    missing.append(f"{name} {opt}")
+    assert not missing, f"docs/cli.md does not mention: {missing}"
