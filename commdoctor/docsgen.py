@@ -12,7 +12,8 @@ import os
 import sys
 
 from commdoctor.checks import BUILTIN_CHECKS
-from commdoctor.checks.base import DOC_HEADINGS, Check, Rule, fill
+from commdoctor.checks.base import DOC_HEADINGS, Check, Rule
+from commdoctor.checks.wording import describe
 
 
 def rule_page(check: type[Check], r: Rule) -> str:
@@ -22,20 +23,20 @@ def rule_page(check: type[Check], r: Rule) -> str:
     out.append(f"- **Cause:** `{r.cause}`" if r.cause else "- **Cause:** none (informational)")
     out.append(f"- **Check:** `{check.name}` (stage `{check.stage.value}`): {check.title}")
     out.append("")
-    out.append(f"**Title:** {fill(r.title, {})}")
+    out.append(f"**Title:** {describe(r.title, r)}")
     out.append("")
     out.append("## Remedy")
     out.append("")
-    out.append(fill(r.remedy, {}))
+    out.append(describe(r.remedy, r))
     if r.steps:
         out.append("")
-        out.extend(f"- {fill(s, {})}" for s in r.steps)
+        out.extend(f"- {describe(s, r)}" for s in r.steps)
     if r.env:
         out.append("")
         out.append("Settings to try:")
         out.append("")
         out.append("```")
-        out.extend(f"{k}={v}" for k, v in r.env.items())
+        out.extend(f"{k}={describe(v, r)}" for k, v in r.env.items())
         out.append("```")
     if doc.get("summary"):
         out += ["", "## The check", "", doc["summary"]]
@@ -58,7 +59,7 @@ def pages() -> dict[str, str]:
             if name in out:
                 continue
             out[name] = rule_page(c, r)
-            title = fill(r.title, {}).replace("|", "\\|")
+            title = describe(r.title, r).replace("|", "\\|")
             index.append(f"| [{r.code}]({name}) | {r.symbol} | {r.severity.value} | {r.cause or ''} | `{c.name}` | {title} |")
     out["README.md"] = "\n".join(index) + "\n"
     return out

@@ -40,6 +40,8 @@ class Rule:
     cause: str | None = None
     steps: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # Words for placeholders when no finding fills them (explain, docs); see checks/wording.py.
+    examples: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not CODE_RE.match(self.code):
@@ -185,17 +187,19 @@ def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
 
 def explain_text(check: type[Check], code: str | None = None) -> str:
     """Plain-text documentation of a check, or of one of its codes."""
+    from commdoctor.checks.wording import describe
+
     doc = check.documentation()
     out: list[str] = []
     rules: Iterator[Rule] = iter(check.rules if code is None else [check.rule(code)])
     for r in rules:
         out.append(f"{r.code} {r.symbol} ({r.severity.value}{', cause ' + r.cause if r.cause else ''})")
-        out.append(f"  {fill(r.title, {})}")
-        out.append(f"  Remedy: {fill(r.remedy, {})}")
+        out.append(f"  {describe(r.title, r)}")
+        out.append(f"  Remedy: {describe(r.remedy, r)}")
         for s in r.steps:
-            out.append(f"    - {fill(s, {})}")
+            out.append(f"    - {describe(s, r)}")
         for k, v in r.env.items():
-            out.append(f"    {k}={v}")
+            out.append(f"    {k}={describe(v, r)}")
     out.append("")
     out.append(f"Check {check.name} (stage {check.stage.value}): {check.title}")
     if doc.get("summary"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from commdoctor.checks.base import Rule
 from commdoctor.checks.net import NetCheck
@@ -194,6 +194,20 @@ def _free_port(near: int) -> int | None:
     return None
 
 
+def _short_cmd(cmdline: Sequence[str], limit: int = 100) -> str:
+    """A command line on one line: ``python -c`` scripts hold newlines, which broke the console layout."""
+    text = " ".join(" ".join(str(a).split()) for a in cmdline)
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _answers_as_store(run: CheckRun, ep: dict[str, Any]) -> bool:
+    """Whether the store handshake (rdzv.store's fact) succeeded on this endpoint."""
+    for item in run.fact("net_store").get("endpoints") or ():
+        if item.get("endpoint") == ep:
+            return bool((item.get("handshake") or {}).get("ok"))
+    return False
+
+
 class PortCheck(NetCheck):
     """On the master host: is the rendezvous port free, and if not, which process holds it.
 
@@ -202,8 +216,10 @@ class PortCheck(NetCheck):
         lists the sockets listening on the port with their process id and
         command line (psutil), and tries to bind the port as TCPStore does.
         A holder that is this job's own store (an ancestor of commdoctor, the
-        same torchrun run id) is expected; another torch job using the same
-        MASTER_PORT is a warning; any other process is an error.
+        same torchrun run id) is expected, and so is a holder that answers the
+        TCPStore handshake (rank 0's store is already up: commdoctor runs
+        beside the job); another torch job using the same MASTER_PORT is a
+        warning; any other process is an error.
     Why it matters:
         Rank 0 creating the store on a taken port fails with "address already
         in use" (errno 98); a second job started on the same port can instead
@@ -252,11 +268,18 @@ class PortCheck(NetCheck):
                 continue
             others = [x for x in lst if x not in ours]
             x = others[0] if others else {}
-            cmd = " ".join(x.get("cmdline") or []) or x.get("name") or "an unknown process"
+            cmd = _short_cmd(x.get("cmdline") or []) or x.get("name") or "an unknown process"
             pid = x.get("pid")
-            holder = f"pid {pid} ({cmd[:160]})" if pid else "a process commdoctor cannot see (another user or container)"
+            holder = f"pid {pid} ({cmd})" if pid else "a process commdoctor cannot see (another user or container)"
+            if _answers_as_store(run, ep):
+                # A TCPStore answers on the job's port: rank 0's store is already up (commdoctor runs beside
+                # or inside the job). Rank 0 has created it, so "rank 0 will fail" would be false; whether it
+                # is this job's store or a stale one, only the user can tell, so say what it is and move on.
+                parts.append(f"port {port} is held by a running TCPStore, {holder}: rank 0's store is up "
+                             "(if that is not the job you are checking, stop it or give the job another port)")
+                continue
             torch_job = str((x.get("env") or {}).get("MASTER_PORT")) == str(port)
-            ev = [Evidence("psutil", f"{y.get('address')}:{port} LISTEN pid={y.get('pid')} {' '.join(y.get('cmdline') or [])[:300]}")
+            ev = [Evidence("psutil", f"{y.get('address')}:{port} LISTEN pid={y.get('pid')} {_short_cmd(y.get('cmdline') or [], 300)}")
                   for y in others] or [Evidence("bind", f"port {port}: {bind.get('error')}")]
             free = _free_port(port)
             yield self.finding("RDZV020", port=port, holder=holder, stop=f"pid {pid}" if pid else "the process holding it",
