@@ -119,6 +119,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "HOOK020": {"who": "rank <N>"},
     "HOOK030": {"device": "CUDA", "measured": ""},
     "HANG003": {"where": "on this host"},
+    "HANG004": {"choice": "several jobs found; diagnosed the one whose ranks wait in communication (the others are listed)"},
     "HANG001": {"hint": "Allow ptrace or run commdoctor as the job's user or root"},
     "MN001": {"who": "<node>"},
     "MN002": {"who": "<node>"},
