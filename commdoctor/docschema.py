@@ -231,6 +231,9 @@ class RankDoc(msgspec.Struct, frozen=True):
     cpu_s: Optional[float] = None
     command: Optional[str] = None
     local_rank: Optional[Rank] = None
+    # The saved classification: read defensively by snapshot._saved_sources (its quoted source lines let a
+    # snapshot taken elsewhere classify alike), so it stays untyped here.
+    classification: Optional[Any] = None
 
 
 class SnapshotDoc(msgspec.Struct, frozen=True):
