@@ -353,4 +353,4 @@ def test_hang_pid_of_no_process_is_a_usage_error() -> None:
     from tests.conftest import run_cli
 
     p = run_cli("hang", "--pid", "999999")
-    assert p.returncode == 2 and "no process with pid 999999" in p.stderr and not p.stdout
+    assert p.returncode == 2 and "--pid 999999: no such process" in p.stderr and not p.stdout
