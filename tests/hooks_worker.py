@@ -354,9 +354,13 @@ def s_reinit(r: int, w: int) -> None:
 
     t = torch.ones(4)
     dist.all_reduce(t)
+    # torchrun's restarts keep the agent's store and give each round a prefix of its own. Opening a
+    # second store on the same port instead races: a rank that gets there first joins the old one.
+    store = dist.distributed_c10d._get_default_store()
     dist.destroy_process_group()
     assert not dist.is_initialized()
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group("gloo", store=dist.PrefixStore("restart1/", store), rank=r, world_size=w,
+                            timeout=datetime.timedelta(seconds=30))
     assert isinstance(dist.group.WORLD, HookedProcessGroup)
     t = torch.ones(4)
     dist.all_reduce(t)
