@@ -42,8 +42,8 @@ def test_device_maps_parse_and_flag_unknown_names() -> None:
 
 
 def test_measured_ratio_is_stated_with_the_size() -> None:
-    pg = {"nccl": {"bandwidth": [{"bytes": 16 << 20, "time_s": 0.001}]},
-          "gloo_cuda": {"bandwidth": [{"bytes": 16 << 20, "time_s": 0.0094}]}}
+    pg = {"nccl": {"world_size": 2, "bandwidth": [{"bytes": 16 << 20, "time_s": 0.001}]},
+          "gloo_cuda": {"world_size": 2, "bandwidth": [{"bytes": 16 << 20, "time_s": 0.0094}]}}
     assert ratio_text(pg) == "nccl is 9.4x faster than gloo for 16 MiB all_reduce on this host"
     assert ratio_text({"gloo": {"bandwidth": []}}) is None
 

@@ -92,14 +92,42 @@ def advise(facts: Mapping[str, Any]) -> dict[str, Any]:
             "reason": "CPU tensors: gloo is built into every torch and needs only TCP"}
 
 
-def ratio_text(pg_results: Mapping[str, Any]) -> str | None:
-    """'nccl is 9.4x faster than gloo for 16 MiB all_reduce on this host', when both were measured on CUDA tensors."""
+def _moved_bytes(group: Mapping[str, Any]) -> bool:
+    """Whether a pg.* result's timings are communication: 2 or more ranks, and bandwidth measured."""
+    try:
+        world = int(group.get("world_size") or 0)
+    except (TypeError, ValueError):
+        return False
+    return world >= 2 and bool(group.get("bandwidth"))
+
+
+def no_comparison_reason(pg_results: Mapping[str, Any]) -> str | None:
+    """Why nccl and gloo cannot be compared when both groups ran on CUDA tensors, or None.
+
+    None also when either did not run (no GPU, --backend): there is nothing to explain then.
+    """
     n = pg_results.get("nccl")
     g = pg_results.get("gloo_cuda")
     if not (n and g):
         return None
-    nb = {b["bytes"]: b["time_s"] for b in n.get("bandwidth", [])}
-    gb = {b["bytes"]: b["time_s"] for b in g.get("bandwidth", [])}
+    sizes = {int(x.get("world_size") or 0) for x in (n, g)}
+    if min(sizes) == 1:
+        # One rank per GPU on a one-GPU host: each all_reduce is a copy inside one GPU.
+        return "one rank per group: nothing crossed between ranks, so no speed comparison"
+    if not (_moved_bytes(n) and _moved_bytes(g)):
+        return "no speed comparison: one of the groups measured no bandwidth"
+    return None
+
+
+def ratio_text(pg_results: Mapping[str, Any]) -> str | None:
+    """'nccl is 9.4x faster than gloo for 16 MiB all_reduce on this host', when both were measured on CUDA tensors
+    by groups of 2 or more ranks (a group of one moves no bytes between ranks: its timings are local copies)."""
+    n = pg_results.get("nccl")
+    g = pg_results.get("gloo_cuda")
+    if not (n and g) or not (_moved_bytes(n) and _moved_bytes(g)):
+        return None
+    nb = {b["bytes"]: b["time_s"] for b in n.get("bandwidth", []) if b.get("time_s")}
+    gb = {b["bytes"]: b["time_s"] for b in g.get("bandwidth", []) if b.get("time_s")}
     common = sorted(set(nb) & set(gb))
     if not common:
         return None
@@ -160,15 +188,9 @@ class BackendAdvisorCheck(Check):
             "ipoib_interfaces": run.fact("ipoib"),
             "launcher": launchers(run.fact("launcher_env")),
         }
-        adv = advise(facts)
         pg = {name.split(".", 1)[1]: r.data for name, r in run.ctx.results.items() if name.startswith("pg.") and r.data}
-        measured = ratio_text(pg)
-        reason = adv["reason"] + (f"; {measured}" if measured else "")
-        run.data.update({"recommendation": adv, "facts": facts, "measured": measured})
-        run.summary(f"{adv['backend']} ({adv['device_map']})")
-        yield self.finding("BK001", backend=adv["backend"], device_map=adv["device_map"], reason=reason,
-                           evidence=[Evidence("probe:torch", f"built: {', '.join(k for k, v in facts['built'].items() if v) or 'none'}; "
-                                                             f"GPUs: {facts['gpus']}; RDMA devices: {len(facts['rdma_devices'])}")])
+        yield self.recommend(facts, pg, run)
+        measured = run.data.get("measured")
         job = _job_backend(run)
         if job is None:
             return
@@ -184,6 +206,22 @@ class BackendAdvisorCheck(Check):
         if facts["gpus"] and job.per_device.get("cuda") == "gloo":
             yield self.finding("BK002", job=job.text, gpus=facts["gpus"],
                                measured=f" ({measured})" if measured else "", evidence=ev)
+
+
+    def recommend(self, facts: Mapping[str, Any], pg: Mapping[str, Any], run: CheckRun | None = None) -> Finding:
+        """BK001 from a host's facts and the pg.* results' data (keyed gloo, nccl, gloo_cuda); fills the run's data."""
+        adv = advise(facts)
+        measured = ratio_text(pg)
+        why_not = None if measured else no_comparison_reason(pg)
+        reason = adv["reason"] + (f"; {measured}" if measured else f"; {why_not}" if why_not else "")
+        if run is not None:
+            run.data.update({"recommendation": adv, "facts": dict(facts), "measured": measured, "not_compared": why_not})
+            run.summary(f"{adv['backend']} ({adv['device_map']})")
+        built = facts.get("built") or {}
+        return self.finding("BK001", backend=adv["backend"], device_map=adv["device_map"], reason=reason,
+                            evidence=[Evidence("probe:torch", f"built: {', '.join(k for k, v in built.items() if v) or 'none'}; "
+                                                              f"GPUs: {int(facts.get('gpus') or 0)}; "
+                                                              f"RDMA devices: {len(facts.get('rdma_devices') or [])}")])
 
 
 def _job_backend(run: CheckRun) -> JobBackend | None:

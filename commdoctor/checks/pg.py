@@ -49,6 +49,10 @@ def classify(text: str) -> tuple[str, str]:
     return "other", ""
 
 
+#: What a process group of one rank cannot show (pg summaries, the advisor).
+ONE_RANK_NO_BANDWIDTH = "no bandwidth: with one rank nothing crosses between ranks"
+
+
 def _fmt_bytes(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
@@ -206,15 +210,32 @@ class _LocalGroupCheck(Check):
 
         if run is not None:
             bws = [e for e in ranks.get("0", {}).get("events", []) if e.get("event") == "bw"]
+            # One rank sends nothing to anyone: its all_reduce is a local copy, so "algbw" is the
+            # GPU's memory speed (889 GB/s on an H100) and busbw is 0 by definition. Neither says
+            # anything about communication, so a group of one claims no bandwidth at all.
+            between_ranks = world >= 2
             verified = [e["op"] for e in ranks.get("0", {}).get("events", []) if e.get("event") == "collective" and e.get("ok")]
             unsupported = [e["op"] for e in ranks.get("0", {}).get("events", []) if e.get("event") == "collective" and e.get("ok") is None]
             init = next((e.get("init_s") for e in ranks.get("0", {}).get("events", []) if e.get("event") == "joined"), None)
+            if not between_ranks:
+                bws = []
             run.data.update({"backend": backend, "world_size": world, "bandwidth": bws, "verified": verified,
-                             "unsupported": unsupported, "init_s": init, "elapsed_s": res.get("elapsed_s")})
+                             "unsupported": unsupported, "init_s": init, "elapsed_s": res.get("elapsed_s"),
+                             "between_ranks": between_ranks})
+            if not between_ranks:
+                run.data["no_bandwidth"] = ONE_RANK_NO_BANDWIDTH
             if len(done) == world:
                 best = max(bws, key=lambda e: e["bytes"]) if bws else None
-                run.summary(f"{backend}, {world} ranks: init {init or 0:.2f} s; {', '.join(verified)} verified"
-                            + (f"; all_reduce busbw {best['busbw_gbps']:.2f} GB/s at {_fmt_bytes(best['bytes'])}" if best else ""))
+                rank_word = "rank" if world == 1 else "ranks"
+                run.summary(f"{backend}, {world} {rank_word}: init {init or 0:.2f} s; {', '.join(verified)} verified"
+                            + (f"; all_reduce busbw {best['busbw_gbps']:.2f} GB/s at {_fmt_bytes(best['bytes'])}" if best else "")
+                            + ("" if between_ranks else f": the {backend} install works; {ONE_RANK_NO_BANDWIDTH}"))
+                if not between_ranks:
+                    more = ("a host with 2 or more GPUs" if self.device == "cuda"
+                            else "commdoctor run --world-size 2")
+                    run.detail(f"a group of one rank proves that {backend} initialises here and that its collectives "
+                               f"run and return the right numbers; its timings are copies inside one process, "
+                               f"not communication (speed needs 2 or more ranks: {more})")
                 for e in bws:
                     run.detail(f"all_reduce {_fmt_bytes(e['bytes']):>7}: {e['time_s'] * 1e3:8.3f} ms  "
                                f"algbw {e['algbw_gbps']:7.3f} GB/s  busbw {e['busbw_gbps']:7.3f} GB/s")
