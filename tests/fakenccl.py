@@ -7,12 +7,15 @@ behave the way ProcessGroupNCCL's do on a GPU, in the ways that matter to code
 that wraps a process group (../shared/gpu-captures/hooks/, FIELD-NOTES "NCCL on
 a real GPU"):
 
-- **Asynchronous.** Every call returns a work handle at once; the operation
-  runs later, in call order, on a thread of the group (its "stream"), which
-  hands it to a real gloo process group. The first collective of a group also
+- **Asynchronous.** Every call returns a work handle at once. The operation is
+  handed to a real gloo process group on the caller's thread, as NCCL enqueues
+  on the caller's thread: torch's flight recorder then records it at the call,
+  with the caller's Python stack (the user's line), as it records NCCL's
+  collectives (gpu-captures/hangs/*/fr). Works complete later, in call order, on
+  a thread of the group (its "stream"). The first collective of a group also
   sets up the communicator (``FAKENCCL_INIT_MS``, 100 ms by default: NCCL
   creates its communicator lazily at the first collective; the capture's first
-  ALLGATHER was still running after 74 ms).
+  ALLGATHER was still running after 74 ms), so it completes no sooner.
 - **A timed wait that expires is destructive.** ``work.wait(timeout)`` whose
   timeout passes before the operation completed prints NCCL's lines
   (``Work WorkNCCL(SeqNum=N, OpType=...) timed out in blocking wait``,
@@ -29,9 +32,19 @@ a real GPU"):
   only asks; ``get_future()`` completes with the outputs when the operation
   is done, so DDP's reducer works.
 
-What it does not model: CUDA streams (``wait()`` on a real NCCL work returns
-before the data moved; here it returns after), NCCL's own size checks (a size
-mismatch on NCCL can succeed silently; gloo's check stops it here).
+- ``FAKENCCL_STREAM_WAIT=1`` models the host side of a GPU job as well: ``wait()``
+  without a timeout only orders the work (on a GPU it makes the current stream
+  wait and returns at once), so a rank whose peer never comes is not held inside
+  the collective; it goes on, and waits at the next call that needs the GPU to
+  finish. Here that is ``barrier()``, whose wait blocks the host until the stream
+  has run everything before it (ProcessGroupNCCL's barrier synchronises the
+  device), or ``synchronize()``, this module's ``torch.cuda.synchronize()``.
+  Off by default: code that reads a tensor right after ``wait()`` on CPU needs
+  the blocking wait.
+
+What it does not model: CUDA streams beyond that (by default ``wait()`` returns
+after the data moved; on a GPU it returns before), NCCL's own size checks (a
+size mismatch on NCCL can succeed silently; gloo's check stops it here).
 """
 
 from __future__ import annotations
@@ -117,6 +130,8 @@ class FakeNcclWork(dist.Work):
 
     def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
         secs = timeout.total_seconds() if timeout else 0.0
+        if secs <= 0 and self._pg.stream_wait and self.op_type != "BARRIER":
+            return True  # the stream waits, not the host (see FAKENCCL_STREAM_WAIT)
         if secs > 0:
             if not self._done.wait(secs):
                 # ProcessGroupNCCL: a blocking wait that times out is a collective timeout.
@@ -173,10 +188,11 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
         self._init_s = float(os.environ.get("FAKENCCL_INIT_MS", "100")) / 1000.0
         self._first = True
         self._async_errors = os.environ.get("FAKENCCL_ASYNC_ERROR_HANDLING", "3") != "0"
-        self._stream: queue.Queue[Any] = queue.Queue()
+        self.stream_wait = os.environ.get("FAKENCCL_STREAM_WAIT") == "1"
+        self._last: FakeNcclWork | None = None
+        _GROUPS.append(self)
         self._pending: queue.Queue[Any] = queue.Queue()
-        self._threads = [threading.Thread(target=self._run_stream, name="fakenccl-stream", daemon=True),
-                         threading.Thread(target=self._run_completion, name="fakenccl-watchdog", daemon=True)]
+        self._threads = [threading.Thread(target=self._run_completion, name="fakenccl-stream", daemon=True)]
         for t in self._threads:
             t.start()
 
@@ -225,48 +241,43 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
     def _enqueue(self, method: str, args: tuple[Any, ...], kw: dict[str, Any]) -> FakeNcclWork:
         if self.aborted:
             raise dist.DistBackendError(f"[Rank {self._rank}] NCCL communicator was aborted on rank {self._rank}.")
-        with self._lock:
-            self._seq += 1
-            seq = self._seq
         i, o = _IO.get(method, (0, 0))
         try:
             n_in, n_out = _numel(args[i]), _numel(args[o])
         except IndexError:
             n_in = n_out = 0
-        work = FakeNcclWork(self, seq, OP_TYPES[method], n_in, n_out)
-        self._stream.put((method, args, kw, work))
-        return work
-
-    def _run_stream(self) -> None:
-        """The group's stream: issue each operation in call order (gloo needs the same order on every rank)."""
-        while True:
-            item = self._stream.get()
-            if item is None:
-                self._pending.put(None)
-                return
-            method, args, kw, work = item
-            if self._first and method not in _P2P:
+        # One lock for the number and the hand-over: gloo needs the calls in the same order on every rank.
+        with self._lock:
+            self._seq += 1
+            work = FakeNcclWork(self, self._seq, OP_TYPES[method], n_in, n_out)
+            self._last = work
+            first = self._first and method not in _P2P
+            if first:
                 self._first = False
-                time.sleep(self._init_s)  # the communicator is set up at the first collective
             try:
                 inner = getattr(self._real, method)(*args, **kw)
             except BaseException as e:  # noqa: BLE001 - the operation failed: its work says so
-                self._pending.put((None, work, e))
-                continue
-            if method in _P2P:
-                # Sends and receives complete on their own (NCCL runs them on a stream per peer pair);
-                # completing them in order with the collectives could block an exchange.
-                threading.Thread(target=self._complete, args=(inner, work, None), daemon=True,
-                                 name="fakenccl-p2p").start()
-            else:
-                self._pending.put((inner, work, None))
+                self._pending.put((None, work, e, False))
+                return work
+        if method in _P2P:
+            # Sends and receives complete on their own (NCCL runs them on a stream per peer pair);
+            # completing them in order with the collectives could block an exchange.
+            threading.Thread(target=self._complete, args=(inner, work, None), daemon=True,
+                             name="fakenccl-p2p").start()
+        else:
+            self._pending.put((inner, work, None, first))
+        return work
 
     def _run_completion(self) -> None:
+        """The group's stream: works complete in call order."""
         while True:
             item = self._pending.get()
             if item is None:
                 return
-            self._complete(*item)
+            inner, work, error, first = item
+            if first:
+                time.sleep(self._init_s)  # the communicator is set up at the first collective
+            self._complete(inner, work, error)
 
     def _complete(self, inner: Any, work: FakeNcclWork, error: BaseException | None) -> None:
         value: Any = []
@@ -309,7 +320,7 @@ class FakeNcclProcessGroup(dist.ProcessGroup):
 
     def shutdown(self) -> None:
         self._closed = True
-        self._stream.put(None)
+        self._pending.put(None)
         for t in self._threads:  # what was enqueued runs to its end first, as NCCL's destroy waits for it
             t.join(min(self.timeout_s, 10.0))
         try:
@@ -330,6 +341,19 @@ def _method(name: str) -> Callable[..., FakeNcclWork]:
 
 for _name in OP_TYPES:
     setattr(FakeNcclProcessGroup, _name, _method(_name))
+
+
+#: Every group of this process: ``synchronize()`` waits for each one's stream, as a device does.
+_GROUPS: list[FakeNcclProcessGroup] = []
+
+
+def synchronize() -> None:
+    """``torch.cuda.synchronize()`` for fakenccl: the host waits until every group's stream ran what it was given."""
+    for pg in list(_GROUPS):
+        work = pg._last
+        if work is not None and not pg._closed:
+            while not work._done.wait(1.0):
+                pass
 
 
 def _create(common: Any, _options: Any) -> FakeNcclProcessGroup:

@@ -77,6 +77,11 @@ class SeqView:
     #: the calls at mismatch_seq, alike ones together: [("broadcast 16384 Float at job.py:63", [2]), ...]
     mismatch_calls: list[tuple[str, list[int]]] = field(default_factory=list)
 
+    @property
+    def group_text(self) -> str:
+        """'group 0 (default_pg)'; gloo's recorder names no group, and 'group ' would read as a typo."""
+        return f"group {self.group}" if self.group else "the unnamed group"
+
 
 def _call_text(e: Any, sizes: bool = True, dtypes: bool = True) -> str:
     """One recorded call in a sentence: 'broadcast at job.py:63', 'all_reduce 16384 Float at job.py:69'."""
@@ -473,14 +478,14 @@ class HangVerdictCheck(Check):
             for sv in seq_views:
                 shown = [r for r in ranks if r in sv.waiting_text or r in sv.behind]
                 if len(shown) > limit:
-                    out.append(Evidence(f"{sv.source}", f"group {sv.group}: {len(shown)} ranks; the first "
+                    out.append(Evidence(f"{sv.source}", f"{sv.group_text}: {len(shown)} ranks; the first "
                                                          f"{limit} are shown"))
                 for r in shown[:limit]:
                     if "waiting" in kinds and r in sv.waiting_text:
-                        out.append(Evidence(f"{sv.source}:rank{r}", f"group {sv.group}: {sv.waiting_text[r]}", rank=r))
+                        out.append(Evidence(f"{sv.source}:rank{r}", f"{sv.group_text}: {sv.waiting_text[r]}", rank=r))
                     if "behind" in kinds and r in sv.behind:
                         out.append(Evidence(f"{sv.source}:rank{r}",
-                                            f"group {sv.group}: never entered {sv.front_op} #{sv.front_seq}; "
+                                            f"{sv.group_text}: never entered {sv.front_op} #{sv.front_seq}; "
                                             f"its last call: {sv.behind[r]}", rank=r))
             return out
 
@@ -570,13 +575,21 @@ class HangVerdictCheck(Check):
                 sv = seq_mismatch[0]
                 calls = sv.mismatch_calls or _group_texts(sv.mismatch)
                 groups_text = f"#{sv.mismatch_seq} is " + ", ".join(
-                    f"{t} on {plural(rs)} {ranks_text(rs)}" for t, rs in calls) + f" ({sv.source}, group {sv.group})"
+                    f"{t} on {plural(rs)} {ranks_text(rs)}" for t, rs in calls) + f" ({sv.source}, {sv.group_text})"
                 if len(calls) > 1 and len(calls[-1][1]) < len(calls[0][1]):
                     odd = calls[-1][1]
                     detail = (f"the odd one{'s' if len(odd) > 1 else ''}: {plural(odd)} {ranks_text(odd)} called "
                               f"{calls[-1][0]} as #{sv.mismatch_seq}, where {plural(calls[0][1])} {ranks_text(calls[0][1])} called "
                               f"{calls[0][0]}")
                     site_set = {t.rsplit(" at ", 1)[1] for t, _ in calls[1:] if " at " in t} or site_set
+                called = {t.split(" ", 1)[0] for t, _ in calls}
+                if site_set and not any(" at " in t for t, _ in calls) and \
+                        not any(gop in called for (gop, _), _ in main_wait):
+                    # An asynchronous backend (NCCL): the ranks went past the calls that differ and wait
+                    # in a later one, and a recorder dumped without stacks does not say where they were
+                    # made. The stacks' lines are then where to start looking back from, not the calls.
+                    site_set = {f"the lines before {', '.join(sorted(site_set))} (where the ranks wait now, "
+                                f"past #{sv.mismatch_seq})"}
                 now = "; ".join(f"{plural(rs)} {ranks_text(rs)} " + (f"in {gop}" if gop else "waiting")
                                 + (f" at {gw}" if gw else "") for (gop, gw), rs in main_wait if rs)
                 if now and any(r in views for r in waiting):
@@ -590,7 +603,7 @@ class HangVerdictCheck(Check):
             if not seq_mismatch:
                 ev += seq_evidence(waiting, ("waiting",))
             for sv in seq_mismatch:
-                ev += [Evidence(f"{sv.source}:rank{r}", f"group {sv.group} #{sv.mismatch_seq}: {t}", rank=r)
+                ev += [Evidence(f"{sv.source}:rank{r}", f"{sv.group_text} #{sv.mismatch_seq}: {t}", rank=r)
                        for r, t in list(sv.mismatch.items())[:16]]
             yield self.finding("HANG011", groups_text=groups_text, sites=sites, detail=detail,
                                ranks=sorted(odd) if odd else sorted(set(waiting) | {r for sv in seq_mismatch
