@@ -236,8 +236,8 @@ class _LocalGroupCheck(Check):
                     more = ("a host with 2 or more GPUs" if self.device == "cuda"
                             else "commdoctor run --world-size 2")
                     run.detail(f"a group of one rank proves that {backend} initialises here and that its collectives "
-                               f"run and return the right numbers; its timings are copies inside one process, "
-                               f"not communication (speed needs 2 or more ranks: {more})")
+                               f"run and return the right numbers; it moves nothing between ranks, so it is not timed "
+                               f"(speed needs 2 or more ranks: {more})")
                 for e in bws:
                     run.detail(f"all_reduce {_fmt_bytes(e['bytes']):>7}: {e['time_s'] * 1e3:8.3f} ms  "
                                f"algbw {e['algbw_gbps']:7.3f} GB/s  busbw {e['busbw_gbps']:7.3f} GB/s")
