@@ -122,6 +122,7 @@ def _verdict(w: Watched) -> str:
 
 def test_straggler_is_named_with_its_line_within_ten_seconds(straggler: Watched) -> None:
     v = _verdict(straggler)
+    print(f"\nasync straggler: verdict {straggler.took:.1f} s after the hang began (hang-after {HANG_AFTER:g} s)")
     assert straggler.took is not None and straggler.took <= HANG_AFTER + 10, \
         f"verdict {straggler.took:.1f} s after the hang began"
     assert v.startswith("Verdict: HANG010 rank 2 is sleeping"), v
@@ -136,6 +137,7 @@ def test_straggler_is_named_with_its_line_within_ten_seconds(straggler: Watched)
 
 def test_mismatch_names_both_calls_from_the_recorder_within_ten_seconds(mismatch: Watched) -> None:
     v = _verdict(mismatch)
+    print(f"\nasync mismatch: verdict {mismatch.took:.1f} s after the hang began (hang-after {HANG_AFTER:g} s)")
     assert mismatch.took is not None and mismatch.took <= HANG_AFTER + 10, \
         f"verdict {mismatch.took:.1f} s after the hang began"
     assert v.startswith("Verdict: HANG011 ranks called different collectives: #"), v
