@@ -19,7 +19,7 @@ from typing import Iterator
 import psutil
 import pytest
 
-from tests.conftest import REPO, needs_tool, needs_torch
+from tests.conftest import REPO, needs_tool, needs_torch, run_json
 from tests.integration.hang_jobs import HERE, Job, base_env
 
 pytestmark = [needs_torch, needs_tool("py-spy"), pytest.mark.usefixtures("pyspy_can_attach"), pytest.mark.slow]
@@ -149,3 +149,15 @@ def test_mismatch_names_both_calls_from_the_recorder_within_ten_seconds(mismatch
         in mismatch.text
     assert "HANG010" not in mismatch.text  # not a straggler: every rank waits
     assert mismatch.rc == 1
+
+
+def test_the_agents_dumps_alone_give_the_same_verdicts(straggler: Watched, mismatch: Watched) -> None:
+    """`commdoctor hang --fr WATCH_DIR/fr` after the job: the recorder alone names the rank behind and the calls."""
+    doc, p = run_json("hang", "--fr", str(straggler.watch / "fr"))
+    v = doc["verdict"]
+    assert v["code"] == "HANG010" and v["ranks"] == [2], (v, p.stderr[-2000:])
+    assert "rank 2 never entered all_reduce #" in v["title"]
+    doc, p = run_json("hang", "--fr", str(mismatch.watch / "fr"))
+    v = doc["verdict"]
+    assert v["code"] == "HANG011" and v["ranks"] == [2], (v, p.stderr[-2000:])
+    assert "is all_reduce on ranks 0 and 1, broadcast on rank 2" in v["title"]
