@@ -14,6 +14,7 @@ import shutil
 import sys
 from typing import Any
 
+from commdoctor.facts.shm import SharedMemory
 from commdoctor.probes.proc import run_bounded
 
 # Runs in a child interpreter; prints one JSON object. Warnings raised while
@@ -135,21 +136,14 @@ def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(pre)}
 
 
-def shm_facts(path: str = "/dev/shm") -> dict[str, Any]:
+def shm_facts(path: str = "/dev/shm") -> SharedMemory:
+    """/dev/shm measured here (statvfs, access(2), the mount table): the fact env.shm judges."""
     try:
         st = os.statvfs(path)
     except OSError as e:
-        return {"path": path, "exists": False, "error": f"{e.strerror} ({path})"}
-    size = st.f_frsize * st.f_blocks
-    free = st.f_frsize * st.f_bavail
-    return {
-        "path": path,
-        "exists": True,
-        "size_bytes": size,
-        "free_bytes": free,
-        "writable": os.access(path, os.W_OK),
-        "fstype": _fstype(path),
-    }
+        return SharedMemory(path=path, exists=False, error=f"{e.strerror} ({path})")
+    return SharedMemory(path=path, exists=True, size_bytes=st.f_frsize * st.f_blocks, free_bytes=st.f_frsize * st.f_bavail,
+                        writable=os.access(path, os.W_OK), fstype=_fstype(path))
 
 
 def _fstype(path: str) -> str | None:
