@@ -170,7 +170,7 @@ class Finding:
             raise ValueError(f"finding {self.code}: unknown cause {self.cause!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "code": self.code,
             "symbol": self.symbol,
             "severity": self.severity.value,
@@ -182,8 +182,10 @@ class Finding:
             "evidence": [asdict(e) for e in self.evidence],
             "remedy": self.remedy.to_dict() if self.remedy else None,
             "consequence_of": self.consequence_of,
-            "aliases": list(self.aliases),
         }
+        if self.aliases:  # only codes with old names carry it, so documents of other codes read as in 1.1
+            out["aliases"] = list(self.aliases)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Finding:
