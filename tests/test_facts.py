@@ -224,3 +224,37 @@ def test_hang_names_the_diagnosis_a_log_shows_by_its_one_code(tmp_path: Path) ->
     assert v is not None and v.code == "HANG013" and v.remedy is not None
     step = next(st for st in v.remedy.steps if str(log) in st)
     assert "the log analyzer found ENV030 (shm_too_small)" in step and "LOG030" not in step
+
+
+# -- the locked-memory limit: one fact for env.memlock, the backend advice and the MPI check ------------
+
+
+def test_memlock_fact_reads_sysfs_and_keeps_its_json(tmp_path: Path) -> None:
+    from commdoctor.facts import LockedMemory, RdmaDevice
+    from commdoctor.probes.env import memlock_facts, rdma_devices
+
+    port = tmp_path / "mlx5_13" / "ports" / "1"
+    port.mkdir(parents=True)
+    for attr, v in (("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"), ("link_layer", "InfiniBand")):
+        (port / attr).write_text(v + "\n")  # no "rate" file: an attribute sysfs lacks stays out of the JSON
+    (dev,) = (RdmaDevice.from_sysfs(d) for d in rdma_devices(str(tmp_path)))
+    assert (dev.name, dev.ports[0].link_layer, dev.ports[0].rate) == ("mlx5_13", "InfiniBand", None)
+    assert dev.to_dict() == {"name": "mlx5_13", "ports": [{"port": "1", "state": "4: ACTIVE", "phys_state": "5: LinkUp",
+                                                            "link_layer": "InfiniBand"}]}
+    live = memlock_facts()
+    assert isinstance(live, LockedMemory) and set(live.to_dict()) == {"soft_bytes", "hard_bytes", "rdma_devices"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        live.soft_bytes = None  # type: ignore[misc]
+
+
+def test_memlock_check_reads_the_typed_fact_under_a_real_lowered_limit() -> None:
+    """prlimit lowers the real limit of the commdoctor process; env.memlock reads it from the typed fact."""
+    import shutil
+
+    if not shutil.which("prlimit"):
+        pytest.skip("prlimit is not installed")
+    doc, p = run_json("run", "--select", "ENV040", prefix=["prlimit", "--memlock=65536:65536"])
+    (f,) = findings(doc, "ENV040")
+    assert f["title"].startswith("locked memory is limited to 64 KiB"), f["title"]
+    data = next(r for r in doc["results"] if r["check"] == "env.memlock")["data"]["memlock"]
+    assert (data["soft_bytes"], data["hard_bytes"]) == (65536, 65536) and isinstance(data["rdma_devices"], list)

@@ -14,6 +14,7 @@ from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.facts import LOG
+from commdoctor.facts.limits import LockedMemory
 from commdoctor.facts.shm import DENIED, NO_SPACE, SIGBUS, SharedMemory
 from commdoctor.model import Evidence, Finding, Severity, Stage
 
@@ -428,15 +429,14 @@ class MemlockCheck(Check):
     )
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
-        m = run.fact("memlock")
-        rdma = m.get("rdma_devices") or []
-        run.data["memlock"] = m
-        soft = m.get("soft_bytes")
-        names = ", ".join(d["name"] for d in rdma)
+        m: LockedMemory = run.fact("memlock")
+        run.data["memlock"] = m.to_dict()
+        soft = m.soft_bytes
+        names = ", ".join(d.name for d in m.rdma_devices)
         run.summary(f"{_mib(soft)}; RDMA devices: {names or 'none'}")
         if soft is not None:
-            ev = [Evidence("getrlimit", f"RLIMIT_MEMLOCK soft={soft} hard={m.get('hard_bytes')}")]
-            if rdma:
+            ev = [Evidence("getrlimit", f"RLIMIT_MEMLOCK soft={soft} hard={m.hard_bytes}")]
+            if m.rdma_devices:
                 yield self.finding("ENV040", limit=_mib(soft), where=f" while RDMA devices are present ({names})",
                                    evidence=ev, severity=Severity.ERROR)
             else:

@@ -12,8 +12,10 @@ carried for the probe's facts.
 from __future__ import annotations
 
 from commdoctor.facts.interfaces import InterfaceSetting, interface_from_log
+from commdoctor.facts.limits import LockedMemory, RdmaDevice, RdmaPort
 from commdoctor.facts.shm import SharedMemory, shm_from_log
 
 PROBE, LOG = "probe", "log"
 
-__all__ = ["LOG", "PROBE", "InterfaceSetting", "SharedMemory", "interface_from_log", "shm_from_log"]
+__all__ = ["LOG", "PROBE", "InterfaceSetting", "LockedMemory", "RdmaDevice", "RdmaPort", "SharedMemory",
+           "interface_from_log", "shm_from_log"]

@@ -14,6 +14,7 @@ import shutil
 import sys
 from typing import Any
 
+from commdoctor.facts.limits import LockedMemory, RdmaDevice
 from commdoctor.facts.shm import SharedMemory
 from commdoctor.probes.proc import run_bounded
 
@@ -159,14 +160,12 @@ def _fstype(path: str) -> str | None:
         return None
 
 
-def memlock_facts() -> dict[str, Any]:
+def memlock_facts() -> LockedMemory:
+    """RLIMIT_MEMLOCK of this process and the RDMA devices present: the fact env.memlock judges."""
     soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     inf = resource.RLIM_INFINITY
-    return {
-        "soft_bytes": None if soft == inf else soft,
-        "hard_bytes": None if hard == inf else hard,
-        "rdma_devices": rdma_devices(),
-    }
+    return LockedMemory(soft_bytes=None if soft == inf else soft, hard_bytes=None if hard == inf else hard,
+                        rdma_devices=tuple(RdmaDevice.from_sysfs(d) for d in rdma_devices()))
 
 
 def rdma_devices(root: str = "/sys/class/infiniband") -> list[dict[str, Any]]:
