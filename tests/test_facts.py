@@ -258,3 +258,19 @@ def test_memlock_check_reads_the_typed_fact_under_a_real_lowered_limit() -> None
     assert f["title"].startswith("locked memory is limited to 64 KiB"), f["title"]
     data = next(r for r in doc["results"] if r["check"] == "env.memlock")["data"]["memlock"]
     assert (data["soft_bytes"], data["hard_bytes"]) == (65536, 65536) and isinstance(data["rdma_devices"], list)
+
+
+def test_ptrace_fact_is_typed_and_explains_a_refused_attach() -> None:
+    from commdoctor.facts import PtraceAccess
+    from commdoctor.probes.env import ptrace_facts
+    from commdoctor.probes.stacks import explain_attach_failure
+
+    live = ptrace_facts()
+    assert isinstance(live, PtraceAccess)
+    assert list(live.to_dict()) == ["uid", "yama_ptrace_scope", "cap_sys_ptrace", "py_spy", "container"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        live.cap_sys_ptrace = True  # type: ignore[misc]
+    denied = "Error: Permission denied (os error 13)"  # py-spy's words when the kernel refuses the attach
+    locked = PtraceAccess(uid=1000, yama_ptrace_scope=3, cap_sys_ptrace=False)
+    assert explain_attach_failure(denied, 42, locked, alive=True)[0] == "ptrace_scope"
+    assert explain_attach_failure(denied, 42, None, alive=True)[0] == "ptrace_denied"  # nothing known: no guess

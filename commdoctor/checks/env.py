@@ -14,6 +14,7 @@ from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.facts import LOG
+from commdoctor.facts.access import PtraceAccess
 from commdoctor.facts.limits import LockedMemory
 from commdoctor.facts.shm import DENIED, NO_SPACE, SIGBUS, SharedMemory
 from commdoctor.model import Evidence, Finding, Severity, Stage
@@ -332,6 +333,10 @@ class ShmCheck(Check):
     name = "env.shm"
     stage = Stage.ENVIRONMENT
     title = "Shared memory (/dev/shm)"
+    # A small /dev/shm is weighed by the local GPU count, which comes from the torch probe (a child
+    # interpreter importing torch: over 10 s on a loaded host). Give it the torch checks' budget, so the
+    # measurement is never lost to a deadline; statvfs itself is instant.
+    timeout_s = 90.0
     rules = (
         Rule("ENV030", "shm-too-small", W, "/dev/shm {what}",
              "Give the container more shared memory: docker run --shm-size=16g, or on Kubernetes mount an "
@@ -550,9 +555,9 @@ class PtraceCheck(Check):
     )
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
-        p = run.fact("ptrace")
-        run.data["ptrace"] = p
-        scope, cap, uid, container = p.get("yama_ptrace_scope"), p.get("cap_sys_ptrace"), p.get("uid"), p.get("container")
+        p: PtraceAccess = run.fact("ptrace")
+        run.data["ptrace"] = p.to_dict()
+        scope, cap, uid, container = p.yama_ptrace_scope, p.cap_sys_ptrace, p.uid, p.container
         ev = [Evidence("procfs", f"yama ptrace_scope={scope if scope is not None else 'absent'}, "
                                  f"CAP_SYS_PTRACE={'yes' if cap else 'no'}, uid={uid}, container={container or 'none'}")]
         why = fix = None
@@ -570,9 +575,9 @@ class PtraceCheck(Check):
                 "Start the container with --cap-add SYS_PTRACE (Kubernetes: securityContext.capabilities.add: [SYS_PTRACE])"
         if why:
             yield self.finding("ENV060", why=why, fix=fix, evidence=ev)
-        if not p.get("py_spy"):
+        if not p.py_spy:
             yield self.finding("ENV061")
-        run.summary(("allowed" if not why else "restricted") + f"; py-spy: {p.get('py_spy') or 'missing'}")
+        run.summary(("allowed" if not why else "restricted") + f"; py-spy: {p.py_spy or 'missing'}")
 
 
 ENV_CHECKS: tuple[type[Check], ...] = (TorchCheck, GpuCheck, LauncherCheck, ShmCheck, MemlockCheck, EnvVarsCheck, PtraceCheck)

@@ -11,11 +11,13 @@ carried for the probe's facts.
 
 from __future__ import annotations
 
+from commdoctor.facts.access import PtraceAccess
 from commdoctor.facts.interfaces import InterfaceSetting, interface_from_log
 from commdoctor.facts.limits import LockedMemory, RdmaDevice, RdmaPort
 from commdoctor.facts.shm import SharedMemory, shm_from_log
 
 PROBE, LOG = "probe", "log"
 
-__all__ = ["LOG", "PROBE", "InterfaceSetting", "LockedMemory", "RdmaDevice", "RdmaPort", "SharedMemory",
+__all__ = ["LOG", "PROBE", "InterfaceSetting", "LockedMemory", "PtraceAccess", "RdmaDevice", "RdmaPort",
+           "SharedMemory",
            "interface_from_log", "shm_from_log"]

@@ -14,6 +14,7 @@ import shutil
 import sys
 from typing import Any
 
+from commdoctor.facts.access import PtraceAccess
 from commdoctor.facts.limits import LockedMemory, RdmaDevice
 from commdoctor.facts.shm import SharedMemory
 from commdoctor.probes.proc import run_bounded
@@ -197,18 +198,16 @@ def rdma_devices(root: str = "/sys/class/infiniband") -> list[dict[str, Any]]:
 CAP_SYS_PTRACE = 19
 
 
-def ptrace_facts() -> dict[str, Any]:
+def ptrace_facts() -> PtraceAccess:
     """Whether this process may attach to others (what py-spy needs)."""
-    out: dict[str, Any] = {"uid": os.geteuid()}
+    scope: int | None
     try:
         with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            out["yama_ptrace_scope"] = int(f.read().strip())
+            scope = int(f.read().strip())
     except (OSError, ValueError):
-        out["yama_ptrace_scope"] = None  # no Yama LSM: classic rules apply
-    out["cap_sys_ptrace"] = _has_cap(CAP_SYS_PTRACE)
-    out["py_spy"] = find_py_spy()
-    out["container"] = container_kind()
-    return out
+        scope = None  # no Yama LSM: classic rules apply
+    return PtraceAccess(uid=os.geteuid(), yama_ptrace_scope=scope, cap_sys_ptrace=_has_cap(CAP_SYS_PTRACE),
+                        py_spy=find_py_spy(), container=container_kind())
 
 
 def _has_cap(bit: int) -> bool | None:
