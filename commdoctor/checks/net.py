@@ -312,7 +312,7 @@ class InterfacesCheck(NetCheck):
         """
         names = ", ".join(repr(m) for m in fact.missing)
         if fact.origin == LOG:
-            where = fact.host or "the host that logged it"
+            where = f"host {fact.host}" if fact.host else "the host that logged it"
             yield self.finding(
                 "NET001", var=fact.var, names=names or "an interface", lacks=f"{where} does not have, or which holds no address",
                 owner="every node", suggest=suggest or "<an interface every node has>", evidence=fact.evidence,
