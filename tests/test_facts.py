@@ -274,3 +274,13 @@ def test_ptrace_fact_is_typed_and_explains_a_refused_attach() -> None:
     locked = PtraceAccess(uid=1000, yama_ptrace_scope=3, cap_sys_ptrace=False)
     assert explain_attach_failure(denied, 42, locked, alive=True)[0] == "ptrace_scope"
     assert explain_attach_failure(denied, 42, None, alive=True)[0] == "ptrace_denied"  # nothing known: no guess
+
+
+def test_checks_lists_the_old_code_beside_the_new() -> None:
+    import json
+
+    line = next(ln for ln in run_cli("checks").stdout.splitlines() if ln.strip().startswith("ENV030"))
+    assert line.endswith("(was LOG030)")
+    rules = {r["code"]: r for c in json.loads(run_cli("checks", "--json").stdout) for r in c["rules"]}
+    assert rules["NET001"]["aliases"] == ["LOG021"] and "aliases" not in rules["ENV031"]
+    assert "LOG030" not in rules and "LOG021" not in rules  # declared once, by the check that judges them
