@@ -14,6 +14,7 @@ import sys
 from commdoctor.checks import BUILTIN_CHECKS
 from commdoctor.checks.base import DOC_HEADINGS, Check, Rule
 from commdoctor.checks.wording import describe
+from commdoctor.model import ALIASES
 
 
 def rule_page(check: type[Check], r: Rule) -> str:
@@ -61,6 +62,13 @@ def pages() -> dict[str, str]:
             out[name] = rule_page(c, r)
             title = describe(r.title, r).replace("|", "\\|")
             index.append(f"| [{r.code}]({name}) | {r.symbol} | {r.severity.value} | {r.cause or ''} | `{c.name}` | {title} |")
+    for old, code in sorted(ALIASES.items()):
+        # Old codes keep a page (links and saved reports name them) that sends the reader on.
+        out[f"{old}.md"] = (f"# {old}: now {code}\n\n{old} is an alias of [{code}]({code}.md): one check gives this "
+                            f"diagnosis whether a live probe (`commdoctor run`) or a log (`commdoctor logs`) found it. "
+                            f"Findings carry `{code}` and list `{old}` in `aliases`; `--select {old}` and "
+                            f"`--ignore {old}` still match them.\n\n`commdoctor explain {old}` prints {code}'s page.\n")
+        index.append(f"| [{old}]({old}.md) | alias | | | | now [{code}]({code}.md) |")
     out["README.md"] = "\n".join(index) + "\n"
     return out
 

@@ -15,7 +15,27 @@ from typing import Any, Mapping
 
 #: Version of the JSON document written by ``--json`` (docs/json-schema.md).
 #: Bump the major number when a field changes meaning or disappears.
-SCHEMA_VERSION = "1.1"
+#: 1.2: findings carry ``aliases`` (the old codes of the same diagnosis).
+SCHEMA_VERSION = "1.2"
+
+#: Old codes that now name the same diagnosis as another code: one check judges one kind of fact
+#: whether a live probe or a log produced it, so the log-only codes became aliases of the live ones.
+#: An alias is never reused; ``--select`` / ``--ignore`` and ``commdoctor explain`` still accept it.
+ALIASES: Mapping[str, str] = {
+    "LOG030": "ENV030",  # /dev/shm too small, full or not writable
+    "LOG021": "NET001",  # the interface a setting names is not there
+}
+
+
+def canonical_code(code: str) -> str:
+    """The code that now names the diagnosis ``code`` named (itself when it is no alias)."""
+    code = code.upper()
+    return ALIASES.get(code, code)
+
+
+def aliases_of(code: str) -> tuple[str, ...]:
+    """The old codes that name the same diagnosis as ``code``, sorted."""
+    return tuple(sorted(a for a, c in ALIASES.items() if c == code.upper()))
 
 #: Root-cause vocabulary, shared with ../shared/corpus/README.md so that results
 #: can be compared across tools. A finding's ``cause`` is one of these or None
@@ -143,13 +163,14 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     remedy: Remedy | None = None
     consequence_of: str | None = None  # code of the finding this one follows from
+    aliases: tuple[str, ...] = ()  # old codes of the same diagnosis (ALIASES), matched by --select / --ignore
 
     def __post_init__(self) -> None:
         if self.cause is not None and self.cause not in CAUSES:
             raise ValueError(f"finding {self.code}: unknown cause {self.cause!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "code": self.code,
             "symbol": self.symbol,
             "severity": self.severity.value,
@@ -162,6 +183,9 @@ class Finding:
             "remedy": self.remedy.to_dict() if self.remedy else None,
             "consequence_of": self.consequence_of,
         }
+        if self.aliases:  # only codes with old names carry it, so documents of other codes read as in 1.1
+            out["aliases"] = list(self.aliases)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Finding:
@@ -177,6 +201,7 @@ class Finding:
             evidence=tuple(Evidence(**e) for e in d.get("evidence") or ()),
             remedy=Remedy.from_dict(d["remedy"]) if d.get("remedy") else None,
             consequence_of=d.get("consequence_of"),
+            aliases=tuple(d.get("aliases") or ()),
         )
 
 

@@ -180,7 +180,7 @@ def plan(checks: Iterable[Check], options: Options) -> list[Check]:
     chosen = [
         c
         for c in checks
-        if options.mode in c.modes and any(selected(code, options.select, options.ignore) for code in c.codes())
+        if options.mode in c.modes and any(selected(code, options.select, options.ignore) for code in c.reported_codes())
     ]
     return sorted(chosen, key=lambda c: c.stage.order)
 
@@ -223,7 +223,7 @@ def run_one(check: Check, ctx: Context) -> CheckResult:
     t.start()
     t.join(deadline)
     result.duration_s = time.monotonic() - start
-    keep = [f for f in list(findings) if selected(f.code, ctx.options.select, ctx.options.ignore)]
+    keep = [f for f in list(findings) if selected(f.code, ctx.options.select, ctx.options.ignore, f.aliases)]
     result.findings = keep
     if t.is_alive():
         result.status = Status.TIMED_OUT

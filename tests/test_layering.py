@@ -39,7 +39,7 @@ UI = {"rich", "textual"}
 #: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
 LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records", "commdoctor.safeopen"}
 #: Layers that run headless, upstream of the console and the TUI.
-HEADLESS = ["model", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
+HEADLESS = ["model", "facts", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
 #: The diagnosis: what loaders feed, never what they import. (The rule tables in commdoctor.rules.* are
 #: data, what each rule matches, and the log scanner reads them; the engine that weighs them is diagnosis.)
 DIAGNOSIS = ("commdoctor.checks", "commdoctor.rules.engine")
@@ -127,7 +127,8 @@ def test_headless_layers_pull_in_no_ui_library(layer: str) -> None:
 
 
 @pytest.mark.parametrize("module", ["commdoctor.model", "commdoctor.checks", "commdoctor.pipeline", "commdoctor.records",
-                                    "commdoctor.errors", "commdoctor.cli", "commdoctor.loaders", "commdoctor.parsing"])
+                                    "commdoctor.errors", "commdoctor.cli", "commdoctor.loaders", "commdoctor.parsing",
+                                    "commdoctor.facts"])
 def test_core_modules_import_neither_torch_nor_rich_nor_textual(module: str) -> None:
     top = tops(loaded_after(f"import {module}"))
     assert not top & {"torch", *UI}, f"{module} pulled in {sorted(top & {'torch', *UI})}"

@@ -184,7 +184,7 @@ class BackendAdvisorCheck(Check):
         facts = {
             "gpus": int(t.get("device_count") or 0),
             "built": t.get("backends") or {},
-            "rdma_devices": memlock.get("rdma_devices") or [],
+            "rdma_devices": [d.to_dict() for d in memlock.rdma_devices],  # JSON-safe, as advise() and reports read it
             "ipoib_interfaces": run.fact("ipoib"),
             "launcher": launchers(run.fact("launcher_env")),
         }

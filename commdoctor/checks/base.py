@@ -18,7 +18,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
-from commdoctor.model import CAUSES, Evidence, Finding, Remedy, Severity, Stage
+from commdoctor.model import CAUSES, Evidence, Finding, Remedy, Severity, Stage, aliases_of
 
 if TYPE_CHECKING:
     from commdoctor.pipeline import CheckRun
@@ -95,6 +95,9 @@ class Check:
     requires: ClassVar[tuple[str, ...]] = ()  # check names that must not have failed
     timeout_s: ClassVar[float] = 10.0
     modes: ClassVar[frozenset[str]] = frozenset({"run"})
+    # Codes another check declares and judges, that this check also reports (the log diagnosis reports
+    # ENV030 when a log proves /dev/shm too small): selecting them runs this check too.
+    borrows: ClassVar[tuple[str, ...]] = ()
 
     def run(self, run: CheckRun) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -151,11 +154,17 @@ class Check:
             evidence=tuple(evidence),
             remedy=remedy,
             consequence_of=consequence_of,
+            aliases=aliases_of(code),
         )
 
     @classmethod
     def codes(cls) -> tuple[str, ...]:
         return tuple(r.code for r in cls.rules)
+
+    @classmethod
+    def reported_codes(cls) -> tuple[str, ...]:
+        """Every code this check can report: its own and the ones it borrows."""
+        return (*cls.codes(), *(c for c in cls.borrows if c not in cls.codes()))
 
     @classmethod
     def documentation(cls) -> dict[str, str]:
@@ -175,13 +184,17 @@ class Check:
         return parts
 
 
-def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    """Linter-style prefix matching: the longest matching prefix decides; a tie ignores."""
-    code = code.upper()
-    sel = max((len(p) for p in select if code.startswith(p.upper())), default=None)
+def selected(code: str, select: Sequence[str], ignore: Sequence[str], aliases: Sequence[str] | None = None) -> bool:
+    """Linter-style prefix matching: the longest matching prefix decides; a tie ignores.
+
+    A code answers to its old names too (``aliases``; by default the ones commdoctor.model.ALIASES
+    gives it): ``--select LOG030`` keeps ENV030, ``--ignore LOG0`` drops it, as it dropped LOG030.
+    """
+    names = [code.upper(), *(a.upper() for a in (aliases_of(code) if aliases is None else aliases))]
+    sel = max((len(p) for p in select for n in names if n.startswith(p.upper())), default=None)
     if select and sel is None:
         return False
-    ign = max((len(p) for p in ignore if code.startswith(p.upper())), default=None)
+    ign = max((len(p) for p in ignore for n in names if n.startswith(p.upper())), default=None)
     return ign is None or (sel or 0) > ign
 
 

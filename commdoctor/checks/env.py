@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
+from commdoctor.facts import LOG
+from commdoctor.facts.access import PtraceAccess
+from commdoctor.facts.limits import LockedMemory
+from commdoctor.facts.shm import DENIED, NO_SPACE, SIGBUS, SharedMemory
 from commdoctor.model import Evidence, Finding, Severity, Stage
 
 if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
@@ -302,10 +306,17 @@ SHM_TINY = 256 << 20  # the container default is 64 MiB
 
 
 class ShmCheck(Check):
-    """Size, free space and permissions of /dev/shm.
+    """Size, free space and permissions of /dev/shm, measured on this host or proven by a log.
 
     What it checks:
-        The size and free space of the shared-memory filesystem.
+        The size and free space of the shared-memory filesystem (statvfs on
+        this host, in `commdoctor run`), and, in `commdoctor logs`, the lines
+        that prove it failed a job: NCCL's "Error while creating shared memory
+        segment", "failed to extend /dev/shm/... to N bytes", No space left on
+        device or Permission denied on /dev/shm, torch's "unable to allocate
+        shared memory", and processes killed by SIGBUS. Both give one
+        finding, ENV030 (logs gave LOG030 in earlier releases; that code
+        still selects and explains it).
     Why it matters:
         NCCL's SHM transport and the proxy, and DataLoader worker processes,
         allocate there. Containers get 64 MiB by default (docker run without
@@ -314,19 +325,26 @@ class ShmCheck(Check):
         fallocate errors, or workers die with "Bus error".
     Known limits:
         How much is enough depends on GPUs per node and NCCL_BUFFSIZE; 1 GiB is
-        the floor below which commdoctor warns.
+        the floor below which commdoctor warns. A log tells that a segment
+        could not be made, not how large /dev/shm was: run commdoctor on the
+        node it names to measure it.
     """
 
     name = "env.shm"
     stage = Stage.ENVIRONMENT
     title = "Shared memory (/dev/shm)"
+    # A small /dev/shm is weighed by the local GPU count, which comes from the torch probe (a child
+    # interpreter importing torch: over 10 s on a loaded host). Give it the torch checks' budget, so the
+    # measurement is never lost to a deadline; statvfs itself is instant.
+    timeout_s = 90.0
     rules = (
-        Rule("ENV030", "shm-too-small", W, "/dev/shm is only {size}",
+        Rule("ENV030", "shm-too-small", W, "/dev/shm {what}",
              "Give the container more shared memory: docker run --shm-size=16g, or on Kubernetes mount an "
              "emptyDir with medium: Memory at /dev/shm",
              cause="shm_too_small",
              steps=("df -h /dev/shm shows the size",
-                    "Kubernetes: volumes: [{{name: dshm, emptyDir: {{medium: Memory}}}}] mounted at /dev/shm")),
+                    "Kubernetes: volumes: [{{name: dshm, emptyDir: {{medium: Memory}}}}] mounted at /dev/shm"),
+             examples={"what": "is only 64 MiB (or, from a log: had no room for the segment NCCL asked for)"}),
         Rule("ENV031", "shm-nearly-full", W, "/dev/shm has only {free} free of {size}",
              "Remove stale segments left by crashed jobs (ls -la /dev/shm) or enlarge /dev/shm",
              cause="shm_too_small"),
@@ -336,28 +354,58 @@ class ShmCheck(Check):
     )
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
-        shm = run.fact("shm")
-        run.data["shm"] = shm
-        if not shm.get("exists"):
-            yield self.finding("ENV032", why=shm.get("error", "missing"), evidence=[Evidence("statvfs", shm.get("error", ""))])
-            return
-        size, free = shm["size_bytes"], shm["free_bytes"]
-        run.summary(f"{_mib(size)} ({_mib(free)} free, {shm.get('fstype') or 'unknown fs'})")
-        ev = [Evidence("statvfs", f"{shm['path']}: size {size} bytes, free {free} bytes")]
-        if not shm.get("writable"):
-            yield self.finding("ENV032", why="not writable by this user", evidence=ev)
+        shm: SharedMemory = run.fact("shm")
+        run.data["shm"] = shm.to_dict()
+        if shm.exists and shm.size_bytes is not None and shm.free_bytes is not None:
+            run.summary(f"{_mib(shm.size_bytes)} ({_mib(shm.free_bytes)} free, {shm.fstype or 'unknown fs'})")
         gpus = 0
-        try:
-            t = run.fact("torch")
-            gpus = int(t.get("device_count") or 0)
-        except Exception:  # torch facts are optional here
-            pass
+        if shm.size_bytes is not None and shm.size_bytes < SHM_SMALL:  # only the severity of ENV030 needs it
+            try:
+                t = run.fact("torch")  # seconds (a child interpreter imports torch): asked only when it decides
+                gpus = int(t.get("device_count") or 0)
+            except Exception:  # torch facts are optional here
+                pass
+        yield from self.judge(shm, gpus=gpus)
+
+    def judge(self, shm: SharedMemory, *, gpus: int = 0, ranks: tuple[int, ...] = (), detail: str = "",
+              consequence_of: str | None = None, env: Mapping[str, str] | None = None) -> Iterator[Finding]:
+        """The findings one /dev/shm fact supports, whether a probe measured it or a log proved it.
+
+        ``ranks``, ``detail``, ``consequence_of`` and ``env`` come from the log diagnosis, which
+        knows which ranks logged the lines and what else they explain.
+        """
+        if shm.origin == LOG:
+            yield self.finding("ENV030", what=_log_wording(shm), evidence=shm.evidence, severity=E,
+                               ranks=ranks, hosts=(shm.host,) if shm.host else (), detail=detail,
+                               consequence_of=consequence_of,
+                               env={"NCCL_SHM_DISABLE": "1 (slower fallback)", **(env or {})},
+                               steps=("df -h /dev/shm inside the container (commdoctor run there measures it)",
+                                      "ls -la /dev/shm: remove stale nccl-* segments left by crashed jobs"))
+            return
+        if not shm.exists or shm.size_bytes is None or shm.free_bytes is None:
+            yield self.finding("ENV032", why=shm.error or "missing", evidence=[Evidence("statvfs", shm.error or "")])
+            return
+        size, free = shm.size_bytes, shm.free_bytes
+        ev = [Evidence("statvfs", f"{shm.path}: size {size} bytes, free {free} bytes")]
+        if not shm.writable:
+            yield self.finding("ENV032", why="not writable by this user", evidence=ev)
         if size < SHM_SMALL:
             sev = Severity.ERROR if (size < SHM_TINY and gpus >= 2) else Severity.WARNING
-            yield self.finding("ENV030", size=_mib(size), evidence=ev, severity=sev,
+            yield self.finding("ENV030", what=f"is only {_mib(size)}", evidence=ev, severity=sev,
                                detail=f"{gpus} local GPU(s); NCCL's SHM transport and DataLoader workers need more")
         elif free < size // 10 and free < SHM_TINY:
             yield self.finding("ENV031", free=_mib(free), size=_mib(size), evidence=ev)
+
+
+def _log_wording(shm: SharedMemory) -> str:
+    seg = f"the {_mib(shm.requested_bytes)} segment" if shm.requested_bytes else "a shared-memory segment"
+    if shm.failure == NO_SPACE:
+        return f"had no room for {seg} (No space left on device)"
+    if shm.failure == DENIED:
+        return f"is not writable: creating {seg} was refused (Permission denied)"
+    if shm.failure == SIGBUS:
+        return "could not back a shared-memory mapping: a process died of SIGBUS"
+    return f"is too small, full or not writable: creating {seg} failed"
 
 
 class MemlockCheck(Check):
@@ -386,15 +434,14 @@ class MemlockCheck(Check):
     )
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
-        m = run.fact("memlock")
-        rdma = m.get("rdma_devices") or []
-        run.data["memlock"] = m
-        soft = m.get("soft_bytes")
-        names = ", ".join(d["name"] for d in rdma)
+        m: LockedMemory = run.fact("memlock")
+        run.data["memlock"] = m.to_dict()
+        soft = m.soft_bytes
+        names = ", ".join(d.name for d in m.rdma_devices)
         run.summary(f"{_mib(soft)}; RDMA devices: {names or 'none'}")
         if soft is not None:
-            ev = [Evidence("getrlimit", f"RLIMIT_MEMLOCK soft={soft} hard={m.get('hard_bytes')}")]
-            if rdma:
+            ev = [Evidence("getrlimit", f"RLIMIT_MEMLOCK soft={soft} hard={m.hard_bytes}")]
+            if m.rdma_devices:
                 yield self.finding("ENV040", limit=_mib(soft), where=f" while RDMA devices are present ({names})",
                                    evidence=ev, severity=Severity.ERROR)
             else:
@@ -508,9 +555,9 @@ class PtraceCheck(Check):
     )
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
-        p = run.fact("ptrace")
-        run.data["ptrace"] = p
-        scope, cap, uid, container = p.get("yama_ptrace_scope"), p.get("cap_sys_ptrace"), p.get("uid"), p.get("container")
+        p: PtraceAccess = run.fact("ptrace")
+        run.data["ptrace"] = p.to_dict()
+        scope, cap, uid, container = p.yama_ptrace_scope, p.cap_sys_ptrace, p.uid, p.container
         ev = [Evidence("procfs", f"yama ptrace_scope={scope if scope is not None else 'absent'}, "
                                  f"CAP_SYS_PTRACE={'yes' if cap else 'no'}, uid={uid}, container={container or 'none'}")]
         why = fix = None
@@ -528,9 +575,9 @@ class PtraceCheck(Check):
                 "Start the container with --cap-add SYS_PTRACE (Kubernetes: securityContext.capabilities.add: [SYS_PTRACE])"
         if why:
             yield self.finding("ENV060", why=why, fix=fix, evidence=ev)
-        if not p.get("py_spy"):
+        if not p.py_spy:
             yield self.finding("ENV061")
-        run.summary(("allowed" if not why else "restricted") + f"; py-spy: {p.get('py_spy') or 'missing'}")
+        run.summary(("allowed" if not why else "restricted") + f"; py-spy: {p.py_spy or 'missing'}")
 
 
 ENV_CHECKS: tuple[type[Check], ...] = (TorchCheck, GpuCheck, LauncherCheck, ShmCheck, MemlockCheck, EnvVarsCheck, PtraceCheck)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.model import Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.parsing.stacks import RankState
 
 if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
@@ -666,7 +666,8 @@ class HangVerdictCheck(Check):
         else:
             remote = "If one rank's host is overloaded or swapping, it answers late: check load and memory there"
         log_files = sorted({str(e.get("source")) for e in logs if e.get("source")})
-        codes = sorted({f"{e['code']} ({e.get('cause')})" for e in logs if e.get("code")})
+        # The analyzer's rule rows may still say an old code (LOG030): name the diagnosis as run and logs do.
+        codes = sorted({f"{canonical_code(str(e['code']))} ({e.get('cause')})" for e in logs if e.get("code")})
         logs_step = ("Read the NCCL/torch logs for errors and the last lines of each rank: " + ", ".join(log_files[:6])
                      + (f"; the log analyzer found {', '.join(codes[:3])} (commdoctor logs FILES -v)" if codes else "")
                      if log_files else "Rerun with NCCL_DEBUG=INFO and NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log (commdoctor run -- "

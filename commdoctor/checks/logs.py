@@ -10,13 +10,15 @@ can carry are declared with their rules in commdoctor.rules.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Iterator
 
 from commdoctor.checks.backends import FALLBACK
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.facts import interface_from_log, shm_from_log
+from commdoctor.model import ALIASES, Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.pipeline import CheckRun
 from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
 from commdoctor.rules.base import NCCL_DEBUG_ENV, Cand, version_tuple
@@ -152,7 +154,10 @@ class LogDiagnosisCheck(Check):
     modes = frozenset({"logs"})
     requires = ()
     timeout_s = 3600.0
-    rules = tuple(_rule(c) for c in sorted((*CODES, ALSO_POSSIBLE), key=lambda c: c.code))
+    # A rule row that still says LOG030 or LOG021 proves a fact another check judges (ENV030, NET001):
+    # the finding is that check's, so its code is not declared here, only borrowed.
+    rules = tuple(_rule(c) for c in sorted((*CODES, ALSO_POSSIBLE), key=lambda c: c.code) if c.code not in ALIASES)
+    borrows = tuple(sorted(set(ALIASES.values())))
 
     def deadline(self, options: Any) -> float:
         return float(options.extra.get("deadline_s", self.timeout_s))
@@ -171,13 +176,13 @@ class LogDiagnosisCheck(Check):
         first_host = sorted(primary.hosts)[0] if primary.hosts else None
         where = "".join([f" on rank {first_rank}" if first_rank is not None else "", f" ({first_host})" if first_host else ""])
         at = primary.evidence[0] if primary.evidence else None
-        run.data["verdict"] = {"code": primary.code, "cause": primary.cause, "rank": first_rank, "host": first_host,
+        run.data["verdict"] = {"code": canonical_code(primary.code), "cause": primary.cause, "rank": first_rank, "host": first_host,
                                "at": f"{at.source}:{at.line}" if at else None}
         roots = [c for c in cands if not c.consequence]
         cons = [c for c in cands if c.consequence]
         for i, c in enumerate(roots):
             sev = W if c.weak else E
-            yield self._emit(c, sev, None, libs)
+            yield self._emit(c, sev, None, libs, m)
             if i == 0:
                 shown = {c.cause}
                 for alt, tell in c.alts:
@@ -185,12 +190,15 @@ class LogDiagnosisCheck(Check):
                         continue
                     shown.add(alt)
                     yield self.finding("LOG090", alt=alt.replace("_", " "), tell=tell, cause=alt, severity=W,
-                                       evidence=c.evidence[:1], detail=f"An alternative to {c.code} ({c.cause}).")
+                                       evidence=c.evidence[:1], detail=f"An alternative to {canonical_code(c.code)} ({c.cause}).")
+        head = canonical_code(primary.code)
         for c in cons:
-            c.detail = (c.detail + " " if c.detail else "") + f"Follows from {primary.code} ({primary.cause}){where}."
-            yield self._emit(c, E, primary.code, libs)
+            c.detail = (c.detail + " " if c.detail else "") + f"Follows from {head} ({primary.cause}){where}."
+            yield self._emit(c, E, head, libs, m)
 
-    def _emit(self, c: Cand, sev: Severity, after: str | None, libs: set[str]) -> Finding:
+    def _emit(self, c: Cand, sev: Severity, after: str | None, libs: set[str], m: Any) -> Finding:
+        if c.code in ALIASES:
+            return self._judged_elsewhere(c, sev, after, libs, m)
         rule = self.rule(c.code)
         params = dict(c.params)
         if "backend" in params and "fallback" not in params:
@@ -207,6 +215,27 @@ class LogDiagnosisCheck(Check):
         return self.finding(c.code, evidence=c.evidence[:6], ranks=sorted(c.ranks), hosts=sorted(c.hosts),
                             cause=c.cause if c.cause != rule.cause else None, severity=sev if sev != rule.severity else None,
                             detail=detail, consequence_of=after, env=env, **params)
+
+    def _judged_elsewhere(self, c: Cand, sev: Severity, after: str | None, libs: set[str], m: Any) -> Finding:
+        """The fact the lines prove, judged by the check that owns the diagnosis (one code for run and logs)."""
+        from commdoctor.checks.env import ShmCheck
+        from commdoctor.checks.net import InterfacesCheck
+
+        ranks = tuple(sorted(c.ranks))
+        evidence = c.evidence[:6]
+        if canonical_code(c.code) == "ENV030":
+            fact = shm_from_log(evidence)
+            f = next(ShmCheck().judge(fact, ranks=ranks, detail=c.detail, consequence_of=after))
+        else:
+            env_seen = {k: sorted(v) for k, v in m.env.items()} if isinstance(getattr(m, "env", None), dict) else {}
+            iface = interface_from_log(evidence, env_seen, hint=str(c.params.get("iface") or "") or None)
+            # Name the setting of the library that carries this job: the one whose words the lines are.
+            libs = libs | IFACE_CODES.get(c.code, set()) | ({iface.library} if iface.library in LIBRARIES else set())
+            env = dict(iface_env(libs))
+            detail = (c.detail + " " if c.detail else "") + f"Interface settings by library: {applies_to(libs)}."
+            f = next(InterfacesCheck().judge(iface, severity=E, detail=detail, ranks=ranks, consequence_of=after, env=env))
+        # Severity as the diagnosis weighed it (a weak root is a warning); hosts as every line gave them.
+        return replace(f, severity=sev, hosts=tuple(sorted(c.hosts)) or f.hosts, cause=c.cause or f.cause)
 
     def _summary(self, run: CheckRun, m: Any) -> str:
         rows = m.summary_rows()

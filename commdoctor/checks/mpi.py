@@ -196,7 +196,7 @@ class MpiContextCheck(Check):
         ifaces = ns.interfaces_from(run.fact("net_interfaces"))
         net_env = dict(run.fact("net_env"))
         try:
-            rdma = [d.get("name", "") for d in run.fact("memlock").get("rdma_devices") or []]
+            rdma = [d.name for d in run.fact("memlock").rdma_devices]
         except KeyError:
             rdma = []
         good = ns.recommend(ifaces)

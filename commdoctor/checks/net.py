@@ -17,6 +17,8 @@ from typing import Any, Iterator, Sequence
 from commdoctor import netselect as ns
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
+from commdoctor.facts import LOG
+from commdoctor.facts.interfaces import InterfaceSetting
 from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.pipeline import CheckRun
 
@@ -200,9 +202,11 @@ class InterfacesCheck(NetCheck):
     stage = Stage.INTERFACES
     title = "Network interfaces and interface settings"
     rules = (
-        Rule("NET001", "interface-not-found", E, "{var} names {names}, which this host does not have",
-             "Set {var} to an interface this host has: {var}={suggest}", cause="wrong_interface",
-             steps=("Interfaces here: {available}",)),
+        Rule("NET001", "interface-not-found", E, "{var} names {names}, which {lacks}",
+             "Set {var} to an interface {owner} has: {var}={suggest}", cause="wrong_interface",
+             steps=("Interfaces here: {available}",),
+             examples={"lacks": "this host does not have (from a log: which the host that logged it does not "
+                                "have, or which holds no address)", "owner": "this host (every node)"}),
         Rule("NET002", "interface-without-address", E, "{var} names {names}, which has no IP address",
              "Name the interface that holds the address: {var}={suggest}", cause="wrong_interface",
              steps=("ip -br addr shows which interface holds each address (a bond or bridge holds its members' address)",)),
@@ -280,8 +284,10 @@ class InterfacesCheck(NetCheck):
                 near = [p for p in missing if p.strip() != p and p.strip() in {i.name for i in v.ifaces}]
                 if near:
                     detail += f"; {near[0]!r} has spaces around {near[0].strip()!r}"
-                yield self.finding("NET001", var=var, names=", ".join(repr(m) for m in missing), suggest=suggest,
-                                   available=v.available(), evidence=ev, severity=sev, detail=detail)
+                fact = InterfaceSetting(var=var, value=value, missing=tuple(missing), library=backend,
+                                        available=tuple(i.name for i in v.ifaces),
+                                        picks=choice.text() if choice.picks else None, evidence=tuple(ev))
+                yield from self.judge(fact, suggest=suggest, available=v.available(), severity=sev, detail=detail)
             if choice.no_address:
                 holder = None
                 for n in choice.no_address:
@@ -295,6 +301,26 @@ class InterfacesCheck(NetCheck):
                                    detail=(f"{choice.no_address[0]} is a port of {holder}, which holds the address"
                                            if holder else "an interface without an address cannot be bound"))
 
+
+    def judge(self, fact: InterfaceSetting, *, suggest: str = "", available: str = "", severity: Severity | None = None,
+              detail: str = "", ranks: Sequence[int] = (), consequence_of: str | None = None,
+              env: dict[str, str] | None = None) -> Iterator[Finding]:
+        """NET001 from one interface-setting fact, whether this host's interfaces or a log proved the names missing.
+
+        A log names the host that lacked the interface (or the interface's address: the
+        libraries' words do not tell which), not the interfaces it has, so its remedy points there.
+        """
+        names = ", ".join(repr(m) for m in fact.missing)
+        if fact.origin == LOG:
+            where = f"host {fact.host}" if fact.host else "the host that logged it"
+            yield self.finding(
+                "NET001", var=fact.var, names=names or "an interface", lacks=f"{where} does not have, or which holds no address",
+                owner="every node", suggest=suggest or "<an interface every node has>", evidence=fact.evidence,
+                ranks=ranks, hosts=(fact.host,) if fact.host else (), detail=detail, consequence_of=consequence_of,
+                severity=severity, env=env, steps=(f"ip -br addr on {where} lists its interfaces and their addresses",))
+            return
+        yield self.finding("NET001", var=fact.var, names=names, lacks="this host does not have", owner="this host",
+                           suggest=suggest, available=available, evidence=fact.evidence, severity=severity, detail=detail)
 
 class HostnameCheck(NetCheck):
     """What this host's name resolves to, and what gloo and TensorPipe will therefore bind.

@@ -12,12 +12,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from commdoctor.checks import BUILTIN_CHECKS
+    from commdoctor.model import aliases_of
 
     if args.json:
         doc = [
             {"check": c.name, "stage": c.stage.value, "title": c.title, "modes": sorted(c.modes),
              "rules": [{"code": r.code, "symbol": r.symbol, "severity": r.severity.value, "cause": r.cause,
-                        "title": r.title} for r in c.rules]}
+                        "title": r.title, **({"aliases": list(aliases_of(r.code))} if aliases_of(r.code) else {})}
+                       for r in c.rules]}
             for c in BUILTIN_CHECKS
         ]
         print(json.dumps(doc, indent=2))
@@ -29,5 +31,7 @@ def main(args: argparse.Namespace) -> int:
             if r.code in seen:
                 continue
             seen.add(r.code)
-            print(f"  {r.code}  {r.severity.value:<7} {r.symbol:<34} {r.cause or '-'}")
+            old = aliases_of(r.code)  # an old code a user may still look for (LOG030 is now ENV030)
+            print(f"  {r.code}  {r.severity.value:<7} {r.symbol:<34} {r.cause or '-'}"
+                  + (f"  (was {', '.join(old)})" if old else ""))
     return 0

@@ -38,8 +38,10 @@ def prefixes(text: str) -> tuple[str, ...]:
     if out:
         # A prefix no code starts with is a typo: running nothing and saying "healthy" would hide it.
         from commdoctor.checks import BUILTIN_CHECKS
+        from commdoctor.model import ALIASES
 
-        codes = {r.code for c in BUILTIN_CHECKS for r in c.rules}
+        # Old codes (aliases) stay valid: a script that said --select LOG030 keeps working.
+        codes = {r.code for c in BUILTIN_CHECKS for r in c.rules} | set(ALIASES)
         for p in out:
             if not any(code.startswith(p) for code in codes):
                 raise CommDoctorError(f"no code starts with {p!r}; 'commdoctor checks' lists them all "

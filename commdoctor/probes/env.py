@@ -14,6 +14,9 @@ import shutil
 import sys
 from typing import Any
 
+from commdoctor.facts.access import PtraceAccess
+from commdoctor.facts.limits import LockedMemory, RdmaDevice
+from commdoctor.facts.shm import SharedMemory
 from commdoctor.probes.proc import run_bounded
 
 # Runs in a child interpreter; prints one JSON object. Warnings raised while
@@ -135,21 +138,14 @@ def comm_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(pre)}
 
 
-def shm_facts(path: str = "/dev/shm") -> dict[str, Any]:
+def shm_facts(path: str = "/dev/shm") -> SharedMemory:
+    """/dev/shm measured here (statvfs, access(2), the mount table): the fact env.shm judges."""
     try:
         st = os.statvfs(path)
     except OSError as e:
-        return {"path": path, "exists": False, "error": f"{e.strerror} ({path})"}
-    size = st.f_frsize * st.f_blocks
-    free = st.f_frsize * st.f_bavail
-    return {
-        "path": path,
-        "exists": True,
-        "size_bytes": size,
-        "free_bytes": free,
-        "writable": os.access(path, os.W_OK),
-        "fstype": _fstype(path),
-    }
+        return SharedMemory(path=path, exists=False, error=f"{e.strerror} ({path})")
+    return SharedMemory(path=path, exists=True, size_bytes=st.f_frsize * st.f_blocks, free_bytes=st.f_frsize * st.f_bavail,
+                        writable=os.access(path, os.W_OK), fstype=_fstype(path))
 
 
 def _fstype(path: str) -> str | None:
@@ -165,14 +161,12 @@ def _fstype(path: str) -> str | None:
         return None
 
 
-def memlock_facts() -> dict[str, Any]:
+def memlock_facts() -> LockedMemory:
+    """RLIMIT_MEMLOCK of this process and the RDMA devices present: the fact env.memlock judges."""
     soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     inf = resource.RLIM_INFINITY
-    return {
-        "soft_bytes": None if soft == inf else soft,
-        "hard_bytes": None if hard == inf else hard,
-        "rdma_devices": rdma_devices(),
-    }
+    return LockedMemory(soft_bytes=None if soft == inf else soft, hard_bytes=None if hard == inf else hard,
+                        rdma_devices=tuple(RdmaDevice.from_sysfs(d) for d in rdma_devices()))
 
 
 def rdma_devices(root: str = "/sys/class/infiniband") -> list[dict[str, Any]]:
@@ -204,18 +198,16 @@ def rdma_devices(root: str = "/sys/class/infiniband") -> list[dict[str, Any]]:
 CAP_SYS_PTRACE = 19
 
 
-def ptrace_facts() -> dict[str, Any]:
+def ptrace_facts() -> PtraceAccess:
     """Whether this process may attach to others (what py-spy needs)."""
-    out: dict[str, Any] = {"uid": os.geteuid()}
+    scope: int | None
     try:
         with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            out["yama_ptrace_scope"] = int(f.read().strip())
+            scope = int(f.read().strip())
     except (OSError, ValueError):
-        out["yama_ptrace_scope"] = None  # no Yama LSM: classic rules apply
-    out["cap_sys_ptrace"] = _has_cap(CAP_SYS_PTRACE)
-    out["py_spy"] = find_py_spy()
-    out["container"] = container_kind()
-    return out
+        scope = None  # no Yama LSM: classic rules apply
+    return PtraceAccess(uid=os.geteuid(), yama_ptrace_scope=scope, cap_sys_ptrace=_has_cap(CAP_SYS_PTRACE),
+                        py_spy=find_py_spy(), container=container_kind())
 
 
 def _has_cap(bit: int) -> bool | None:

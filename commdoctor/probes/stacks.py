@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from commdoctor.facts.access import PtraceAccess
 from commdoctor.parsing.stacks import ProcessStack, parse_stack_text
 from commdoctor.probes.proc import run_bounded
 
@@ -59,12 +60,12 @@ def _short_error(text: str) -> str:
     return "\n".join(keep[:8])
 
 
-def explain_attach_failure(stderr: str, pid: int, ptrace: Mapping[str, Any] | None, alive: bool,
+def explain_attach_failure(stderr: str, pid: int, ptrace: PtraceAccess | None, alive: bool,
                            owner_uid: int | None = None) -> tuple[str, str]:
-    """(why, hint) for a failed ``py-spy dump``; ``ptrace`` is probes.env.ptrace_facts()."""
+    """(why, hint) for a failed ``py-spy dump``; ``ptrace`` is probes.env.ptrace_facts() (None: unknown)."""
     low = stderr.lower()
-    p = dict(ptrace or {})
-    scope, cap, uid, container = p.get("yama_ptrace_scope"), p.get("cap_sys_ptrace"), p.get("uid"), p.get("container")
+    scope, cap, uid, container = ((ptrace.yama_ptrace_scope, ptrace.cap_sys_ptrace, ptrace.uid, ptrace.container)
+                                  if ptrace is not None else (None, None, None, None))
     if not alive:
         return "exited", f"process {pid} exited before its stack could be taken"
     denied = "permission denied" in low or "operation not permitted" in low or "os error 1)" in low \
@@ -106,7 +107,7 @@ def explain_attach_failure(stderr: str, pid: int, ptrace: Mapping[str, Any] | No
     return "failed", "py-spy could not read this process (its own message is shown); try again, or with --native off"
 
 
-def _one(pid: int, py_spy: str, timeout: float, native: bool, nonblocking: bool, ptrace: Mapping[str, Any] | None,
+def _one(pid: int, py_spy: str, timeout: float, native: bool, nonblocking: bool, ptrace: PtraceAccess | None,
          env: Mapping[str, str]) -> StackResult:
     argv = [py_spy, "dump", "--pid", str(pid), "--json"]
     if native:
@@ -154,7 +155,7 @@ def _owner(pid: int) -> int | None:
 
 def take_stacks(pids: Sequence[int], timeout: float = 10.0, native: bool = False,
                 stopped: Sequence[int] = (), py_spy: str | None = None,
-                ptrace: Mapping[str, Any] | None = None) -> dict[int, StackResult]:
+                ptrace: PtraceAccess | None = None) -> dict[int, StackResult]:
     """Stacks of every pid, taken in parallel; each py-spy call has ``timeout`` seconds."""
     from commdoctor.probes.env import find_py_spy, ptrace_facts
 
@@ -167,7 +168,7 @@ def take_stacks(pids: Sequence[int], timeout: float = 10.0, native: bool = False
         try:
             ptrace = ptrace_facts()
         except OSError:
-            ptrace = {}
+            ptrace = None
     env = dict(os.environ)
     env.pop("RUST_BACKTRACE", None)
     out: dict[int, StackResult] = {}

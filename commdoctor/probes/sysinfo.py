@@ -461,7 +461,7 @@ def limits_info() -> dict[str, Any]:
         except (AttributeError, OSError, ValueError) as e:
             ul[name] = unavailable(f"{const}: {e}")
     out["ulimits"] = ul
-    out["dev_shm"] = envprobe.shm_facts()
+    out["dev_shm"] = envprobe.shm_facts().to_dict()
     for key, path in (("ip_local_port_range", "/proc/sys/net/ipv4/ip_local_port_range"),
                       ("shmmax", "/proc/sys/kernel/shmmax"),
                       ("ptrace_scope", "/proc/sys/kernel/yama/ptrace_scope"),

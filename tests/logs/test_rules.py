@@ -50,8 +50,8 @@ def test_root_cause_on_one_rank_explains_timeouts_elsewhere(tmp_path: Path) -> N
                      "n2:20:21 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n",
     })
     got = _causes(diagnose_file(d))
-    assert got[0] == ("LOG030", "shm_too_small", [1], None)
-    assert ("LOG051", "collective_timeout_straggler", [0], "LOG030") in got
+    assert got[0] == ("ENV030", "shm_too_small", [1], None)  # LOG030 before typed facts
+    assert ("LOG051", "collective_timeout_straggler", [0], "ENV030") in got
     assert not [c for c in got if c[0] in ("LOG011", "LOG022")]  # NCCL's INFO retry is not a failure
 
 

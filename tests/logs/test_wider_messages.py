@@ -45,12 +45,12 @@ CASES = [
     (H + "bootstrap.cc:114 NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>",
      "LOG011", "rendezvous_unreachable"),
     # bootstrap.cc and transport/net_socket.cc: no interface matches the setting.
-    (H + "bootstrap.cc:577 NCCL WARN no device found matching eth9, verify NCCL_OOB_NET_IFNAME", "LOG021", "wrong_interface"),
-    (H + "transport/net_socket.cc:61 NCCL WARN NET/Socket : no interface found", "LOG021", "wrong_interface"),
+    (H + "bootstrap.cc:577 NCCL WARN no device found matching eth9, verify NCCL_OOB_NET_IFNAME", "NET001", "wrong_interface"),
+    (H + "transport/net_socket.cc:61 NCCL WARN NET/Socket : no interface found", "NET001", "wrong_interface"),
     # misc/shmutils.cc (2.12+).
-    (H + "misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Bb1Z4s to 9637892 bytes", "LOG030", "shm_too_small"),
+    (H + "misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Bb1Z4s to 9637892 bytes", "ENV030", "shm_too_small"),
     (H + "misc/shmutils.cc:83 NCCL WARN Could not map /dev/shm/nccl-Bb1Z4s size 9637892, error: Cannot allocate memory",
-     "LOG030", "shm_too_small"),
+     "ENV030", "shm_too_small"),
     # init.cc (newer releases' words for a duplicate GPU).
     (H + "init.cc:1057 NCCL WARN Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to enable "
          "this configuration.", "LOG034", "duplicate_gpu"),
@@ -79,9 +79,9 @@ CASES = [
      "shutdown or crash?", "LOG061", "peer_process_died"),
     # torch's DataLoader and the kernel: SIGBUS from shared memory that cannot be backed.
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
-     "LOG030", "shm_too_small"),
+     "ENV030", "shm_too_small"),
     ("torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: -7) local_rank: 0 (pid: 8262) of binary: "
-     "/usr/bin/python3", "LOG030", "shm_too_small"),
+     "/usr/bin/python3", "ENV030", "shm_too_small"),
     # ProcessGroupGloo.cpp monitoredBarrier naming the rank it got errors from.
     ("[rank1]:[E ProcessGroupGloo.cpp:143] Rank 1 successfully reached monitoredBarrier, but received errors while waiting "
      "for send/recv from rank 0. Please check rank 0 logs for faulty rank.", "LOG060", "peer_process_died"),
