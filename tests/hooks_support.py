@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 WORKER = REPO / "tests" / "hooks_worker.py"
 
@@ -209,6 +211,21 @@ def gloo_job() -> dict[str, list[dict[str, Any]]]:
         _gloo.update(run_many(GLOO_SCENARIOS, 2, backend="gloo", records=tempfile.mkdtemp(prefix="cd-gloo-"),
                               env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10"}))
     return _gloo
+
+
+def shares_job(scenario: str, backend: str, world: int = 2) -> bool:
+    """Whether ``job(scenario, backend, world)`` reads the backend's shared job."""
+    return world == 2 and (backend == "fakenccl" or scenario in GLOO_SCENARIOS)
+
+
+#: The tests reading one shared job stay on one xdist worker (tests/conftest.py keeps an xdist_group
+#: together), so that job runs once per run rather than once per worker.
+SHARED = {b: pytest.mark.xdist_group(f"hooks-job:{b}") for b in BACKENDS}
+
+
+def on_backends(scenario: str) -> list[Any]:
+    """``BACKENDS`` as parameters, each marked to run beside the other readers of its shared job."""
+    return [pytest.param(b, marks=SHARED[b]) if shares_job(scenario, b) else b for b in BACKENDS]
 
 
 def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None = None,

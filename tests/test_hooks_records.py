@@ -14,7 +14,7 @@ import pytest
 from commdoctor import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
-from hooks_support import BACKENDS, explain, job, run_job, site, start_job, stop_job
+from hooks_support import SHARED, explain, job, run_job, site, start_job, stop_job
 
 pytestmark = needs_torch
 
@@ -72,7 +72,7 @@ def test_loader_contract_on_a_hung_job(straggler: Path) -> None:
     assert rec.last_seen[0] - rec.groups["0"].entered[0].time >= 5.0  # the heartbeat
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("fakenccl", marks=SHARED["fakenccl"])])
 def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> None:
     """Hooks only recording (no checking): SUM on one rank, MAX on the other, silently wrong numbers
     from the backend; the records still show it, naming both lines."""
@@ -101,6 +101,7 @@ def test_recorded_mismatch_reported_once_with_every_rank(tmp_path: Path) -> None
     assert any("ranks 0, 1:" in e["text"] for e in f["evidence"]) and any("rank 2:" in e["text"] for e in f["evidence"])
 
 
+@SHARED["fakenccl"]
 def test_recorded_mismatch_on_an_nccl_like_backend() -> None:
     """The DDP job whose last all_reduce is SUM on rank 0 and MAX on rank 1, on fakenccl: the records
     hold the mismatch once, and no rank appears stuck in a call (none was handed to the backend)."""
