@@ -219,6 +219,17 @@ def _bare_nodeid(nodeid: str) -> str:
     return nodeid[:at] if at > bracket else nodeid
 
 
+def longest_unit(queue: dict[str, dict[str, bool]], durations: dict[str, float], costs: dict[str, float]) -> str:
+    """The scope in QUEUE (scope -> its test ids) expected to take longest: the sum of its tests' DURATIONS,
+    DEFAULT_S for a test not in them; COSTS caches each scope's sum. Ties go to the earlier scope."""
+    def cost(scope: str) -> float:
+        if scope not in costs:
+            costs[scope] = sum(durations.get(_bare_nodeid(n), DEFAULT_S) for n in queue[scope])
+        return costs[scope]
+
+    return max(queue, key=cost)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist", None) != "loadgroup":
         return None
@@ -227,20 +238,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     durations = load_durations()
 
     class LongestFirst(LoadGroupScheduling):  # type: ignore[misc]
-        """loadgroup, but each free worker gets the unit with the most expected seconds left."""
+        """loadgroup, but each free worker gets the unit with the most expected seconds."""
 
         def __init__(self, config: pytest.Config, log: Any = None) -> None:
             super().__init__(config, log)
             self.costs: dict[str, float] = {}
 
-        def _cost(self, scope: str) -> float:
-            if scope not in self.costs:
-                self.costs[scope] = sum(durations.get(_bare_nodeid(n), DEFAULT_S) for n in self.workqueue[scope])
-            return self.costs[scope]
-
         def _assign_work_unit(self, node: Any) -> None:
             assert self.workqueue
-            scope = max(self.workqueue, key=self._cost)
+            scope = longest_unit(self.workqueue, durations, self.costs)
             self.workqueue.move_to_end(scope, last=False)  # the parent hands out the queue's first unit
             super()._assign_work_unit(node)
 
