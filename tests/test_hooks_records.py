@@ -25,7 +25,8 @@ def codes(doc: dict[str, Any]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def straggler(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real hang: rank 1 stops calling collectives, rank 0 waits in all_reduce #2; killed after 7 s."""
+    """A real hang: rank 1 stops calling collectives, rank 0 waits in all_reduce #2; killed once its
+    records show it waited 5 s."""
     d = tmp_path_factory.mktemp("straggler")
     procs = start_job("straggler", 2, str(d))
     try:
@@ -40,7 +41,17 @@ def straggler(tmp_path_factory: pytest.TempPathFactory) -> Path:
             time.sleep(0.2)
         assert entered is not None, "rank 0 never reached its third all_reduce: " + "".join(
             p.stderr.read() if p.poll() is not None else "" for p in procs)
-        time.sleep(7.0)  # heartbeats every second: the records show a wait of over 5 s, not a snapshot
+        # Heartbeats every second: kept running until rank 0's records show a wait of over 5 s (not a
+        # snapshot), read as the tests below read it; polled rather than a fixed 7 s.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rec = hook_records.load([str(d)])
+            g = rec.groups.get("0")
+            if g is not None and 0 in g.entered and rec.last_seen.get(0, 0.0) - g.entered[0].time >= 5.0:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("rank 0's records never showed a wait of 5 s")
     finally:
         stop_job(procs)
     return d
