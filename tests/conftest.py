@@ -183,3 +183,91 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         defs = info.name2fixturedefs.values() if info is not None else []
         if any(d[-1].scope == "module" for d in defs if d):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+# -- longest first (the scheduler behind `--dist loadgroup`) --------------------------------------------
+#
+# xdist hands a worker the next unit (one test, or one xdist_group) in collection order, largest group
+# first by test count. On 2 workers that left a long job (a child pytest, a multi-node lab) to start
+# last and run on alone while the other worker idled. tests/durations.json holds what each test took
+# (setup, call and teardown together) in a past run; the scheduler below hands out the unit expected to
+# take longest first, so the two workers end together. A test missing from the file (a new one) counts
+# as DEFAULT_S; `pytest --store-durations` rewrites the file from the run it ends.
+
+DURATIONS = REPO / "tests" / "durations.json"
+DEFAULT_S = 1.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-durations", action="store_true", default=False,
+                     help="write each test's duration (setup+call+teardown) to tests/durations.json for the "
+                          "longest-first scheduling of the parallel run")
+
+
+def load_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """nodeid -> seconds from PATH; empty where the file is missing or unreadable (the order is then xdist's)."""
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _bare_nodeid(nodeid: str) -> str:
+    """A test id as the durations file keys it: without the ``@group`` suffix xdist adds."""
+    at, bracket = nodeid.rfind("@"), nodeid.rfind("]")
+    return nodeid[:at] if at > bracket else nodeid
+
+
+def longest_unit(queue: dict[str, dict[str, bool]], durations: dict[str, float], costs: dict[str, float]) -> str:
+    """The scope in QUEUE (scope -> its test ids) expected to take longest: the sum of its tests' DURATIONS,
+    DEFAULT_S for a test not in them; COSTS caches each scope's sum. Ties go to the earlier scope."""
+    def cost(scope: str) -> float:
+        if scope not in costs:
+            costs[scope] = sum(durations.get(_bare_nodeid(n), DEFAULT_S) for n in queue[scope])
+        return costs[scope]
+
+    return max(queue, key=cost)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    durations = load_durations()
+
+    class LongestFirst(LoadGroupScheduling):  # type: ignore[misc]
+        """loadgroup, but each free worker gets the unit with the most expected seconds."""
+
+        def __init__(self, config: pytest.Config, log: Any = None) -> None:
+            super().__init__(config, log)
+            self.costs: dict[str, float] = {}
+
+        def _assign_work_unit(self, node: Any) -> None:
+            assert self.workqueue
+            scope = longest_unit(self.workqueue, durations, self.costs)
+            self.workqueue.move_to_end(scope, last=False)  # the parent hands out the queue's first unit
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
+class _DurationRecorder:
+    """Sums each test's phases as the reports come in (on the controller under xdist) and writes them."""
+
+    def __init__(self) -> None:
+        self.took: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        key = _bare_nodeid(report.nodeid)
+        self.took[key] = self.took.get(key, 0.0) + float(report.duration)
+
+    def pytest_sessionfinish(self) -> None:
+        merged = {**load_durations(), **{k: round(v, 2) for k, v in self.took.items()}}
+        DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--store-durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_DurationRecorder(), "commdoctor-durations")

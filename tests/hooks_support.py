@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 WORKER = REPO / "tests" / "hooks_worker.py"
 
@@ -192,11 +194,47 @@ def fake_job() -> dict[str, list[dict[str, Any]]]:
     return _fake
 
 
+#: The scenarios of the one 2-rank gloo job that the hooks' tests share, as on fakenccl: each scenario
+#: started its own job before, and every rank's torch import (about 2.5 s of CPU) made them the
+#: slowest part of the hooks' tests. Scenarios that need a job of their own (another world size, their
+#: own environment, a second init_process_group) are not listed.
+GLOO_SCENARIOS = ["op", "shape", "dtype", "redop", "root", "barrier", "order", "ddp", "ddp_model", "later", "skip",
+                  "order_same", "skip_last", "redop@report", "redop@record", "channel_lost"]
+_gloo: dict[str, list[dict[str, Any]]] = {}
+
+
+def gloo_job() -> dict[str, list[dict[str, Any]]]:
+    """The shared gloo job's results (run once per test session, on first use)."""
+    if not _gloo:
+        # As on fakenccl: DDP's bucket calls are asynchronous, and their gate (1 s by default) must outlast
+        # a peer's stall on a loaded machine, or a call goes to gloo unchecked and waits out its timeout.
+        _gloo.update(run_many(GLOO_SCENARIOS, 2, backend="gloo", records=tempfile.mkdtemp(prefix="cd-gloo-"),
+                              env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10"}))
+    return _gloo
+
+
+def shares_job(scenario: str, backend: str, world: int = 2) -> bool:
+    """Whether ``job(scenario, backend, world)`` reads the backend's shared job."""
+    return world == 2 and (backend == "fakenccl" or scenario in GLOO_SCENARIOS)
+
+
+#: The tests reading one shared job stay on one xdist worker (tests/conftest.py keeps an xdist_group
+#: together), so that job runs once per run rather than once per worker.
+SHARED = {b: pytest.mark.xdist_group(f"hooks-job:{b}") for b in BACKENDS}
+
+
+def on_backends(scenario: str) -> list[Any]:
+    """``BACKENDS`` as parameters, each marked to run beside the other readers of its shared job."""
+    return [pytest.param(b, marks=SHARED[b]) if shares_job(scenario, b) else b for b in BACKENDS]
+
+
 def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None = None,
         records: str | None = None) -> list[dict[str, Any]]:
-    """Each rank's result of ``scenario`` on ``backend``: a job of its own on gloo, the shared job's on
-    fakenccl (a job of its own there too for more than 2 ranks)."""
+    """Each rank's result of ``scenario`` on ``backend``: the shared job's where it runs the scenario
+    (2 ranks, no environment or records folder of the test's own), else a job of its own."""
     if backend == "gloo":
+        if world == 2 and env is None and records is None and scenario in GLOO_SCENARIOS:
+            return gloo_job()[scenario]
         return run_job(scenario, world, env=env, records=records)
     if world != 2:
         return run_many([scenario], world, backend=backend, records=records or tempfile.mkdtemp(prefix="cd-fake-"),

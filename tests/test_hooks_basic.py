@@ -14,7 +14,7 @@ import pytest
 
 from commdoctor import records
 from tests.conftest import REPO, needs_torch
-from hooks_support import BACKENDS, explain, job, not_taken_down, run_job, site
+from hooks_support import SHARED, explain, job, not_taken_down, on_backends, run_job, site
 
 pytestmark = needs_torch
 
@@ -59,6 +59,7 @@ def test_agreeing_job_runs_as_without_hooks_and_records_progress(when: str, back
     assert sub and all(d["seq"] >= 0 for d in sub)
 
 
+@SHARED["fakenccl"]
 def test_healthy_ddp_job_on_an_nccl_like_backend_is_bit_identical_to_the_plain_run() -> None:
     """A DDP training loop (forward, backward, optimizer step, one all_reduce per step) on fakenccl, with
     the hooks and without, in one job: the same parameters after every step, bit for bit, and nobody
@@ -82,7 +83,7 @@ def test_uninstall_restores_everything_and_reinstall_after_init_works() -> None:
     assert all(site("reinstalled") in r["message"] for r in res), why
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", on_backends("channel_lost"))
 def test_lost_side_channel_warns_once_and_training_continues(backend: str) -> None:
     res = job("channel_lost", backend)
     why = explain(res)
@@ -135,14 +136,11 @@ def _port() -> int:
     return free_port()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", on_backends("redop@report"))
 def test_report_mode_logs_and_goes_on(backend: str, tmp_path) -> None:
     """mode=report: both ranks say what differs, once, and the call runs as it would without hooks."""
-    if backend == "gloo":
-        res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "report"}, records=str(tmp_path))
-    else:
-        res = job("redop@report", backend)
-        tmp_path = Path(res[0]["records"])
+    res = job("redop@report", backend)  # the backend's shared job (hooks installed with mode="report")
+    tmp_path = Path(res[0]["records"])
     why = explain(res)
     assert not_taken_down(res), why
     assert all(r["error"] is None for r in res), why

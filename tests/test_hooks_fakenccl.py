@@ -12,11 +12,12 @@ import re
 import signal
 
 from tests.conftest import needs_torch
-from hooks_support import explain, job
+from hooks_support import SHARED, explain, job
 
 pytestmark = needs_torch
 
 
+@SHARED["fakenccl"]  # reads the shared fakenccl job
 def test_async_work_untimed_wait_and_future_do_no_harm() -> None:
     res = job("fake_check@plain", "fakenccl")
     why = explain(res)
@@ -27,6 +28,7 @@ def test_async_work_untimed_wait_and_future_do_no_harm() -> None:
         assert r["result"] == [[2.0] * 4, True, [[2.0] * 4]], why
 
 
+@SHARED["fakenccl"]  # reads the shared fakenccl job
 def test_expired_timed_wait_takes_the_process_down_as_nccl_does() -> None:
     """Rank 0 waits 200 ms for an all_reduce rank 1 is 3 s late for: NCCL's lines, then SIGABRT.
     Rank 1's operation then fails (its peer is gone) and its watchdog takes it down too: torchrun

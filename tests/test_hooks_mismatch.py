@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import needs_torch
-from hooks_support import BACKENDS, detection_delay, explain, job, not_taken_down, run_job, site, sites_in
+from hooks_support import (BACKENDS, SHARED, detection_delay, explain, job, not_taken_down, on_backends, run_job,
+                           shares_job, site, sites_in)
 
 pytestmark = needs_torch
 
@@ -38,8 +39,9 @@ CASES = {
 GLOO_ONLY = ("uneven", "reinit")
 
 
-@pytest.mark.parametrize("backend,scenario", [(b, s) for b in BACKENDS for s in sorted(CASES)
-                                              if b == "gloo" or s not in GLOO_ONLY])
+@pytest.mark.parametrize("backend,scenario", [
+    pytest.param(b, s, marks=[SHARED[b]] if shares_job(s, b, CASES[s][0]) else [])
+    for b in BACKENDS for s in sorted(CASES) if b == "gloo" or s not in GLOO_ONLY])
 def test_fingerprint_mismatch_raises_on_every_rank(backend: str, scenario: str) -> None:
     world, differ, sites, texts = CASES[scenario]
     res = job(scenario, backend, world)
@@ -64,6 +66,7 @@ def test_fingerprint_mismatch_raises_on_every_rank(backend: str, scenario: str) 
     assert not any("EnforceNotMet" in r["stderr"] for r in res), why
 
 
+@SHARED["fakenccl"]
 def test_sum_against_max_in_a_ddp_job_on_an_nccl_like_backend() -> None:
     """The GPU capture's reduce-op job (../shared/gpu/job.py, JOB_FAULT=opmismatch) on fakenccl: DDP
     steps that agree, then rank 1 all_reduces with MAX where rank 0 uses SUM. On main at 1c28f6e the
@@ -82,6 +85,7 @@ def test_sum_against_max_in_a_ddp_job_on_an_nccl_like_backend() -> None:
     assert not_taken_down(res), why
 
 
+@SHARED["fakenccl"]
 def test_late_rank_on_an_nccl_like_backend_does_not_hold_the_others_and_still_releases_them() -> None:
     """On fakenccl, with the gate bounded at 0.3 s: rank 0 is not held until rank 1 comes (1.5 s late;
     an NCCL collective does not hold the CPU, and holding it could deadlock a job), its call goes to
@@ -99,7 +103,7 @@ def test_late_rank_on_an_nccl_like_backend_does_not_hold_the_others_and_still_re
     assert not_taken_down(res), why
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", on_backends("skip"))
 def test_skipped_collective_of_same_shape(backend: str) -> None:
     """Rank 1 skips one of two same-shape all_reduces: the calls pair off by one, which only the
     call sites show; every rank raises at the next call, naming the skipped call's line."""
@@ -114,7 +118,7 @@ def test_skipped_collective_of_same_shape(backend: str) -> None:
     assert not_taken_down(res), why
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", on_backends("order_same"))
 def test_swapped_collectives_of_same_shape(backend: str) -> None:
     res = job("order_same", backend)
     why = explain(res)
@@ -125,7 +129,7 @@ def test_swapped_collectives_of_same_shape(backend: str) -> None:
     assert detection_delay(res) < DETECT_S, why
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", on_backends("skip_last"))
 def test_rank_that_leaves_before_the_last_collective(backend: str) -> None:
     """Rank 1 makes one all_reduce fewer and destroys the group: rank 0 is told at once."""
     res = job("skip_last", backend)

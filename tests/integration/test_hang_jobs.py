@@ -103,11 +103,17 @@ def test_saved_snapshot_gives_the_same_verdict_offline(straggler: tuple[Job, Pat
     assert verdict(offline)["title"] == verdict(live)["title"]
 
 
-def test_collectives_in_a_different_order() -> None:
+@pytest.fixture(scope="module")
+def mismatch() -> Iterator[Job]:
+    """3 plain ranks: rank 2 broadcasts while 0 and 1 all_reduce. Two tests read it (one job, not two)."""
     with start_plain("mismatch", 3) as job:
         job.wait("steady", timeout=240)
         time.sleep(1.5)
-        doc, _ = run_json("hang", "--pid", *map(str, job.rank_pids().values()))
+        yield job
+
+
+def test_collectives_in_a_different_order(mismatch: Job) -> None:
+    doc, _ = run_json("hang", "--pid", *map(str, mismatch.rank_pids().values()))
     v = verdict(doc)
     assert v["code"] == "HANG011" and v["cause"] == "collective_mismatch"
     assert f"rank 2 in broadcast at hangjob.py:{LINE('mismatch-broadcast')}" in v["title"]
@@ -317,23 +323,27 @@ def test_wrapper_mode_diagnoses_within_its_no_progress_time(tmp_path: Path) -> N
         err.close()
 
 
-def test_hang_without_pid_says_which_of_two_jobs_it_took_and_why(tmp_path: Path) -> None:
+def test_hang_without_pid_says_which_of_two_jobs_it_took_and_why(mismatch: Job) -> None:
     """Two jobs on the host: one hung in its collectives, one whose ranks only sleep. No silent choice."""
     idle: list[subprocess.Popen[bytes]] = []
-    with start_plain("mismatch", 3) as job:
-        try:
-            for r in range(2):  # a second job: RANK set, nothing communicates
-                idle.append(subprocess.Popen(
-                    [sys.executable, "-c", "import time; time.sleep(300)"],
-                    env=base_env({"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
-            job.wait("steady", timeout=240)
-            time.sleep(1.5)
-            doc, p = run_json("hang")
-        finally:
-            for q in idle:
-                q.kill()
-                q.wait(timeout=10)
+    job = mismatch
+    try:
+        for r in range(2):  # a second job: RANK set, nothing communicates
+            idle.append(subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(300)"],
+                env=base_env({"RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True))
+        import psutil
+
+        end = time.monotonic() + 60  # each sleeper has become its own program (exec done) before we look
+        while time.monotonic() < end and not all("time.sleep(300)" in " ".join(psutil.Process(q.pid).cmdline())
+                                                 for q in idle):
+            time.sleep(0.05)
+        doc, p = run_json("hang")
+    finally:
+        for q in idle:
+            q.kill()
+            q.wait(timeout=10)
     (choice,) = findings(doc, "HANG004")
     title = choice["title"]
     pids = job.rank_pids()
