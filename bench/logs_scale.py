@@ -1,6 +1,6 @@
 """``commdoctor logs --json`` at job scale: a folder of N 1 MB rank logs and one file of the same size, beside ``grep -c WARN``.
 
-usage: python bench/logs_scale.py [--n 8 64 256 1024] [--keep DIR]
+usage: python bench/logs_scale.py [--n 8 64 256 1024] [--keep DIR] [--before CHECKOUT]
 
 For each N it writes (with ../shared/tools/gen_nccl_log.py) one N MB
 NCCL_DEBUG=INFO log, splits it at line boundaries into N files of 1 MB named
@@ -9,7 +9,9 @@ too. With the page cache warmed for both (``cat``), it then times in one run,
 each in a child measured with wait4 (wall, CPU = user+sys, peak RSS):
   1. ``grep -c WARN`` on the N files, and ``commdoctor logs --json FOLDER``;
   2. ``grep -c WARN`` on the single file, and ``commdoctor logs --json FILE``;
-and prints both ratios to grep. The machine is shared: ratios taken in one
+and prints both ratios to grep. With --before, another checkout's commdoctor (say main's) is
+timed too, on the same files in the same run, right after this one, so the two can be compared
+side by side. The machine is shared: ratios taken in one
 run are what to compare; absolute seconds include the neighbours' load.
 The split files are not one process each (gen_nccl_log.py interleaves 32
 ranks), so only rank0.log carries the NCCL init lines -- the per-file fixed
@@ -73,6 +75,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[8, 64, 256, 1024], help="numbers of 1 MB rank files")
     ap.add_argument("--keep", metavar="DIR", help="generate into (or reuse) DIR and keep it")
+    ap.add_argument("--before", metavar="CHECKOUT", help="also time the commdoctor of this checkout (e.g. /work/main)")
     a = ap.parse_args()
     gen = next((g for g in GEN_CANDIDATES if g.exists()), None)
     if gen is None:
@@ -81,6 +84,7 @@ def main() -> int:
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="commdoctor-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env_before = {**os.environ, "PYTHONPATH": str(Path(a.before).resolve())} if a.before else None
     cd = [sys.executable, "-m", "commdoctor", "logs", "--json"]
     try:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -95,6 +99,11 @@ def main() -> int:
             cw = timed_child([*cd, str(whole)], env)
             print(row(f"{n:5d} files x 1 MB", gf, cf, mb))
             print(row(f"{'':5s} one {mb:6.0f} MB file", gw, cw, mb))
+            if env_before is not None:
+                bf = timed_child([*cd, str(folder)], env_before)
+                bw = timed_child([*cd, str(whole)], env_before)
+                print(row(f"{'':5s} before: folder", gf, bf, mb))
+                print(row(f"{'':5s} before: one file", gw, bw, mb))
             sys.stdout.flush()
         return 0
     finally:
