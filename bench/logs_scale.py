@@ -34,10 +34,15 @@ GEN_CANDIDATES = [REPO.parent.parent / "shared" / "tools" / "gen_nccl_log.py", P
 MB = 1024 * 1024
 
 
-def timed_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, bytes]:
-    """(wall s, child CPU s, peak RSS KiB, stdout) of one child, measured with wait4."""
+def timed_child(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, float, int, bytes]:
+    """(wall s, child CPU s, peak RSS KiB, stdout) of one child, measured with wait4.
+
+    ``cwd``: where the child runs. ``python -m`` puts its working folder first on sys.path, ahead of
+    PYTHONPATH, so a child started inside a checkout would import that checkout's package whatever
+    PYTHONPATH says: the commdoctor children run in the data folder.
+    """
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     out = p.stdout.read() if p.stdout else b""
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -103,7 +108,7 @@ def main() -> int:
     tiny.write_bytes(b"host:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")
     for e in (env, env_before):
         if e is not None:  # compile (and cache) the bytecode once, before anything is timed
-            subprocess.run([*cd, str(tiny)], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run([*cd, str(tiny)], env=e, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         for n in a.n:
@@ -112,14 +117,14 @@ def main() -> int:
             mb = sum(os.path.getsize(p) for p in files) / 1e6
             subprocess.run(["cat", *files, str(whole)], stdout=subprocess.DEVNULL, check=True)  # warm the cache for both
             gf = timed_child(["grep", "-c", "WARN", *files])
-            cf = timed_child([*cd, str(folder)], env)
+            cf = timed_child([*cd, str(folder)], env, root)
             gw = timed_child(["grep", "-c", "WARN", str(whole)])
-            cw = timed_child([*cd, str(whole)], env)
+            cw = timed_child([*cd, str(whole)], env, root)
             print(row(f"{n:5d} files x 1 MB", gf, cf, mb))
             print(row(f"{'':5s} one {mb:6.0f} MB file", gw, cw, mb))
             if env_before is not None:
-                bf = timed_child([*cd, str(folder)], env_before)
-                bw = timed_child([*cd, str(whole)], env_before)
+                bf = timed_child([*cd, str(folder)], env_before, root)
+                bw = timed_child([*cd, str(whole)], env_before, root)
                 print(row(f"{'':5s} before: folder", gf, bf, mb))
                 print(row(f"{'':5s} before: one file", gw, bw, mb))
             sys.stdout.flush()
