@@ -77,10 +77,11 @@ class Prefilter:
         raise NotImplementedError
 
 
-#: Bytes scanned before a lean database (see HyperscanPrefilter) is worth its compile (0.1-0.3 s,
-#: against ~1 ms per MB saved), and before numpy is worth importing to count lines (0.1 s against
-#: 0.45 ms per MB).
-LEAN_AFTER = 128 << 20
+#: Bytes scanned before a lean database (see HyperscanPrefilter) is worth compiling: 0.1-0.3 s the first
+#: time (later runs load it from the cache folder), against ~1 ms per MB saved.
+LEAN_AFTER = 16 << 20
+#: Bytes scanned before numpy is worth importing to count lines: 0.1 s against 0.45 ms per MB.
+NUMPY_AFTER = 256 << 20
 MAX_LEAN = 8
 
 
@@ -300,7 +301,7 @@ class Scanner:
                         st.overlong += 1
                         body, carry, skipping = body + carry[:MAX_LINE] + b"\n", b"", True
             yield from self._block(body, line_no)
-            n = count_lines(body, self.prefilter.scanned > LEAN_AFTER)
+            n = count_lines(body, self.prefilter.scanned > NUMPY_AFTER)
             if body and not body.endswith(b"\n"):
                 n += 1
             line_no += n
