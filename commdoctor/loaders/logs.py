@@ -259,6 +259,7 @@ class _Builder:
         self._elastic_root: bool | None = None
         self._elastic_cur: ElasticFailure | None = None
         self._last_error_line: tuple[str, int] | None = None
+        self._transport_keys: dict[bytes, tuple[str, str] | None] = {}
 
     # -- helpers ---------------------------------------------------------------
     def rank_of(self, rec: Record) -> int | None:
@@ -616,25 +617,41 @@ class _Builder:
                 cur.signal = s.group("name")
 
     def transport(self, src: str, line_no: int, raw: bytes, key: bytes) -> None:
+        if key in self._transport_keys:
+            parsed = self._transport_keys[key]
+        else:
+            # What a key says depends on the key alone, and every rank log of a job repeats the same few:
+            # read each once (a folder of 1,024 rank logs reports each key once per file).
+            parsed = _parse_transport_key(key)
+            if len(self._transport_keys) < 4096:
+                self._transport_keys[key] = parsed
+        if parsed is None:
+            return
         text, _ = clean(raw)
-        tail, _ = clean(key)
-        if text is None or tail is None:
+        if text is None:
             return
-        m = _TRANSPORT_KEY.match(tail.strip())
-        if not m:
-            return
+        pair, kind = parsed
         rec = classify(text)
         rank = self.rank_of(rec)
         ri = self.rank_info(rec, rank)
-        via = m.group("via").strip()
-        kind = transport_kind(via)
-        src_rank, dst = m.group("src"), m.group("dst")
-        label = f"{src_rank}->{dst if dst is not None else '?'} {kind}"
+        label = f"{pair} {kind}"
         if label not in self.m.transports and len(self.m.transports) < 4096:
             self.m.transports[label] = self.ev(src, line_no, rec, rank)
         self.m.transport_kinds[kind] = self.m.transport_kinds.get(kind, 0) + 1
         if ri is not None and len(ri.transports) < 16:
             ri.transports.add(kind)
+
+
+def _parse_transport_key(key: bytes) -> tuple[str, str] | None:
+    """("src->dst", transport kind) of what follows a transport line's channel, or None if it is not one."""
+    tail, _ = clean(key)
+    if tail is None:
+        return None
+    m = _TRANSPORT_KEY.match(tail.strip())
+    if not m:
+        return None
+    dst = m.group("dst")
+    return f"{m.group('src')}->{dst if dst is not None else '?'}", transport_kind(m.group("via").strip())
 
 
 def transport_kind(via: str) -> str:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from commdoctor.parsing.lines import MAX_LINE
 from commdoctor.parsing.signatures import keywords
 
-BLOCK = 4 << 20
+BLOCK = 256 << 10
 
 # Peer-to-peer transport lines ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", "Ring 00 : 2[3d000] ->
 # 3[3e000] via direct shared memory", NCCL 2.0's "0 -> 1 via P2P/IPC", "CollNet 00/0 : 3 [send] via
@@ -45,6 +45,7 @@ class ScanStats:
     candidates: int = 0
     overlong: int = 0  # lines cut at MAX_LINE
     nul_bytes: int = 0
+    transport_bytes: int = 0  # bytes the transport expressions read (the per-stream cost at job scale)
 
 
 #: Patterns whose mere presence in a block decides whether (and which) transport expressions run
@@ -61,12 +62,27 @@ _FLAG_RES = tuple(re.compile(p) for p in FLAG_PATTERNS)
 
 
 class Prefilter:
-    """Offsets of keyword hits in a block, and which FLAG_PATTERNS occur in it. Subclasses pick the engine."""
+    """Offsets of keyword hits in a block, and which FLAG_PATTERNS occur in it. Subclasses pick the engine.
+
+    ``known``: the kinds of transport a stream has shown already, for a block after its first. An engine
+    may then leave out the patterns that can no longer change anything (those kinds, and the leading
+    words of transport lines) and return ``lean=True``; the scanner looks for the leading words itself
+    in the rare block that still needs them.
+    """
 
     name = "base"
+    scanned = 0  # bytes searched so far, by every stream: what decides the large-input paths
 
-    def hits(self, block: bytes) -> tuple[list[int], set[int]]:  # pragma: no cover - abstract
+    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:  # pragma: no cover
         raise NotImplementedError
+
+
+#: Bytes scanned before a lean database (see HyperscanPrefilter) is worth compiling: 0.1-0.3 s the first
+#: time (later runs load it from the cache folder), against ~1 ms per MB saved.
+LEAN_AFTER = 16 << 20
+#: Bytes scanned before numpy is worth importing to count lines: 0.1 s against 0.45 ms per MB.
+NUMPY_AFTER = 256 << 20
+MAX_LEAN = 8
 
 
 class HyperscanPrefilter(Prefilter):
@@ -77,25 +93,110 @@ class HyperscanPrefilter(Prefilter):
     def __init__(self, words: tuple[str, ...]) -> None:
         import hyperscan
 
+        self._hs = hyperscan
+        self._words = [re.escape(w).encode() for w in words]
         self._n = len(words)
-        exprs = [re.escape(w).encode() for w in words] + list(FLAG_PATTERNS)
-        flags = [0] * len(words) + [hyperscan.HS_FLAG_SINGLEMATCH] * len(FLAG_PATTERNS)
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        self._db = self._compile(list(range(len(FLAG_PATTERNS))))
+        self._full_ids = list(range(len(FLAG_PATTERNS)))
+        self._lean: dict[frozenset[int], tuple[Any, list[int]]] = {}
+        self.scanned = 0
 
-    def hits(self, block: bytes) -> tuple[list[int], set[int]]:
+    def _compile(self, flag_ids: list[int]) -> Any:
+        hs = self._hs
+        exprs = self._words + [FLAG_PATTERNS[i] for i in flag_ids]
+        flags = [0] * self._n + [hs.HS_FLAG_SINGLEMATCH] * len(flag_ids)
+        path = _db_cache_path(hs, exprs, flags)
+        db = _load_db(hs, path, exprs) if path else None
+        if db is None:
+            db = hs.Database(mode=hs.HS_MODE_BLOCK)
+            db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+            if path:
+                _save_db(hs, path, db)
+        return db
+
+    def _lean_db(self, known: frozenset[int]) -> tuple[Any, list[int]] | None:
+        # Transport lines repeat all through a long log (a generated job log has one in four): the
+        # patterns of their words and of the kinds already seen then fire on most lines, and with them
+        # the search costs 2.5x what the keywords alone cost, though a stream can learn nothing more
+        # from them. Past the first block only the new kinds and a communicator's setup matter.
+        got = self._lean.get(known)
+        if got is None:
+            if len(self._lean) >= MAX_LEAN:
+                return None
+            ids = [FLAG_COMM] + sorted(FLAG_KINDS - known)
+            got = self._lean[known] = (self._compile(ids), ids)
+        return got
+
+    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:
         out: list[int] = []
         seen: set[int] = set()
         add, n = out.append, self._n
+        self.scanned += len(block)
+        db, ids, lean = self._db, self._full_ids, False
+        if known is not None and self.scanned > LEAN_AFTER:
+            got = self._lean_db(known)
+            if got is not None:
+                (db, ids), lean = got, True
 
         def on_match(id_: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             if id_ < n:
                 add(to)
             else:
-                seen.add(id_ - n)
+                seen.add(ids[id_ - n])
 
-        self._db.scan(block, match_event_handler=on_match)
-        return out, seen
+        db.scan(block, match_event_handler=on_match)
+        return out, seen, lean
+
+
+def _db_cache_path(hs: Any, exprs: list[bytes], flags: list[int]) -> str | None:
+    """Where a compiled database of these patterns is kept between runs (None: nowhere to keep it).
+
+    Compiling the keyword database costs 0.1-0.3 s of CPU on every run, a third of the start of
+    ``commdoctor logs`` and a tenth of reading a gigabyte; loading the compiled form costs well under
+    a millisecond. The name hashes the patterns, the library's version and the machine, so a new rule
+    or another CPU gets a database of its own. COMMDOCTOR_CACHE_DIR picks the folder ("" turns it off).
+    """
+    import hashlib
+    import os
+    import platform
+
+    folder = os.environ.get("COMMDOCTOR_CACHE_DIR")
+    if folder is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = os.path.join(base, "commdoctor")
+    if not folder:
+        return None
+    h = hashlib.sha256(repr((getattr(hs, "__version__", "?"), platform.machine(), exprs, flags)).encode())
+    return os.path.join(folder, f"hs-{h.hexdigest()[:32]}.db")
+
+
+def _load_db(hs: Any, path: str, exprs: list[bytes]) -> Any:
+    """The database kept at ``path``, or None when it is missing or does not work as compiled."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(64 << 20)
+        db = hs.loadb(data, mode=hs.HS_MODE_BLOCK)
+        db.scratch = hs.Scratch(db)  # a loaded database comes without one (python-hyperscan issue 153)
+        # A torn or foreign file must not cost a verdict: the first pattern must still be found.
+        probe = re.sub(rb"\\(.)", rb"\1", exprs[0])
+        got: list[int] = []
+        db.scan(b" " + probe + b" ", match_event_handler=lambda i, _f, _t, _fl, _c: got.append(i))
+        return db if 0 in got else None
+    except Exception:  # noqa: BLE001 - any failure here only means compiling again
+        return None
+
+
+def _save_db(hs: Any, path: str, db: Any) -> None:
+    import os
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(hs.dumpb(db))
+        os.replace(tmp, path)  # whole or not at all, whatever runs beside us
+    except Exception:  # noqa: BLE001 - a read-only home only means compiling next time too
+        pass
 
 
 class StdlibPrefilter(Prefilter):
@@ -106,8 +207,9 @@ class StdlibPrefilter(Prefilter):
     def __init__(self, words: tuple[str, ...]) -> None:
         self._re = re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True)))
 
-    def hits(self, block: bytes) -> tuple[list[int], set[int]]:
-        return [m.end() for m in self._re.finditer(block)], {i for i, f in enumerate(_FLAG_RES) if f.search(block)}
+    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:
+        self.scanned += len(block)
+        return [m.end() for m in self._re.finditer(block)], {i for i, f in enumerate(_FLAG_RES) if f.search(block)}, False
 
 
 def make_prefilter(engine: str = "auto", words: tuple[str, ...] | None = None) -> Prefilter:
@@ -120,6 +222,25 @@ def make_prefilter(engine: str = "auto", words: tuple[str, ...] | None = None) -
             if engine == "hyperscan":
                 raise
     return StdlibPrefilter(words)
+
+
+_numpy: Any = None  # the module once imported; False when it is not installed
+
+
+def count_lines(body: bytes, large: bool) -> int:
+    """Newlines in ``body``; with numpy for a large input (``bytes.count`` runs at ~1.7 GB/s here, numpy ~10)."""
+    global _numpy
+    if large and _numpy is not False:
+        if _numpy is None:
+            try:
+                import numpy
+
+                _numpy = numpy
+            except ImportError:
+                _numpy = False
+                return body.count(b"\n")
+        return int(_numpy.count_nonzero(_numpy.frombuffer(body, dtype=_numpy.uint8) == 10))
+    return body.count(b"\n")
 
 
 @dataclass
@@ -180,7 +301,7 @@ class Scanner:
                         st.overlong += 1
                         body, carry, skipping = body + carry[:MAX_LINE] + b"\n", b"", True
             yield from self._block(body, line_no)
-            n = body.count(b"\n")
+            n = count_lines(body, self.prefilter.scanned > NUMPY_AFTER)
             if body and not body.endswith(b"\n"):
                 n += 1
             line_no += n
@@ -192,8 +313,14 @@ class Scanner:
         st = self.stats
         if b"\x00" in body:
             st.nul_bytes += body.count(b"\x00")
-        hits, flags = self.prefilter.hits(body)
-        if self.on_transport is not None and flags & {0, 1, 2, 3} and self._wanted(flags, first_line == 1):
+        first = first_line == 1
+        known = frozenset(self._kinds_seen) if self.on_transport is not None and not first else None
+        hits, flags, lean = self.prefilter.hits(body, known)
+        if lean and flags:
+            # A lean search (see Prefilter) reports only a communicator's setup and kinds not seen yet;
+            # the leading words of transport lines are looked for here, in the few blocks that have those.
+            flags |= {i for i in (0, 1, 2, 3) if _FLAG_RES[i].search(body)}
+        if self.on_transport is not None and flags & {0, 1, 2, 3} and self._wanted(flags, first):
             self._transports(body, first_line, flags)
         if not hits:
             return
@@ -239,21 +366,47 @@ class Scanner:
         return out
 
     def _transports(self, body: bytes, first_line: int, flags: set[int]) -> None:
-        # One pass per pattern: the first time a key shows in this stream, its line is reported
-        # (in pattern order, then position). The regex scan of the block itself remains the main
-        # per-file cost at job scale (bench/README.md, "Logs at job scale").
+        # The first time a key shows in this stream, its line is reported (in pattern order, then
+        # position). Transport lines are many (a generated job log has one in four) and their keys few,
+        # so the keys are collected and deduplicated in C (findall, dict.fromkeys) and only a new key
+        # costs Python work: finding the line it first shows on. A per-match loop here was two thirds
+        # of the time on a folder of 1 MB rank logs (bench/README.md, "Logs at job scale").
         seen = self._seen_transports
         assert self.on_transport is not None
         report = self.on_transport
+        self.stats.transport_bytes += len(body)
         for rx in self._transport_res(flags):
-            for m in rx.finditer(body):
-                key = m.group(1)
-                if key in seen:
-                    continue
+            new = [k for k in dict.fromkeys(rx.findall(body)) if k not in seen]
+            pos, line = 0, first_line  # first appearances come in order: each search goes on from the last
+            for key in new:
                 seen.add(key)
-                start = body.rfind(b"\n", 0, m.start()) + 1
-                stop = body.find(b"\n", m.end())
-                line = first_line + body.count(b"\n", 0, start)
-                report(line, body[start:stop if stop != -1 else len(body)], key)
+                hit = self._first_match(rx, body, key, pos)
+                if hit is None:  # cannot happen (findall saw it); skip rather than report a wrong line
+                    continue
+                start, stop = hit
+                line += body.count(b"\n", pos, start)
+                pos = start
+                report(line, body[start:stop], key)
         if len(seen) > 200000:  # a pathological log: keep memory bounded
             seen.clear()
+
+    @staticmethod
+    def _first_match(rx: re.Pattern[bytes], body: bytes, key: bytes, pos: int) -> tuple[int, int] | None:
+        """(start, stop) of the first line at or after ``pos`` where ``rx`` matches with ``key`` as its group.
+
+        A bare ``find`` of the key may land inside a longer one ("0[0] -> 1[1] via X" in "10[0] -> 1[1]
+        via X"), so each place found is checked by matching the line it is on; no pattern spans a line,
+        so matching that line alone gives the same matches as the scan of the whole block.
+        """
+        find, rfind = body.find, body.rfind
+        q = find(key, pos)
+        while q != -1:
+            start = rfind(b"\n", 0, q) + 1
+            stop = find(b"\n", q)
+            if stop == -1:
+                stop = len(body)
+            for m in rx.finditer(body, start, stop):
+                if m.start(1) == q and m.group(1) == key:
+                    return start, stop
+            q = find(key, q + 1)
+        return None
