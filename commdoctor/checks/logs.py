@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from commdoctor.checks.backends import FALLBACK
 from commdoctor.checks.base import Check, Rule
+from commdoctor.core.backends import FALLBACK
 from commdoctor.errors import SkipCheck
 from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.model import Evidence, Finding, Severity, Stage
