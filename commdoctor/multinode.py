@@ -44,10 +44,9 @@ from typing import Any, Callable, Iterator, Sequence
 from commdoctor.jobctx import Job
 from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
 
-#: Settings whose values must agree across nodes (the cross-node env check compares them).
+#: Settings each node publishes, for the cross-node settings check to compare (which may differ: SETTING_EXEMPT
+#: in commdoctor.checks.multinode).
 SETTING_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_GLOO_")
-#: Per-node settings that legitimately differ (paths with %h, ranks).
-SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 
 STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "local checks done", "reported")
 

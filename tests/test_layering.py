@@ -49,7 +49,7 @@ def module_name(path: Path) -> str:
 
 
 #: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
-LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records", "commdoctor.safeopen",
+LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.model", "commdoctor.records", "commdoctor.safeopen",
           *(module_name(p) for p in sorted((REPO / "commdoctor" / "core").glob("*.py")))}
 
 

@@ -18,7 +18,7 @@ from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.probes.env import BACKEND_VARS
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import CheckRun
+    from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 BACKENDS = ("nccl", "gloo", "mpi", "ucc")

@@ -21,8 +21,8 @@ from commdoctor.loaders.hang_logs import HangLogs, rank_of, scan_signs
 from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.parsing.stacks import RankState
 
-if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
-    from commdoctor.pipeline import CheckRun
+if TYPE_CHECKING:
+    from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -17,7 +17,7 @@ from commdoctor.core.backends import FALLBACK
 from commdoctor.errors import SkipCheck
 from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
 from commdoctor.rules.base import NCCL_DEBUG_ENV, Cand, version_tuple
 from commdoctor.rules.engine import ALSO_POSSIBLE, diagnose, merge, order

@@ -22,6 +22,8 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 MODES = frozenset({"multinode"})
 SKEW_LIMIT_S = 1.0  # wall clocks further apart than this make logs and timeouts across nodes disagree
 SLOW_FACTOR = 5.0
+#: Per-node settings that legitimately differ (paths with %h, ranks): the settings check leaves them out.
+SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 STALE_S = 10.0  # commdoctor.multinode.STALE_S: a heartbeat unchanged this long means the node is gone  # a pair or node this many times below the others is an outlier
 
 
@@ -251,8 +253,6 @@ class SettingsCheck(Check):
     )
 
     def run(self, run: Any) -> Iterator[Finding]:
-        from commdoctor.multinode import SETTING_EXEMPT
-
         nodes = _present(_data(run))
         names = sorted({k for n in nodes for k in (n["info"].get("settings") or {})} - set(SETTING_EXEMPT))
         differ = 0

@@ -18,7 +18,7 @@ from commdoctor import netselect as ns
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
