@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 from commdoctor import __version__
 from commdoctor.checks.base import Check, selected
@@ -69,6 +69,20 @@ class RunFinished:
 
 
 Event = Union[RunStarted, CheckStarted, CheckFinished, NodeReported, RunFinished]
+
+
+@dataclass
+class Gathered:
+    """What a run learnt once its first checks ran, for the checks that judge it (``run_gathered``).
+
+    A multi-node run: on node 0, every node's published facts (the context's
+    ``multinode`` fact), the report that merges every node's results, and one
+    ``NodeReported`` event per other node to stream first.
+    """
+
+    context: Context
+    report: Report
+    events: list[Event] = field(default_factory=list)
 
 
 # -- running ------------------------------------------------------------------
@@ -164,3 +178,30 @@ def run_checks(checks: Sequence[Check], ctx: Context, argv: Sequence[str] = ()) 
         if isinstance(env, dict):
             report.environment.update(env)
     yield RunFinished(report)
+
+
+def run_gathered(first: Sequence[Check], ctx: Context, then: Sequence[Check],
+                 gather: Callable[[Report], Gathered], argv: Sequence[str] = ()) -> Iterator[Event]:
+    """One run in two steps: ``first`` on ``ctx``; their report goes to ``gather`` (which may wait for
+    other processes and publish it); then ``then`` (planned for the gathered context's mode) on the
+    context it returns. One event stream, one report: the gathered report with ``then``'s results."""
+    first_report: Report | None = None
+    for ev in run_checks(first, ctx, argv):
+        if isinstance(ev, RunStarted):
+            yield RunStarted(ev.checks + tuple((c.name, c.stage, c.title) for c in then))
+        elif isinstance(ev, RunFinished):
+            first_report = ev.report
+        else:
+            yield ev
+    assert first_report is not None  # run_checks always ends with RunFinished
+    got = gather(first_report)
+    yield from got.events
+    for ev in run_checks(then, got.context, argv):
+        if isinstance(ev, CheckFinished):
+            got.report.results.append(ev.result)
+            yield ev
+        elif isinstance(ev, CheckStarted):
+            yield ev
+        elif isinstance(ev, RunFinished) and ev.report.interrupted:
+            got.report.interrupted = True
+    yield RunFinished(got.report)
