@@ -14,7 +14,7 @@ from hooks_support import BACKENDS, detection_delay, explain, job, not_taken_dow
 
 pytestmark = needs_torch
 
-#: Generous: the box is shared and loaded. The measured figures are in NOTES-hooks.md.
+#: Generous: the box is shared and loaded. The measured figures are in docs/hooks.md and bench/README.md.
 DETECT_S = 5.0
 
 CASES = {
