@@ -79,7 +79,7 @@ def imports_in(path: Path) -> list[tuple[int, str]]:
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            # "from commdoctor import records" imports the module commdoctor.records
+            # "from commdoctor.checks import base" imports the module commdoctor.checks.base
             found += [(node.lineno, f"{name}.{a.name}" if f"{name}.{a.name}" in ALL_MODULES else name) for a in node.names]
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)
