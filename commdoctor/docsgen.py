@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+import commdoctor
 from commdoctor.checks import BUILTIN_CHECKS
 from commdoctor.checks.base import DOC_HEADINGS, Check, Rule
 from commdoctor.checks.wording import describe
@@ -74,7 +75,9 @@ def pages() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    docs = argv[0] if argv else os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+    # docs/ beside the package, wherever in the package this module sits
+    root = os.path.dirname(os.path.dirname(os.path.abspath(commdoctor.__file__)))
+    docs = argv[0] if argv else os.path.join(root, "docs")
     target = os.path.join(docs, "findings")
     os.makedirs(target, exist_ok=True)
     want = pages()

@@ -1,6 +1,11 @@
-"""``commdoctor run`` inside a job of several nodes: every node checks itself, node 0 gathers and compares.
+"""``commdoctor run`` inside a job of several nodes: every node checks itself, node 0 gathers the facts.
 
-Promise: every wait has a deadline, so a node that never comes, or stops half
+Promise: a source of facts, not a pipeline. ``NodeRun.exchange`` does the
+cross-node steps before the local checks, ``NodeRun.gather`` publishes this
+node's report and, on node 0, gathers every node's as the ``multinode`` fact;
+the checks that judge them (commdoctor.checks.multinode) run in the one
+pipeline (``commdoctor.pipeline.run_gathered``), chosen by ``commdoctor run``.
+Every wait has a deadline, so a node that never comes, or stops half
 way, becomes a finding naming it and what was last seen of it, never a hang.
 The exchange goes through the job's own store (commdoctor.probes.jobstore):
 torchrun's agent store, or one rank 0 hosts under srun / mpirun. This module
@@ -21,8 +26,9 @@ and leave):
 4. those members build a gloo group on the same store and swap 4 MiB with each
    partner in rounds of disjoint pairs;
 5. every node runs the local checks (trimmed: one local bandwidth size) and
-   publishes its report; node 0 waits, then runs the cross-node checks
-   (commdoctor.checks.multinode) and writes one report with every node.
+   publishes its report; node 0 waits and gathers; the pipeline then runs the
+   cross-node checks (commdoctor.checks.multinode) on what node 0 gathered, and
+   node 0 writes one report with every node.
 
 A job of one node with several processes (``Job.single_node``: torchrun
 ``--standalone --nproc-per-node N``, ``srun -N1``, ``mpirun`` on one host) takes
@@ -39,15 +45,17 @@ import sys
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from commdoctor.jobctx import Job
 from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
 
-#: Settings whose values must agree across nodes (the cross-node env check compares them).
+if TYPE_CHECKING:
+    from commdoctor.pipeline import Gathered
+
+#: Settings each node publishes, for the cross-node settings check to compare (which may differ: SETTING_EXEMPT
+#: in commdoctor.checks.multinode).
 SETTING_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_GLOO_")
-#: Per-node settings that legitimately differ (paths with %h, ranks).
-SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 
 STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "local checks done", "reported")
 
@@ -97,7 +105,7 @@ def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str], gp
 
 
 class NodeRun:
-    """One node's part in the multi-node run; ``events`` streams the pipeline's events."""
+    """One node's part in the multi-node run: ``exchange`` before the local checks, ``gather`` after them."""
 
     def __init__(self, job: Job, options: Any, argv: Sequence[str] = (), join_timeout: float = 30.0,
                  say: Callable[[str], None] | None = None) -> None:
@@ -341,22 +349,12 @@ class NodeRun:
             lst.close()
         self.listeners.clear()
 
-    # -- the whole run, as pipeline events -----------------------------------------------------------
+    # -- before the local checks: join, reachability, bandwidth ------------------------------------------
 
-    def events(self, local_checks: Sequence[Any], ctx: Any) -> Iterator[Any]:
-        from commdoctor.pipeline import CheckFinished, RunFinished, RunStarted, run_checks
-
+    def exchange(self, ctx: Any) -> None:
+        """Open the job's store and do every cross-node step that comes before the local checks (1-4 in
+        the module docstring). Failures are kept in ``notes``/``store_error``: the local checks still run."""
         job = self.job
-        cross: list[Any] = []
-        if job.coordinator and job.single_node:
-            from commdoctor.checks.multinode import OneNodeGatherCheck
-
-            # One node: nothing to compare across nodes; only whether every local rank came.
-            cross = [OneNodeGatherCheck()]
-        elif job.coordinator:
-            from commdoctor.checks.multinode import MN_CHECKS
-
-            cross = sorted((c() for c in MN_CHECKS), key=lambda c: c.stage.order)
         if self.open_store():
             try:
                 if job.single_node:
@@ -381,16 +379,19 @@ class NodeRun:
             finally:
                 self.close_listeners()
         self.stage("local checks started")
-        local: Report | None = None
-        for ev in run_checks(local_checks, ctx, self.argv):
-            if isinstance(ev, RunStarted):
-                names = ev.checks + tuple((c.name, c.stage, c.title) for c in cross)
-                yield RunStarted(names)
-            elif isinstance(ev, RunFinished):
-                local = ev.report
-            else:
-                yield ev
-        assert local is not None  # run_checks always ends with RunFinished
+
+    # -- after the local checks: publish, and on node 0 gather -------------------------------------------
+
+    def gather(self, local: Report) -> Gathered:
+        """Publish this node's report; on node 0, wait for every node's and gather them as facts.
+
+        Returns what the judging checks (commdoctor.checks.multinode) run on: on node 0 the ``multinode``
+        fact and the report merging every node's results; elsewhere the ``multinode_node`` fact (whether
+        this node's results reached node 0) and this node's own report.
+        """
+        from commdoctor.pipeline import Context, Facts, Gathered
+
+        job = self.job
         self.stage("local checks done")
         local.job = self.job_section()
         if self.store is not None:
@@ -403,48 +404,25 @@ class NodeRun:
                 self.notes.append(self.post_error)
         if not job.coordinator:
             self._hb_stop.set()
-            for f in self._own_findings():
-                local.results.append(f)
-            yield RunFinished(local)
-            return
-        agg = self.gather(local, cross, ctx)
-        for n in self.remote:
-            yield n
-        for r in agg.results[-len(cross):] if cross else ():
-            yield CheckFinished(r)
-        yield RunFinished(agg)
+            facts = Facts()
+            facts.provide("multinode_node", self.own_view())
+            return Gathered(Context(options=replace(self.options, mode="node"), facts=facts), local)
+        return self.gather_nodes(local)
 
     def job_section(self) -> dict[str, Any]:
         # The launcher's notes (the defaults taken for MASTER_ADDR / MASTER_PORT) first, then the run's own.
         return {**self.job.to_dict(), "store_error": self.store_error, "notes": [*self.job.notes, *self.notes]}
 
-    def _own_findings(self) -> list[CheckResult]:
-        """A non-zero node's own view of the gather: whether its results could reach node 0."""
-        from commdoctor.checks.multinode import GatherCheck
-
-        chk = GatherCheck()
-        r = CheckResult(check="mn.gather", stage=Stage.RENDEZVOUS, title=GatherCheck.title, status=Status.PASSED)
-        if self.store_error:
-            r.findings.append(chk.finding("MN004", where=f"{self.job.master_addr}:{self.job.master_port}",
-                                          error=self.store_error, hosts=[self.host]))
-            r.status = Status.FAILED
-            r.summary = "this node's results could not reach node 0"
-        elif not self.roster:
-            r.findings.append(chk.finding("MN005", hosts=[self.host], waited=f"{self.join_timeout + 15:g}"))
-            r.status = Status.FAILED
-        elif not self.posted:
-            r.findings.append(chk.finding("MN004", where=f"{self.job.master_addr}:{self.job.master_port}",
-                                          error=self.post_error or "?", hosts=[self.host]))
-            r.status = Status.FAILED
-            r.summary = "this node's results could not reach node 0"
-        else:
-            r.summary = f"results sent to node 0 through the store at {self.job.master_addr}:{self.job.master_port}"
-        return [r]
+    def own_view(self) -> dict[str, Any]:
+        """A non-zero node's own view of the gather, for the check that judges it (NodeSentCheck)."""
+        return {"host": self.host, "where": f"{self.job.master_addr}:{self.job.master_port}",
+                "store_error": self.store_error, "roster": self.roster, "posted": self.posted,
+                "post_error": self.post_error, "waited": self.join_timeout + 15}
 
     # -- node 0: gather and compare ------------------------------------------------------------------
 
-    def gather(self, local: Report, cross: Sequence[Any], ctx: Any) -> Report:
-        from commdoctor.pipeline import Context, Facts, run_one
+    def gather_nodes(self, local: Report) -> Gathered:
+        from commdoctor.pipeline import Context, Facts, Gathered
 
         job = self.job
         members = list((self.roster or {}).get("members") or [])
@@ -472,10 +450,6 @@ class NodeRun:
         agg = Report(tool_version=local.tool_version, mode=local.mode, created=local.created, host=local.host,
                      argv=local.argv, environment=dict(local.environment), results=merged,
                      interrupted=local.interrupted)
-        for c in cross:
-            res = run_one(c, mctx)
-            mctx.results[c.name] = res
-            agg.results.append(res)
         agg.job = {**self.job_section(), "checkins": data["checkins"]}
         if not job.single_node:  # one node: no table of nodes, the job section says it all
             agg.environment["nodes"] = len([n for n in nodes if n["status"] == "reported"])
@@ -485,7 +459,7 @@ class NodeRun:
                 self.store.put("done", {"time": time.time()})
             except Exception:  # noqa: BLE001 - nobody waits on it for long
                 pass
-        return agg
+        return Gathered(mctx, agg, list(self.remote))
 
     def checkins(self, nodes: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """The local ranks > 0 of each reporting node, and which of them never checked in (bounded wait)."""

@@ -18,119 +18,18 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 from commdoctor import __version__
 from commdoctor.checks.base import Check, selected
+# What a check is given lives below the checks (core.context), so checks never import the pipeline that
+# runs them; the names are the pipeline's to hand out, and its callers import them from here.
+from commdoctor.core.context import CheckRun as CheckRun
+from commdoctor.core.context import Context as Context
+from commdoctor.core.context import Facts as Facts
+from commdoctor.core.context import Options as Options
 from commdoctor.errors import SkipCheck
 from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
-
-
-@dataclass
-class Options:
-    """Everything a run was asked to do, already validated (the CLI builds it)."""
-
-    mode: str = "run"
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    world_size: int = 2
-    backends: tuple[str, ...] = ()  # empty: every backend that can run here
-    timeout: float = 15.0  # budget for network probes (seconds)
-    pg_timeout: float = 60.0  # budget for the local process-group test
-    fail_on: Severity = Severity.ERROR
-    verbose: int = 0
-    inputs: tuple[str, ...] = ()  # files for offline modes
-    extra: dict[str, Any] = field(default_factory=dict)  # per-mode settings
-
-
-class Facts:
-    """Lazily computed, cached facts shared by the checks of one run.
-
-    Providers are plain callables ``(context) -> value``. A fact is computed at
-    most once even when several checks ask at the same time; a provider that
-    raises makes every asker see that exception (as a crash of that check).
-    """
-
-    def __init__(self, providers: Mapping[str, Callable[[Context], Any]] | None = None) -> None:
-        self._providers = dict(providers or {})
-        self._values: dict[str, Any] = {}
-        self._errors: dict[str, BaseException] = {}
-        self._events: dict[str, threading.Event] = {}
-        self._lock = threading.Lock()
-
-    def provide(self, name: str, value: Any) -> None:
-        with self._lock:
-            self._values[name] = value
-            self._events.setdefault(name, threading.Event()).set()
-
-    def register(self, name: str, provider: Callable[[Context], Any]) -> None:
-        self._providers[name] = provider
-
-    def has(self, name: str) -> bool:
-        return name in self._values or name in self._providers
-
-    def get(self, name: str, ctx: Context) -> Any:
-        with self._lock:
-            if name in self._values:
-                return self._values[name]
-            if name in self._errors:
-                raise self._errors[name]
-            existing = self._events.get(name)
-            owner = existing is None
-            if existing is None:
-                if name not in self._providers:
-                    raise KeyError(f"no provider for fact {name!r}")
-                existing = self._events[name] = threading.Event()
-            ev = existing
-        if not owner:
-            ev.wait()  # bounded by the asking check's own deadline
-            return self.get(name, ctx)
-        try:
-            value = self._providers[name](ctx)
-        except BaseException as e:  # noqa: BLE001 - recorded, re-raised to every asker
-            with self._lock:
-                self._errors[name] = e
-            ev.set()
-            raise
-        with self._lock:
-            self._values[name] = value
-        ev.set()
-        return value
-
-
-@dataclass
-class Context:
-    options: Options
-    facts: Facts
-    results: dict[str, CheckResult] = field(default_factory=dict)
-
-    def fact(self, name: str) -> Any:
-        return self.facts.get(name, self)
-
-
-class CheckRun:
-    """The handle a check gets: facts in, summary / details / data out."""
-
-    def __init__(self, ctx: Context, result: CheckResult) -> None:
-        self.ctx = ctx
-        self._result = result
-
-    @property
-    def options(self) -> Options:
-        return self.ctx.options
-
-    def fact(self, name: str) -> Any:
-        return self.ctx.fact(name)
-
-    def summary(self, text: str) -> None:
-        self._result.summary = text
-
-    def detail(self, text: str) -> None:
-        self._result.details.append(text)
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return self._result.data
 
 
 # -- events -------------------------------------------------------------------
@@ -170,6 +69,20 @@ class RunFinished:
 
 
 Event = Union[RunStarted, CheckStarted, CheckFinished, NodeReported, RunFinished]
+
+
+@dataclass
+class Gathered:
+    """What a run learnt once its first checks ran, for the checks that judge it (``run_gathered``).
+
+    A multi-node run: on node 0, every node's published facts (the context's
+    ``multinode`` fact), the report that merges every node's results, and one
+    ``NodeReported`` event per other node to stream first.
+    """
+
+    context: Context
+    report: Report
+    events: list[Event] = field(default_factory=list)
 
 
 # -- running ------------------------------------------------------------------
@@ -265,3 +178,30 @@ def run_checks(checks: Sequence[Check], ctx: Context, argv: Sequence[str] = ()) 
         if isinstance(env, dict):
             report.environment.update(env)
     yield RunFinished(report)
+
+
+def run_gathered(first: Sequence[Check], ctx: Context, then: Sequence[Check],
+                 gather: Callable[[Report], Gathered], argv: Sequence[str] = ()) -> Iterator[Event]:
+    """One run in two steps: ``first`` on ``ctx``; their report goes to ``gather`` (which may wait for
+    other processes and publish it); then ``then`` (planned for the gathered context's mode) on the
+    context it returns. One event stream, one report: the gathered report with ``then``'s results."""
+    first_report: Report | None = None
+    for ev in run_checks(first, ctx, argv):
+        if isinstance(ev, RunStarted):
+            yield RunStarted(ev.checks + tuple((c.name, c.stage, c.title) for c in then))
+        elif isinstance(ev, RunFinished):
+            first_report = ev.report
+        else:
+            yield ev
+    assert first_report is not None  # run_checks always ends with RunFinished
+    got = gather(first_report)
+    yield from got.events
+    for ev in run_checks(then, got.context, argv):
+        if isinstance(ev, CheckFinished):
+            got.report.results.append(ev.result)
+            yield ev
+        elif isinstance(ev, CheckStarted):
+            yield ev
+        elif isinstance(ev, RunFinished) and ev.report.interrupted:
+            got.report.interrupted = True
+    yield RunFinished(got.report)

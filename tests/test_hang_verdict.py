@@ -142,12 +142,15 @@ def test_ranks_text() -> None:
 
 
 def test_log_lines_of_a_real_timeout_are_read_by_the_log_analyzer() -> None:
-    from commdoctor.loaders.hang_logs import log_facts
+    from commdoctor.checks.hang import log_signals
+    from commdoctor.loaders.hang_logs import load_hang_logs
 
-    facts = log_facts(sorted(str(p) for p in (FIX / "logs").glob("rank*.log")), {})
-    assert facts, "the ranks' timeout errors must be found"
-    assert {f["rank"] for f in facts} & {0, 1, 2}
-    assert any("Timed out waiting 15000ms" in f["text"] for f in facts)
+    facts = load_hang_logs(sorted(str(p) for p in (FIX / "logs").glob("rank*.log")), {})
+    lines = log_signals(facts)
+    assert lines, "the ranks' timeout errors must be found"
+    assert {f["rank"] for f in lines} & {0, 1, 2}
+    assert any("Timed out waiting 15000ms" in f["text"] for f in lines)
+    assert any(f.get("code") for f in lines), "the log diagnosis names its codes"
     s = snap("stopped")
     s.ranks[2].proc_state = "sleeping"
     v = diagnose(s, logs=facts).verdict()

@@ -15,7 +15,7 @@ from hooks_support import (BACKENDS, SHARED, detection_delay, explain, job, not_
 
 pytestmark = needs_torch
 
-#: Generous: the box is shared and loaded. The measured figures are in NOTES-hooks.md.
+#: Generous: the box is shared and loaded. The measured figures are in docs/hooks.md and bench/README.md.
 DETECT_S = 5.0
 
 CASES = {

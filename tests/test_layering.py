@@ -17,8 +17,8 @@ The contracts (docs/architecture.md, issue 16 item 5):
   write and the loaders read);
 - the offline commands (logs, hang --fr/--stacks, view, report --from, explain, checks) never import torch.
 
-A contract the code breaks today is marked, alone, as an expected failure naming its issue
-(``strict``: the day the code is fixed, the marker must go).
+A contract the code breaks is marked, alone, as a strict expected failure naming its issue, so the day the
+code is fixed the marker must go. None is marked today.
 """
 
 from __future__ import annotations
@@ -36,10 +36,8 @@ from tests.conftest import REPO
 
 PKG = REPO / "commdoctor"
 UI = {"rich", "textual"}
-#: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
-LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.records", "commdoctor.safeopen"}
 #: Layers that run headless, upstream of the console and the TUI.
-HEADLESS = ["model", "facts", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
+HEADLESS = ["core", "model", "facts", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
 #: The diagnosis: what loaders feed, never what they import. (The rule tables in commdoctor.rules.* are
 #: data, what each rule matches, and the log scanner reads them; the engine that weighs them is diagnosis.)
 DIAGNOSIS = ("commdoctor.checks", "commdoctor.rules.engine")
@@ -48,6 +46,17 @@ DIAGNOSIS = ("commdoctor.checks", "commdoctor.rules.engine")
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+#: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
+LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.model", "commdoctor.records", "commdoctor.safeopen",
+          *(module_name(p) for p in sorted((REPO / "commdoctor" / "core").glob("*.py")))}
+
+
+def module_file(name: str) -> Path:
+    """The source file of a module of the package, by its dotted name."""
+    path = REPO.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def layer_files(layer: str) -> list[Path]:
@@ -70,7 +79,7 @@ def imports_in(path: Path) -> list[tuple[int, str]]:
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            # "from commdoctor import records" imports the module commdoctor.records
+            # "from commdoctor.checks import base" imports the module commdoctor.checks.base
             found += [(node.lineno, f"{name}.{a.name}" if f"{name}.{a.name}" in ALL_MODULES else name) for a in node.names]
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)
@@ -136,21 +145,7 @@ def test_core_modules_import_neither_torch_nor_rich_nor_textual(module: str) -> 
 
 # -- loaders never import checks ----------------------------------------------------------------------
 
-def _loader_files() -> list[object]:
-    out: list[object] = []
-    for f in layer_files("loaders"):
-        if f.name == "hang_logs.py":
-            # Known break, issue 16 item 5: loaders/hang_logs.py runs the log diagnosis itself (a lazy
-            # importlib call, checks.logs before the rules engine, rules.engine since) to summarise the
-            # job's log for `hang`. The summary belongs to a check fed by the loader's facts; remove this
-            # marker when it moves (strict: an XPASS fails).
-            out.append(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 16: loaders/hang_logs.py runs the rules engine")))
-        else:
-            out.append(f)
-    return out
-
-
-@pytest.mark.parametrize("path", _loader_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", layer_files("loaders"), ids=lambda p: p.name)
 def test_loaders_never_import_the_diagnosis(path: Path) -> None:
     bad = [f"{path.name}:{line} imports {n}" for line, n in imports_in(path)
            if any(n == d or n.startswith(d + ".") for d in DIAGNOSIS)]
@@ -170,20 +165,7 @@ def hooks_may_import(name: str) -> bool:
             or name == "commdoctor.hooks" or name.startswith("commdoctor.hooks.") or name in LEAVES)
 
 
-def _hooks_files() -> list[object]:
-    out: list[object] = []
-    for f in layer_files("hooks"):
-        if f.name == "backendwatch.py":
-            # Known break, issue 16 item 5: backendwatch.py imports commdoctor.checks.backends (on the rare
-            # path that names a missing backend, BK003) to reuse the advisor's wording. The wording
-            # belongs in a leaf both can import; remove this marker then (strict: XPASS fails).
-            out.append(pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 16: hooks/backendwatch.py imports checks.backends")))
-        else:
-            out.append(f)
-    return out
-
-
-@pytest.mark.parametrize("path", _hooks_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", layer_files("hooks"), ids=lambda p: p.name)
 def test_hooks_import_only_stdlib_torch_and_their_own_package(path: Path) -> None:
     bad = [f"{path.name}:{line} imports {n}" for line, n in imports_in(path) if not hooks_may_import(n)]
     assert bad == []
@@ -192,7 +174,7 @@ def test_hooks_import_only_stdlib_torch_and_their_own_package(path: Path) -> Non
 def test_the_shared_leaves_import_only_the_standard_library() -> None:
     """Each leaf imports the standard library and other leaves only, so all of them stay stdlib-only."""
     for leaf in sorted(LEAVES):
-        f = PKG / "__init__.py" if leaf == "commdoctor" else PKG / f"{leaf.split('.')[1]}.py"
+        f = module_file(leaf)
         bad = [f"{f.name}:{line} imports {n}" for line, n in imports_in(f) if not is_stdlib(n) and n not in LEAVES]
         assert bad == [], leaf
 

@@ -2,7 +2,7 @@
 
 usage: ROOT=/path/to/checkout python bench/logs_wider/probe.py bench/logs_wider/nccl_lines.txt
 Compare two checkouts side by side by running it with each ROOT. Blocks are single failure messages
-filled in from NCCL/torch format strings (see NOTES-logsgen.md for where each comes from).
+filled in from NCCL/torch format strings (each from the library source named beside it).
 """
 import os
 import pathlib

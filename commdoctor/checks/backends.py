@@ -13,22 +13,15 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.env import launchers, require_torch
+from commdoctor.core.backends import FALLBACK
 from commdoctor.model import Evidence, Finding, Severity, Stage
 from commdoctor.probes.env import BACKEND_VARS
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import CheckRun
+    from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 BACKENDS = ("nccl", "gloo", "mpi", "ucc")
-
-#: What to do when a job asks for a backend its torch build lacks (shared with the log rule LOG043).
-FALLBACK: dict[str, str] = {
-    "nccl": "Use gloo on this host (backend=\"gloo\"), or install a CUDA build of torch on a host with GPUs",
-    "mpi": "Build torch from source against your MPI (official wheels have no MPI), or use gloo",
-    "ucc": "Build torch with USE_UCC=1, or use gloo for CPU tensors and nccl for CUDA tensors",
-    "gloo": "Install an official torch wheel (gloo is built into every Linux and macOS wheel)",
-}
 
 
 @dataclass

@@ -18,10 +18,11 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
+from commdoctor.checks.wording import describe
 from commdoctor.model import CAUSES, Evidence, Finding, Remedy, Severity, Stage, aliases_of
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import CheckRun
+    from commdoctor.core.context import CheckRun
 
 CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 SYMBOL_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -200,8 +201,6 @@ def selected(code: str, select: Sequence[str], ignore: Sequence[str], aliases: S
 
 def explain_text(check: type[Check], code: str | None = None) -> str:
     """Plain-text documentation of a check, or of one of its codes."""
-    from commdoctor.checks.wording import describe
-
     doc = check.documentation()
     out: list[str] = []
     rules: Iterator[Rule] = iter(check.rules if code is None else [check.rule(code)])

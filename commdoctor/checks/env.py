@@ -19,8 +19,8 @@ from commdoctor.facts.limits import LockedMemory
 from commdoctor.facts.shm import DENIED, NO_SPACE, SIGBUS, SharedMemory
 from commdoctor.model import Evidence, Finding, Severity, Stage
 
-if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
-    from commdoctor.pipeline import CheckRun, Options
+if TYPE_CHECKING:
+    from commdoctor.core.context import CheckRun, Options
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 INSTALL_TORCH = "pip install 'commdoctor[torch]' (or install the torch build your training uses)"

@@ -3,8 +3,9 @@
 Promise: the checks are pure functions of facts: ``hang_snapshot`` (every
 rank's process state and classified stack, live or saved), ``hook_progress``
 (commdoctor.records), ``flight_recorder`` (dumps read by
-commdoctor.loaders.flight_recorder), ``hang_logs`` (log lines that matter,
-from the log analyzer when present) and ``nccl_ras``. Any of them may be
+commdoctor.loaders.flight_recorder), ``hang_logs`` (the job's logs, loaded
+by commdoctor.loaders.hang_logs; the log diagnosis runs on them here) and
+``nccl_ras``. Any of them may be
 absent; each finding says which signals it rests on, with the stack lines or
 records as evidence.
 """
@@ -16,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
+from commdoctor.loaders.hang_logs import HangLogs, rank_of, scan_signs
 from commdoctor.model import Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.parsing.stacks import RankState
 
-if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
-    from commdoctor.pipeline import CheckRun
+if TYPE_CHECKING:
+    from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -32,6 +34,29 @@ def optional_fact(run: CheckRun, name: str, default: Any = None) -> Any:
     if not run.ctx.facts.has(name):
         return default
     return run.fact(name)
+
+
+def log_signals(facts: HangLogs | None) -> list[dict[str, Any]]:
+    """The log lines that matter to a hang verdict: the log diagnosis's first three causes, each with up to
+    three evidence lines and its code; the loader's small scan when there is no run model or the diagnosis
+    of it fails (a log that defeats the analyzer must not cost the verdict its other signals)."""
+    if facts is None:
+        return []
+    if facts.model is None:
+        return list(facts.lines)
+    try:
+        from commdoctor.rules.engine import diagnose
+
+        cands = diagnose(facts.model)  # already merged and in causal order
+    except Exception:  # noqa: BLE001 - see the docstring
+        return scan_signs(facts.paths, facts.pid_rank)
+    out: list[dict[str, Any]] = []
+    for c in cands[:3]:
+        for e in c.evidence[:3]:
+            rank = e.rank if e.rank is not None else rank_of(e.source, facts.pid_rank)
+            out.append({"source": e.source, "line": e.line, "text": e.text, "rank": rank, "code": c.code,
+                        "cause": c.cause})
+    return out
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
@@ -414,7 +439,7 @@ class HangVerdictCheck(Check):
         snap = optional_fact(run, "hang_snapshot")
         progress = optional_fact(run, "hook_progress") or {}
         fr = optional_fact(run, "flight_recorder")
-        logs: list[dict[str, Any]] = optional_fact(run, "hang_logs") or []
+        logs = log_signals(optional_fact(run, "hang_logs"))
         ras = optional_fact(run, "nccl_ras")
         views = dict(snap.ranks) if snap is not None else {}
         seq_views: list[SeqView] = []

@@ -14,7 +14,7 @@ from commdoctor.checks.base import Check, Rule
 from commdoctor.errors import SkipCheck
 from commdoctor.loaders.hook_records import FACT, Call, GroupPicture, HookRecords
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 MODES = frozenset({"records", "logs", "hang"})

@@ -13,7 +13,7 @@ from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.hooks import MODES, _rec
 from commdoctor.loaders.hook_records import HookRecords
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 
 def _size(n: int) -> str:

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterator
 
-from commdoctor.checks.backends import FALLBACK
 from commdoctor.checks.base import Check, Rule
+from commdoctor.core.backends import FALLBACK
 from commdoctor.errors import SkipCheck
 from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.facts import interface_from_log, shm_from_log
 from commdoctor.model import ALIASES, Evidence, Finding, Severity, Stage, canonical_code
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
 from commdoctor.rules.base import NCCL_DEBUG_ENV, Cand, version_tuple
 from commdoctor.rules.engine import ALSO_POSSIBLE, diagnose, merge, order

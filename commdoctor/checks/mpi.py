@@ -15,7 +15,7 @@ from commdoctor import netselect as ns
 from commdoctor.checks.base import Check, Rule
 from commdoctor.ifvars import applies_to
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -1,9 +1,11 @@
 """Cross-node checks: what only shows when the nodes of one job are compared (codes MN0xx).
 
 Promise: pure functions of the ``multinode`` fact that node 0 assembles from
-what every node published in the job's store (commdoctor.multinode). They
-run only in the gather step of ``commdoctor run`` inside a multi-node job
-(mode "multinode"), never touch the network themselves, and import no torch.
+what every node published in the job's store (commdoctor.multinode), or, on
+the other nodes, of ``multinode_node`` (whether their results reached node 0).
+The pipeline runs them after the local checks of ``commdoctor run`` inside a
+job (modes "multinode" and "node"); they never touch the network themselves,
+and import no torch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 MODES = frozenset({"multinode"})
 SKEW_LIMIT_S = 1.0  # wall clocks further apart than this make logs and timeouts across nodes disagree
 SLOW_FACTOR = 5.0
+#: Per-node settings that legitimately differ (paths with %h, ranks): the settings check leaves them out.
+SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
 STALE_S = 10.0  # commdoctor.multinode.STALE_S: a heartbeat unchanged this long means the node is gone  # a pair or node this many times below the others is an outlier
 
 
@@ -173,6 +177,29 @@ class OneNodeGatherCheck(GatherCheck):
     title = "Every process of the job checked in"
 
 
+class NodeSentCheck(GatherCheck):
+    """The gather as a node other than node 0 sees it: whether its results reached node 0.
+
+    Not registered on its own (``mn.gather`` is): ``commdoctor run`` runs it on every node but node 0,
+    on the ``multinode_node`` fact, with the gather check's codes (MN004, MN005).
+    """
+
+    modes = frozenset({"node"})
+
+    def run(self, run: Any) -> Iterator[Finding]:
+        d = run.fact("multinode_node")
+        if d.get("store_error"):
+            yield self.finding("MN004", where=d["where"], error=d["store_error"], hosts=[d["host"]])
+            run.summary("this node's results could not reach node 0")
+        elif not d.get("roster"):
+            yield self.finding("MN005", hosts=[d["host"]], waited=f"{d['waited']:g}")
+        elif not d.get("posted"):
+            yield self.finding("MN004", where=d["where"], error=d.get("post_error") or "?", hosts=[d["host"]])
+            run.summary("this node's results could not reach node 0")
+        else:
+            run.summary(f"results sent to node 0 through the store at {d['where']}")
+
+
 class VersionsCheck(Check):
     """torch, NCCL, CUDA and the GPU driver are the same on every node.
 
@@ -251,8 +278,6 @@ class SettingsCheck(Check):
     )
 
     def run(self, run: Any) -> Iterator[Finding]:
-        from commdoctor.multinode import SETTING_EXEMPT
-
         nodes = _present(_data(run))
         names = sorted({k for n in nodes for k in (n["info"].get("settings") or {})} - set(SETTING_EXEMPT))
         differ = 0

@@ -20,7 +20,7 @@ from commdoctor.errors import SkipCheck
 from commdoctor.facts import LOG
 from commdoctor.facts.interfaces import InterfaceSetting
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

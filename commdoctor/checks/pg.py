@@ -14,8 +14,8 @@ from commdoctor.checks.env import require_torch
 from commdoctor.errors import SkipCheck
 from commdoctor.model import Evidence, Finding, Severity, Stage
 
-if TYPE_CHECKING:  # the pipeline imports the checks; only type checkers need it here
-    from commdoctor.pipeline import CheckRun, Options
+if TYPE_CHECKING:
+    from commdoctor.core.context import CheckRun, Options
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

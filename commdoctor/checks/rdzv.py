@@ -17,7 +17,7 @@ from commdoctor.checks.base import Rule
 from commdoctor.checks.net import NetCheck
 from commdoctor.errors import SkipCheck
 from commdoctor.model import Evidence, Finding, Severity, Stage
-from commdoctor.pipeline import CheckRun
+from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -18,10 +18,17 @@ whose explanation still shows a brace.
 from __future__ import annotations
 
 import string
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
-if TYPE_CHECKING:
-    from commdoctor.checks.base import Rule
+
+class Rule(Protocol):
+    """What wording reads of a rule (``commdoctor.checks.base.Rule``), so this module needs nothing of base."""
+
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def examples(self) -> Mapping[str, Any]: ...
 
 # Placeholders that findings fill with an optional trailing clause (or nothing).
 SUFFIXES = frozenset({

@@ -132,8 +132,13 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     import sys
 
     from commdoctor import __version__, multinode
+    from dataclasses import replace
+    from typing import Iterator
+
     from commdoctor.checks import BUILTIN_CHECKS
-    from commdoctor.pipeline import Context, Facts, plan
+    from commdoctor.checks.base import Check
+    from commdoctor.checks.multinode import MN_CHECKS, NodeSentCheck, OneNodeGatherCheck
+    from commdoctor.pipeline import Context, Event, Facts, plan, run_gathered
     from commdoctor.probes import live_providers
 
     if args.join_timeout <= 0:
@@ -150,7 +155,21 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     ctx = Context(options=opts, facts=Facts(live_providers()))
     node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say)
-    events = node.events(checks, ctx)
+    # The checks that judge what the nodes gathered run in the same pipeline, after the local checks.
+    judges: list[Check]
+    if not job.coordinator:
+        judges, mode = [NodeSentCheck()], "node"
+    elif job.single_node:  # one node: nothing to compare across nodes; only whether every local rank came
+        judges, mode = [OneNodeGatherCheck()], "multinode"
+    else:
+        judges, mode = [c() for c in MN_CHECKS], "multinode"
+    then = plan(judges, replace(opts, mode=mode))
+
+    def node_events() -> Iterator[Event]:
+        node.exchange(ctx)
+        yield from run_gathered(checks, ctx, then, node.gather, argv_of(args))
+
+    events = node_events()
     if job.coordinator:
         if job.single_node:
             heading = (f"commdoctor {__version__}: checking this host for a {job.world_size}-process "

@@ -174,7 +174,7 @@ def init_failed(err: BaseException) -> None:
         return
     _said_init = True
     be = m.group(1).lower()
-    from commdoctor.checks.backends import FALLBACK  # the advisor's words (BK003), on this rare path only
+    from commdoctor.core.backends import FALLBACK  # the advisor's words (BK003), on this rare path only
 
     try:
         sys.stderr.write(f"commdoctor.hooks: BK003 the job asks for {be} but this torch build does not have it. "

@@ -1,24 +1,23 @@
-"""The log lines that matter to a hang verdict, by rank.
+"""The job's log files, loaded for the hang verdict: facts only, no diagnosis.
 
-Promise: standard library only. ``log_facts`` returns, for each file, the
-lines that name an error, a timeout, a closed connection or an NCCL warning
-(at most a few per file, newest last), with the rank when the file's name
-carries the pid of a known rank (NCCL_DEBUG_FILE's ``%p``) or a rank number.
-
-The log analyzer (``commdoctor logs``) is used when it is installed: its
-ordered diagnoses (``commdoctor.rules.engine.diagnose``, the rule engine, not a check) over
-the same files, the first three with their evidence lines and their codes;
-a ``hang_facts(paths, pid_rank)`` in ``commdoctor.loaders.logs`` would take
-precedence. Without it (or if it fails), a small scan keeps the lines that
-name an error, a timeout or an NCCL warning.
+Promise: standard library and other loaders only; never the checks or the rule
+engine (facts flow loaders -> checks). ``load_hang_logs(paths, pid_rank)``
+returns a ``HangLogs``: the files that exist, which pid belongs to which rank
+(NCCL_DEBUG_FILE's ``%p``), and the run model ``commdoctor logs`` builds from
+them (``loaders.logs.load_logs``), or ``None`` when it could not be built. The
+hang check runs the log diagnosis on that model. When there is no model, the
+loader keeps the lines that name an error, a timeout, a closed connection or
+an NCCL warning (at most a few per file, newest last), with the rank when the
+file's name carries the pid of a known rank or a rank number; ``scan_signs``
+is the same small scan, for a check whose diagnosis of the model failed.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 SIGNS = re.compile(
@@ -30,7 +29,20 @@ MAX_PER_FILE = 5
 MAX_BYTES = 32 << 20
 
 
-def _rank_of(path: str, pid_rank: Mapping[int, int]) -> int | None:
+@dataclass(frozen=True)
+class HangLogs:
+    """What the job's logs hold for a hang verdict (see the module docstring)."""
+
+    paths: tuple[str, ...] = ()
+    pid_rank: Mapping[int, int] = field(default_factory=dict)
+    #: the log analyzer's run model (``loaders.logs.RunModel``); None when it could not be built
+    model: Any = None
+    #: the small scan's lines, {source, line, text, rank}; filled only when there is no model
+    lines: tuple[dict[str, Any], ...] = ()
+
+
+def rank_of(path: str, pid_rank: Mapping[int, int]) -> int | None:
+    """The rank a log file belongs to, by a known rank's pid or a rank number in its name."""
     base = os.path.basename(path)
     for num in re.findall(r"\d+", base):
         n = int(num)
@@ -40,37 +52,8 @@ def _rank_of(path: str, pid_rank: Mapping[int, int]) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def analyzer_facts(paths: list[str], pid_rank: Mapping[int, int]) -> list[dict[str, Any]] | None:
-    """The log analyzer's diagnoses (commdoctor logs), as log facts; None when it is not installed."""
-    try:
-        logs = importlib.import_module("commdoctor.loaders.logs")
-        fn = getattr(logs, "hang_facts", None)
-        if callable(fn):
-            return list(fn(paths, pid_rank))
-        engine = importlib.import_module("commdoctor.rules.engine")
-        model = logs.load_logs(paths)
-        cands = engine.diagnose(model)  # already merged and in causal order
-    except ImportError:
-        return None
-    except Exception:  # noqa: BLE001 - a failing analyzer must not cost the hang verdict its other signals
-        return None
-    out: list[dict[str, Any]] = []
-    for c in cands[:3]:
-        for e in c.evidence[:3]:
-            rank = e.rank if e.rank is not None else _rank_of(e.source, pid_rank)
-            out.append({"source": e.source, "line": e.line, "text": e.text, "rank": rank, "code": c.code,
-                        "cause": c.cause})
-    return out
-
-
-def log_facts(paths: Iterable[str], pid_rank: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
-    pid_rank = dict(pid_rank or {})
-    paths = [p for p in paths if os.path.isfile(p)]
-    if not paths:
-        return []
-    found = analyzer_facts(paths, pid_rank)
-    if found is not None:
-        return found
+def scan_signs(paths: Iterable[str], pid_rank: Mapping[int, int]) -> list[dict[str, Any]]:
+    """The last few lines of each file that name an error, a timeout or an NCCL warning."""
     out: list[dict[str, Any]] = []
     for p in paths:
         try:
@@ -83,6 +66,19 @@ def log_facts(paths: Iterable[str], pid_rank: Mapping[int, int] | None = None) -
                         keep.append((i, line.rstrip("\n")[:400]))
         except OSError:
             continue
-        rank = _rank_of(p, pid_rank)
+        rank = rank_of(p, pid_rank)
         out += [{"source": p, "line": i, "text": t, "rank": rank} for i, t in keep]
     return out
+
+
+def load_hang_logs(paths: Iterable[str], pid_rank: Mapping[int, int] | None = None) -> HangLogs:
+    pid_rank = dict(pid_rank or {})
+    files = tuple(p for p in paths if os.path.isfile(p))
+    if not files:
+        return HangLogs((), pid_rank)
+    try:
+        from commdoctor.loaders.logs import load_logs
+
+        return HangLogs(files, pid_rank, model=load_logs(files))
+    except Exception:  # noqa: BLE001 - a log that cannot be modelled must not cost the hang verdict its other signals
+        return HangLogs(files, pid_rank, lines=tuple(scan_signs(files, pid_rank)))

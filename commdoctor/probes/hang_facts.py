@@ -15,6 +15,7 @@ import os
 import socket
 from typing import Any
 
+from commdoctor.loaders.hang_logs import HangLogs, load_hang_logs
 from commdoctor.snapshot import HangSnapshot
 
 
@@ -125,8 +126,7 @@ def _progress(ctx: Any) -> Any:
     return report
 
 
-def hang_logs(ctx: Any) -> list[dict[str, Any]]:
-    from commdoctor.loaders.hang_logs import log_facts
+def hang_logs(ctx: Any) -> HangLogs:
 
     x = _extra(ctx)
     paths = list(x.get("logs") or ())
@@ -139,7 +139,7 @@ def hang_logs(ctx: Any) -> list[dict[str, Any]]:
         paths += [p for p in glob.glob(os.path.join(x["watch_dir"], "logs", "*")) if p not in paths]
     snap = ctx.fact("hang_snapshot")
     pid_rank = {v.pid: r for r, v in snap.ranks.items() if v.pid} if snap is not None else {}
-    return log_facts(paths, pid_rank)
+    return load_hang_logs(paths, pid_rank)
 
 
 def nccl_ras(ctx: Any, timeout: float = 1.0) -> dict[str, Any] | None:

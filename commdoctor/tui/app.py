@@ -16,19 +16,19 @@ import time
 import traceback
 from typing import Callable, Iterable, Sequence
 
-from textual.app import App
 from textual.binding import Binding
 
 from commdoctor.model import CheckResult, Finding, Report
 from commdoctor.render.theme import glyphs
 from commdoctor.tui import export as export_mod
+from commdoctor.tui.host import ScreenHost
 from commdoctor.tui.messages import CheckBegan, CheckEnded, JumpToEvidence, RunBegan, RunBroke, RunEnded, message_for
 from commdoctor.tui.screens.detail import CheckScreen, FindingScreen, StackScreen
 from commdoctor.tui.screens.main import MainScreen
 from commdoctor.tui.state import RankRow, RunState, cited_lines
 
 
-class CommDoctorApp(App[int]):
+class CommDoctorApp(ScreenHost):
     CSS_PATH = "app.tcss"
     TITLE = "commdoctor"
     ENABLE_COMMAND_PALETTE = False

@@ -11,7 +11,6 @@ from typing import Any
 
 from textual.message import Message
 
-import commdoctor.checks  # noqa: F401 - pipeline must not be the first import (circular on main; NOTES-tui.md)
 from commdoctor.pipeline import CheckFinished, CheckStarted, NodeReported, RunFinished, RunStarted
 
 

@@ -55,7 +55,7 @@ def test_hang_on_4_ranks_names_the_straggler_quickly(straggler: tuple[Job, Path]
     assert f"hangjob.py:{LINE('loader-next')}" in v["title"] and f"hangjob.py:{LINE('dataset-sleep')}" in v["title"]
     assert f"ranks 0-2 wait for it in all_reduce at hangjob.py:{LINE('straggler-allreduce')}" in v["title"]
     assert any("time.sleep(3600)" in e["text"] for e in v["evidence"])  # the dataset's own line, read here
-    # The issue asks for 10 s on 4 ranks; the bound is generous for a shared 2-core box (figure in NOTES-hang.md).
+    # The issue asks for 10 s on 4 ranks; the bound is generous for a shared 2-core box (figures in bench/README.md).
     assert elapsed < 30, f"commdoctor hang took {elapsed:.1f} s"
     print(f"\ncommdoctor hang on 4 ranks: verdict in {elapsed:.2f} s (fresh interpreter, whole CLI)")
     groups = result(doc, "hang.ranks")["data"]["groups"]

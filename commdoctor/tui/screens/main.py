@@ -27,7 +27,7 @@ from commdoctor.tui.widgets.logview import LogPane
 from commdoctor.tui.widgets.ranks import RankGrid, legend
 
 if TYPE_CHECKING:
-    from commdoctor.tui.app import CommDoctorApp
+    from commdoctor.tui.host import ScreenHost
 
 TABS = ("checks", "findings", "ranks", "log")
 
@@ -47,7 +47,7 @@ class Tabs(TabbedContent):
 
 
 class MainScreen(Screen):
-    app: CommDoctorApp
+    app: ScreenHost
 
     # Focus is given by tab (focus_tab), never to "the first focusable widget": that one sits in
     # the Checks tab, and focusing it would switch to that tab.
