@@ -212,12 +212,12 @@ def test_docs_pages_of_old_codes_send_the_reader_on() -> None:
 
 def test_hang_names_the_diagnosis_a_log_shows_by_its_one_code(tmp_path: Path) -> None:
     """A hang whose logs hold NCCL's /dev/shm failure points the reader at ENV030, as run and logs do."""
-    from commdoctor.loaders.hang_logs import log_facts
+    from commdoctor.loaders.hang_logs import load_hang_logs
     from tests.test_hang_verdict import diagnose, snap
 
     log = tmp_path / "rank1.log"
     log.write_text("n2:20:21 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n")
-    facts = log_facts([str(log)], {})
+    facts = load_hang_logs([str(log)], {})
     s = snap("stopped")
     s.ranks[2].proc_state = "sleeping"
     v = diagnose(s, logs=facts).verdict()
