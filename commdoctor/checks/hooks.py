@@ -174,11 +174,16 @@ class HookMismatchCheck(Check):
     def _first_disagreement(g: GroupPicture) -> tuple[int, dict[int, Call]] | None:
         if len(g.history) < 2:
             return None
-        common = set.intersection(*(set(h) for h in g.history.values()))
+        # Ranks with identical histories agree with each other at every seq: compare one rank per class.
+        classes = g.classes()
+        if len(classes) < 2:
+            return None
+        reps = [g.history[c[0]] for c in classes]
+        keys = [{s: g.key_of(h.sids[i]) for s, i in h.index().items()} for h in reps]
+        common = set.intersection(*(set(k) for k in keys))
         for seq in sorted(common):
-            calls = {r: h[seq] for r, h in g.history.items()}
-            if len({c.key() for c in calls.values()}) > 1:
-                return seq, calls
+            if len({k[seq] for k in keys}) > 1:
+                return seq, {r: h[seq] for r, h in g.history.items()}
         return None
 
     def _offline(self, rec: HookRecords, g: GroupPicture, seq: int, calls: dict[int, Call]) -> Finding:
