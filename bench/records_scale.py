@@ -150,7 +150,8 @@ def make_set(out: Path, n: int, n_calls: int, fault: str, odd: int, variants: in
     return seq, odd_calls[seq][2] if fault != "straggler" else calls[seq][2]
 
 
-def run_child(cmd: list[str]) -> tuple[float, float, dict[str, Any], str]:
+def run_child(cmd: list[str]) -> tuple[float, float, float, dict[str, Any], str]:
+    """Wall s, CPU s (user + system, from wait4: this child alone), peak RSS MB, its JSON, its stderr's tail."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
         t0 = time.perf_counter()
@@ -165,7 +166,7 @@ def run_child(cmd: list[str]) -> tuple[float, float, dict[str, Any], str]:
         doc = json.loads(out)
     except ValueError:
         doc = {}
-    return wall, ru.ru_maxrss / 1024, doc, err[-600:]
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, doc, err[-600:]
 
 
 def judge(doc: dict[str, Any], odd: int, seq: int, op: str, fault: str, command: str) -> tuple[str, bool]:
@@ -197,7 +198,7 @@ def main() -> int:
     a = ap.parse_args()
     work = Path(a.work or tempfile.mkdtemp(prefix="cd-recscale-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'ranks':>6} {'lines':>9} {'MB':>7} {'fault':>9} {'command':>8} {'wall s':>7} {'us/line':>8} "
+    print(f"{'ranks':>6} {'lines':>9} {'MB':>7} {'fault':>9} {'command':>8} {'wall s':>7} {'CPU s':>6} {'us/line':>8} "
           f"{'peak RSS MB':>11}  verdict", flush=True)
     bad = 0
     for n in (int(x) for x in a.ranks.split(",")):
@@ -212,10 +213,10 @@ def main() -> int:
             if not a.no_hang and fault != "silent":
                 cmds.append(("hang", [sys.executable, "-m", "commdoctor", "hang", "--json", "--records", str(d)]))
             for name, cmd in cmds:
-                wall, rss, doc, err = run_child(cmd)
+                wall, cpu, rss, doc, err = run_child(cmd)
                 text, ok = judge(doc, odd, seq, op, fault, name)
                 bad += not ok
-                print(f"{n:>6} {lines:>9} {mb:>7.0f} {fault:>9} {name:>8} {wall:>7.2f} {wall / lines * 1e6:>8.2f} "
+                print(f"{n:>6} {lines:>9} {mb:>7.0f} {fault:>9} {name:>8} {wall:>7.2f} {cpu:>6.2f} {cpu / lines * 1e6:>8.2f} "
                       f"{rss:>11.0f}  {text}{'' if ok else '  WRONG (odd rank ' + str(odd) + ')'}"
                       + ('' if doc else '  ' + err.strip().splitlines()[-1] if err.strip() else ''), flush=True)
             if not a.keep:

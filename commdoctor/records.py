@@ -225,11 +225,36 @@ def _template(mid: bytes) -> dict[str, Any] | None:
         obj = json.loads("{" + mid.decode("utf-8") + "}", parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(obj, dict) or not _OUTER.isdisjoint(obj):
-        return None
+    if not isinstance(obj, dict) or not _OUTER.isdisjoint(obj) or mid.count(b'"rank":') != 1:
+        return None  # (one "rank" key, once: the bulk reader of hook_records puts each file's own rank there)
     if damaged({"schema": SCHEMA, "kind": "enter", "seq": 0, **obj, "time": 0.0}) is not None:
         return None
     return obj
+
+
+def parse_line(raw: bytes, memo: dict[bytes, Any]) -> tuple[str, int, float, dict[str, Any]] | dict[str, Any] | None:
+    """One line of a records file (at most ``max_line`` bytes, with or without its newline) as
+    ``iter_entries`` yields it. ``memo`` caches the parsed middles of call lines (one per reader)."""
+    m = _CALL_LINE.match(raw)
+    if m is not None:
+        kind, seq_b, mid, time_b = m.groups()
+        tpl = memo.get(mid, _MISS)
+        if tpl is _MISS:
+            tpl = _template(mid)
+            if len(memo) >= _MEMO_MAX:  # hostile input with endless distinct middles: stay bounded
+                memo.clear()
+            memo[mid] = tpl
+        if tpl is not None:
+            seq, t = int(seq_b), float(time_b)
+            if -(1 << 63) <= seq < (1 << 63) and -_INF < t < _INF:
+                return ("enter" if kind == b"enter" else "exit"), seq, t, tpl
+    try:
+        d = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA or damaged(d) is not None:
+        return None
+    return d
 
 
 def iter_entries(path: str, max_line: int = 1 << 20) -> Iterator[tuple[str, int, float, dict[str, Any]] | dict[str, Any] | None]:
@@ -238,13 +263,12 @@ def iter_entries(path: str, max_line: int = 1 << 20) -> Iterator[tuple[str, int,
     ``fields`` (rank, group, op, dtype, shapes, ...) is one dict shared by every line with the same
     middle: readers must not change it. A tuple stands for exactly the dict ``iter_lines`` yields for
     that line (``{"schema", "kind", "seq", **fields, "time"}``); every other line is yielded as
-    ``iter_lines`` yields it. This is what makes 1,024 ranks' records readable in seconds: a call line
-    costs one regex match and a dict look-up instead of a JSON parse and a field-by-field check.
+    ``iter_lines`` yields it. A call line costs one regex match and a dict look-up instead of a JSON
+    parse and a field-by-field check.
     """
     from commdoctor.safeopen import open_input
 
     memo: dict[bytes, Any] = {}
-    match = _CALL_LINE.match
     with open_input(path) as f:
         readline = f.readline
         while True:
@@ -256,29 +280,7 @@ def iter_entries(path: str, max_line: int = 1 << 20) -> Iterator[tuple[str, int,
                     raw = readline(max_line + 1)
                 yield None
                 continue
-            m = match(raw)
-            if m is not None:
-                kind, seq_b, mid, time_b = m.groups()
-                tpl = memo.get(mid, _MISS)
-                if tpl is _MISS:
-                    tpl = _template(mid)
-                    if len(memo) >= _MEMO_MAX:  # hostile input with endless distinct middles: stay bounded
-                        memo.clear()
-                    memo[mid] = tpl
-                if tpl is not None:
-                    seq, t = int(seq_b), float(time_b)
-                    if -(1 << 63) <= seq < (1 << 63) and -_INF < t < _INF:
-                        yield ("enter" if kind == b"enter" else "exit"), seq, t, tpl
-                        continue
-            try:
-                d = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                yield None
-                continue
-            if not isinstance(d, dict) or d.get("schema") != SCHEMA or damaged(d) is not None:
-                yield None
-                continue
-            yield d
+            yield parse_line(raw, memo)
 
 
 def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | None]:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+import re
 from array import array
+from itertools import compress, repeat
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -25,6 +27,7 @@ FACT = "hook_records"
 #: Per group and rank, how many past entries are kept to find where ranks first disagree.
 KEEP = 20000
 _NAN = float("nan")
+_INF = float("inf")
 
 
 @dataclass
@@ -84,6 +87,15 @@ class History(Mapping[int, Call]):
         self.times.append(t)
         self.done.append(_NAN)
         self.pids.append(pid)
+        self._index = None
+
+    def extend(self, seqs: array[int], sids: array[int], lines: array[int], times: array[float], pid: int) -> None:
+        self.seqs.extend(seqs)
+        self.sids.extend(sids)
+        self.lines.extend(lines)
+        self.times.extend(times)
+        self.done.extend(array("d", [_NAN]) * len(seqs))
+        self.pids.extend(array("l", [pid]) * len(seqs))
         self._index = None
 
     def complete(self, seq: int, t: float) -> None:
@@ -203,31 +215,99 @@ def find_files(paths: Iterable[str]) -> list[str]:
     return records.with_rotated(dict.fromkeys(out))
 
 
-def load(paths: Iterable[str]) -> HookRecords | None:
-    """Everything the records say, or None when ``paths`` hold no records file.
+#: Files larger than this are read line by line (a records file rotates at 64 MiB).
+BULK_MAX = 256 << 20
+MAX_LINE = 1 << 20
+_PE = b'{"schema":"commdoctor.hooks/1","kind":"enter","seq":'
+_PX = b'{"schema":"commdoctor.hooks/1","kind":"exit","seq":'
+_RANK = re.compile(rb',"rank":((?:0|[1-9][0-9]{0,6})),')
+#: Every call line's time, as JSON writes it and the recorder writes it (so ``float`` reads it as JSON would).
+_TIMES = re.compile(rb'(?:-?(?:0|[1-9][0-9]{0,30})\.[0-9]{1,30}\}\n)*')
 
-    One pass over each file (the ranks' progress is folded in the same pass). The recorder's call
-    lines take the fast path of ``records.iter_entries``; a rank's calls are kept as arrays
-    (``History``), so memory and time grow with the number of lines and little else.
-    """
-    files = find_files(paths)
-    if not files:
+
+@dataclass
+class _Shape:
+    """What a file's call lines said, kept to read other ranks' files with the same calls in bulk."""
+
+    rank: int
+    groups: dict[str, tuple[array[int], array[int], array[int]]]  # group -> (positions among enters, seqs, sids)
+    completed: dict[str, int]  # group -> last seq completed in this file
+
+
+@dataclass
+class _Signature:
+    key: tuple[int, int]
+    rank: int
+    enters: list[int]  # line indexes
+    exits: list[int]
+    times_e: list[bytes]
+    times_x: list[bytes]
+
+
+def _signature(lines: list[bytes]) -> _Signature | None:
+    """A digest of a file's call lines with times and the file's rank left out: two files with equal
+    digests made the same calls in the same order. None when the file is not the recorder's plain output.
+
+    Every step is a C loop (map, compress, join): this runs on every file of a 1,024-rank job."""
+    is_e = list(map(bytes.startswith, lines, repeat(_PE)))
+    is_x = list(map(bytes.startswith, lines, repeat(_PX)))
+    enters = list(compress(range(len(lines)), is_e))
+    if not enters:
         return None
-    fold = records.ProgressFold()
-    groups: dict[str, GroupPicture] = {}
-    interned: dict[str, dict[tuple[Any, ...], int]] = {}  # group -> static -> sid
-    by_tpl: dict[int, tuple[dict[str, Any], str, int]] = {}  # id(fields) -> (fields kept alive, group, sid)
-    mismatches: list[tuple[int, int, dict[str, Any]]] = []
-    warnings: list[tuple[int, int, str, str]] = []
-    backend: list[tuple[int, int, str, dict[str, Any]]] = []
-    world: int | None = None
-    bad = 0
-    last_time: float | None = None
-    last_seen: dict[int, float] = {}
-    cut = False
+    exits = list(compress(range(len(lines)), is_x))
+    calls = [lines[i] for i in enters] + [lines[i] for i in exits]
+    ks = list(map(bytes.rfind, calls, repeat(b',"time":')))
+    if -1 in ks:
+        return None
+    heads = list(map(bytes.__getitem__, calls, map(slice, repeat(None), ks)))
+    tails = list(map(bytes.__getitem__, calls, map(slice, map(int.__add__, ks, repeat(8)), repeat(None))))
+    m = _RANK.search(heads[0])
+    if m is None:
+        return None
+    ne = len(enters)
+    text = b"\n".join(heads[:ne]) + b"\x00" + b"\n".join(heads[ne:])
+    if b'"rank":#' in text or _TIMES.fullmatch(b"\n".join(tails) + b"\n") is None:
+        return None
+    text = text.replace(b',"rank":' + m.group(1) + b",", b',"rank":#,')
+    # The interpreter's own (seeded) hash and the length: a collision needs 2^64 tries and the seed.
+    return _Signature((hash(text), len(text)), int(m.group(1)), enters, exits,
+                      tails[:ne], tails[ne:])
 
-    def sid_of(gname: str, g: GroupPicture, static: tuple[Any, ...]) -> int:
-        table = interned.setdefault(gname, {})
+
+def _read_lines(path: str) -> list[bytes] | None:
+    """The file's lines, or None when it is too large to hold (then it is streamed)."""
+    from commdoctor.safeopen import open_input
+
+    with open_input(path) as f:
+        data = f.read(BULK_MAX + 1)
+    if len(data) > BULK_MAX:
+        return None
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+class _Loader:
+    def __init__(self, files: list[str]) -> None:
+        self.files = files
+        self.fold = records.ProgressFold()
+        self.groups: dict[str, GroupPicture] = {}
+        self.interned: dict[str, dict[tuple[Any, ...], int]] = {}  # group -> static -> sid
+        self.by_tpl: dict[int, tuple[dict[str, Any], str, int]] = {}  # id(fields) -> (fields kept alive, group, sid)
+        self.mismatches: list[tuple[int, int, dict[str, Any]]] = []
+        self.warnings: list[tuple[int, int, str, str]] = []
+        self.backend: list[tuple[int, int, str, dict[str, Any]]] = []
+        self.world: int | None = None
+        self.bad = 0
+        self.last_time: float | None = None
+        self.last_seen: dict[int, float] = {}
+        self.cut = False
+        self.shapes: dict[tuple[int, int], _Shape | None] = {}
+        self.memo: dict[bytes, Any] = {}
+
+    def sid_of(self, gname: str, g: GroupPicture, static: tuple[Any, ...]) -> int:
+        table = self.interned.setdefault(gname, {})
         k = (static[0], static[1], static[2], repr(static[3]), static[4], static[5])
         sid = table.get(k)
         if sid is None:
@@ -235,117 +315,229 @@ def load(paths: Iterable[str]) -> HookRecords | None:
             g.statics.append(static)
         return sid
 
-    def hist(g: GroupPicture, rank: int, gname: str) -> History:
+    def hist(self, g: GroupPicture, rank: int) -> History:
         h = g.history.get(rank)
         if h is None:
-            h = g.history[rank] = History(rank, gname, g.statics, files)
+            h = g.history[rank] = History(rank, g.group, g.statics, self.files)
         return h
 
-    for pid, path in enumerate(files):
-        fold.begin(path)
+    def seen(self, rank: int, t: float) -> None:
+        if self.last_time is None or t > self.last_time:
+            self.last_time = t
+        if t > self.last_seen.get(rank, t - 1.0):
+            self.last_seen[rank] = t
+
+    def call(self, n: int, x: tuple[str, int, float, dict[str, Any]], pid: int,
+             shape: dict[str, list[Any]] | None, j: int) -> None:
+        """A call line on the fast path; ``shape`` collects what the file's enters said (j: which enter)."""
+        kind, seq, t, tpl = x
+        rank = tpl["rank"]
+        self.fold.call(rank, x)
+        self.seen(rank, t)
+        if seq < 0:
+            return
+        hit = self.by_tpl.get(id(tpl))
+        if hit is None:
+            gname = str(tpl["group"])
+            g = self.groups.setdefault(gname, GroupPicture(gname))
+            static = (str(tpl.get("op")), tpl.get("reduce_op"), tpl.get("dtype"), tpl.get("shapes"),
+                      tpl.get("root"), tpl.get("site"))
+            hit = self.by_tpl[id(tpl)] = (tpl, gname, self.sid_of(gname, g, static))
+        gname, sid = hit[1], hit[2]
+        g = self.groups[gname]
+        if kind == "enter":
+            h = self.hist(g, rank)
+            h.add(seq, sid, n, t, pid)
+            if shape is not None:
+                pos, seqs, sids = shape.setdefault(gname, [[], [], []])
+                pos.append(j)
+                seqs.append(seq)
+                sids.append(sid)
+            if len(h.seqs) > 2 * KEEP:
+                self.cut = h.keep_last(KEEP) or self.cut
+        else:
+            if seq > g.completed.get(rank, -1):
+                g.completed[rank] = seq
+            h0 = g.history.get(rank)
+            if h0 is not None:
+                h0.complete(seq, t)
+
+    def line(self, n: int, d: dict[str, Any], path: str, pid: int) -> None:
+        """Any other line (and call lines off the fast path), as parsed by json."""
+        self.fold.line(d)
         try:
-            items = records.iter_entries(path)
-            n = 0
-            for x in items:
-                n += 1
-                if type(x) is tuple:  # an enter/exit line as the recorder writes it
-                    kind, seq, t, tpl = x
-                    rank = tpl["rank"]
-                    fold.call(rank, x)
-                    if last_time is None or t > last_time:
-                        last_time = t
-                    if t > last_seen.get(rank, t - 1.0):
-                        last_seen[rank] = t
-                    if seq < 0:
-                        continue
-                    hit = by_tpl.get(id(tpl))
-                    if hit is None:
-                        gname = str(tpl["group"])
-                        g = groups.setdefault(gname, GroupPicture(gname))
-                        static = (str(tpl.get("op")), tpl.get("reduce_op"), tpl.get("dtype"), tpl.get("shapes"),
-                                  tpl.get("root"), tpl.get("site"))
-                        hit = by_tpl[id(tpl)] = (tpl, gname, sid_of(gname, g, static))
-                    gname, sid = hit[1], hit[2]
-                    g = groups[gname]
-                    if kind == "enter":
-                        h = hist(g, rank, gname)
-                        h.add(seq, sid, n, t, pid)
-                        if len(h.seqs) > 2 * KEEP:
-                            cut = h.keep_last(KEEP) or cut
-                    else:
-                        if seq > g.completed.get(rank, -1):
-                            g.completed[rank] = seq
-                        h0 = g.history.get(rank)
-                        if h0 is not None:
-                            h0.complete(seq, t)
-                    continue
-                if x is None:
-                    fold.bad()
-                    bad += 1
-                    continue
-                d: dict[str, Any] = x  # type: ignore[assignment]
-                fold.line(d)
-                try:
-                    rank = records._rank(d.get("rank"))
-                    if rank is None:
-                        raise ValueError("no rank")
-                    kind = d.get("kind")
-                    t = d.get("time")
-                    if isinstance(t, (int, float)):
-                        last_time = t if last_time is None else max(last_time, t)
-                        last_seen[rank] = max(last_seen.get(rank, t), t)
-                    if kind == "header":
-                        ws = records.world_size(d.get("world_size"))
-                        if ws is not None:
-                            world = max(world or 0, ws)
-                    elif kind in ("enter", "exit"):
-                        seq = d["seq"]
-                        if type(seq) is not int or not isinstance(d["group"], (str, int)):
-                            raise ValueError("seq must be an int, group a name")
-                        tf = float(t or 0.0)  # before the group is made: a damaged line leaves no empty group behind
-                        if tf != tf or tf in (float("inf"), float("-inf")):
-                            raise ValueError("time is not a number")
-                        if seq < 0:  # point-to-point and unchecked calls: not part of a group's order
-                            continue
-                        gname = str(d["group"])
-                        g = groups.setdefault(gname, GroupPicture(gname))
-                        if kind == "enter":
-                            static = (str(d.get("op")), d.get("reduce_op"), d.get("dtype"), d.get("shapes"),
-                                      d.get("root"), d.get("site"))
-                            h = hist(g, rank, gname)
-                            h.add(seq, sid_of(gname, g, static), n, tf, pid)
-                            if len(h.seqs) > 2 * KEEP:
-                                cut = h.keep_last(KEEP) or cut
-                        else:
-                            g.completed[rank] = max(g.completed.get(rank, -1), seq)
-                            h0 = g.history.get(rank)
-                            if h0 is not None:
-                                h0.complete(seq, tf)
-                    elif kind == "mismatch":
-                        if not isinstance(d.get("detail"), dict):
-                            raise ValueError("a mismatch record without its detail")
-                        mismatches.append((rank, n, d))
-                    elif kind == "warning":
-                        warnings.append((rank, n, path, str(d.get("message", ""))))
-                    elif kind == "backend" and len(backend) < 4096:  # commdoctor.hooks.backendwatch's notice
-                        if not all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
-                                   for k in ("bytes", "time_s")):
-                            raise ValueError("a backend notice without its figures")
-                        backend.append((rank, n, path, d))
-                except (KeyError, TypeError, ValueError, ArithmeticError):
-                    bad += 1
+            rank = records._rank(d.get("rank"))
+            if rank is None:
+                raise ValueError("no rank")
+            kind = d.get("kind")
+            t = d.get("time")
+            if isinstance(t, (int, float)):
+                self.last_time = t if self.last_time is None else max(self.last_time, t)
+                self.last_seen[rank] = max(self.last_seen.get(rank, t), t)
+            if kind == "header":
+                ws = records.world_size(d.get("world_size"))
+                if ws is not None:
+                    self.world = max(self.world or 0, ws)
+            elif kind in ("enter", "exit"):
+                seq = d["seq"]
+                if type(seq) is not int or not isinstance(d["group"], (str, int)):
+                    raise ValueError("seq must be an int, group a name")
+                tf = float(t or 0.0)  # before the group is made: a damaged line leaves no empty group behind
+                if tf != tf or tf in (float("inf"), float("-inf")):
+                    raise ValueError("time is not a number")
+                if seq < 0:  # point-to-point and unchecked calls: not part of a group's order
+                    return
+                gname = str(d["group"])
+                g = self.groups.setdefault(gname, GroupPicture(gname))
+                if kind == "enter":
+                    static = (str(d.get("op")), d.get("reduce_op"), d.get("dtype"), d.get("shapes"),
+                              d.get("root"), d.get("site"))
+                    h = self.hist(g, rank)
+                    h.add(seq, self.sid_of(gname, g, static), n, tf, pid)
+                    if len(h.seqs) > 2 * KEEP:
+                        self.cut = h.keep_last(KEEP) or self.cut
+                else:
+                    g.completed[rank] = max(g.completed.get(rank, -1), seq)
+                    h0 = g.history.get(rank)
+                    if h0 is not None:
+                        h0.complete(seq, tf)
+            elif kind == "mismatch":
+                if not isinstance(d.get("detail"), dict):
+                    raise ValueError("a mismatch record without its detail")
+                self.mismatches.append((rank, n, d))
+            elif kind == "warning":
+                self.warnings.append((rank, n, path, str(d.get("message", ""))))
+            elif kind == "backend" and len(self.backend) < 4096:  # commdoctor.hooks.backendwatch's notice
+                if not all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
+                           for k in ("bytes", "time_s")):
+                    raise ValueError("a backend notice without its figures")
+                self.backend.append((rank, n, path, d))
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            self.bad += 1
+
+    def item(self, n: int, x: Any, path: str, pid: int) -> None:
+        if type(x) is tuple:
+            self.call(n, x, pid, None, 0)
+        elif x is None:
+            self.fold.bad()
+            self.bad += 1
+        else:
+            self.line(n, x, path, pid)
+
+    def read(self, path: str, pid: int) -> None:
+        self.fold.begin(path)
+        try:
+            lines = _read_lines(path)
+            if lines is None:  # too large to hold: line by line
+                for n, x in enumerate(records.iter_entries(path, MAX_LINE), 1):
+                    self.item(n, x, path, pid)
+            else:
+                self.read_lines(lines, path, pid)
         except OSError:
-            bad += 1
-        fold.end()
-    # A group seen only in exit records (its enter lines damaged or cut off) tells no check where a rank is.
-    groups = {k: g for k, g in groups.items() if g.history}
-    for g in groups.values():
-        for r, h in g.history.items():
-            cut = h.keep_last(KEEP) or cut
-            g.entered[r] = h.call_at(len(h.seqs) - 1)  # the last enter line read, as before
-    return HookRecords(paths=files, ranks=fold.result(), groups=groups, mismatches=mismatches, warnings=warnings,
-                       world_size=world, bad_lines=bad, last_time=last_time, last_seen=last_seen,
-                       truncated=cut, backend=backend)
+            self.bad += 1
+        self.fold.end()
+
+    def read_lines(self, lines: list[bytes], path: str, pid: int) -> None:
+        sig = _signature(lines) if max(map(len, lines), default=0) <= MAX_LINE else None
+        shape = self.shapes.get(sig.key) if sig is not None else None
+        if sig is not None and shape is not None and records._rank(sig.rank) is not None:
+            self.like(shape, sig, lines, path, pid)
+            return
+        # Read every line; when the file is the recorder's plain output of one rank, keep its shape.
+        parse, memo = records.parse_line, self.memo
+        collect: dict[str, list[Any]] | None = {} if sig is not None and sig.key not in self.shapes else None
+        plain = collect is not None
+        enters = set(sig.enters) if sig is not None else set()
+        exits = set(sig.exits) if sig is not None else set()
+        completed: dict[str, int] = {}
+        j = 0
+        for i, raw in enumerate(lines):
+            n = i + 1
+            if len(raw) > MAX_LINE:
+                x: Any = None
+            else:
+                x = parse(raw, memo)
+            if type(x) is tuple:
+                if plain and (x[3]["rank"] != sig.rank or (i not in enters and i not in exits)):  # type: ignore[union-attr]
+                    plain = False
+                self.call(n, x, pid, collect if plain else None, j)
+                if x[0] == "enter":
+                    j += 1
+                elif plain and x[1] >= 0:
+                    gname = str(x[3]["group"])
+                    completed[gname] = max(completed.get(gname, -1), x[1])
+            else:
+                if plain and (i in enters or i in exits):
+                    plain = False
+                self.item(n, x, path, pid)
+        if sig is not None and sig.key not in self.shapes:
+            self.shapes[sig.key] = _Shape(sig.rank, {g: (array("q", v[0]), array("q", v[1]), array("q", v[2]))
+                                                     for g, v in (collect or {}).items()}, completed) if plain else None
+
+    def like(self, shape: _Shape, sig: _Signature, lines: list[bytes], path: str, pid: int) -> None:
+        """A file whose call lines are another file's, but for its rank and times: those come from it."""
+        rank = sig.rank
+        te = list(map(float, map(bytes.rstrip, sig.times_e, repeat(b"}"))))
+        tx = list(map(float, map(bytes.rstrip, sig.times_x, repeat(b"}"))))
+        top = max(max(te, default=-_INF), max(tx, default=-_INF))
+        if top > -_INF:
+            self.seen(rank, top)
+        for gname, (pos, seqs, sids) in shape.groups.items():
+            g = self.groups.setdefault(gname, GroupPicture(gname))
+            h = self.hist(g, rank)
+            enters = sig.enters
+            h.extend(seqs, sids, array("q", map(int.__add__, map(enters.__getitem__, pos), repeat(1))),
+                     array("d", map(te.__getitem__, pos)), pid)
+            if len(h.seqs) > 2 * KEEP:
+                self.cut = h.keep_last(KEEP) or self.cut
+        for gname, seq in shape.completed.items():
+            g = self.groups.setdefault(gname, GroupPicture(gname))
+            if seq > g.completed.get(rank, -1):
+                g.completed[rank] = seq
+        memo = self.memo
+        for idx in (sig.enters, sig.exits):  # the progress: this rank's last enter and exit
+            if idx:
+                x = records.parse_line(lines[idx[-1]], memo)
+                if type(x) is tuple:
+                    self.fold.call(rank, x)
+        other = [True] * len(lines)
+        for idx in (sig.enters, sig.exits):
+            for i in idx:
+                other[i] = False
+        for i in compress(range(len(lines)), other):
+            raw = lines[i]
+            self.item(i + 1, None if len(raw) > MAX_LINE else records.parse_line(raw, memo), path, pid)
+
+    def result(self) -> HookRecords:
+        # A group seen only in exit records (its enter lines damaged or cut off) tells no check where a rank is.
+        groups = {k: g for k, g in self.groups.items() if g.history}
+        for g in groups.values():
+            for r, h in g.history.items():
+                self.cut = h.keep_last(KEEP) or self.cut
+                g.entered[r] = h.call_at(len(h.seqs) - 1)  # the last enter line read, as before
+        return HookRecords(paths=self.files, ranks=self.fold.result(), groups=groups, mismatches=self.mismatches,
+                           warnings=self.warnings, world_size=self.world, bad_lines=self.bad,
+                           last_time=self.last_time, last_seen=self.last_seen, truncated=self.cut,
+                           backend=self.backend)
+
+
+def load(paths: Iterable[str]) -> HookRecords | None:
+    """Everything the records say, or None when ``paths`` hold no records file.
+
+    One pass over each file (the ranks' progress is folded in the same pass). The recorder's call
+    lines take the fast path of ``records.parse_line``; a rank's calls are kept as arrays
+    (``History``). A file whose call lines are, but for the rank and the times, those of a file
+    already read (ranks of one job that made the same calls) is read in bulk: its times, line
+    numbers and other lines from it, the parsed calls from the first. So the cost is one parse per
+    distinct history plus a few byte operations per line, and memory a few bytes a call.
+    """
+    files = find_files(paths)
+    if not files:
+        return None
+    ld = _Loader(files)
+    for pid, path in enumerate(files):
+        ld.read(path, pid)
+    return ld.result()
 
 
 def register(facts: Any, paths: Iterable[str]) -> bool:
