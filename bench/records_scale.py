@@ -109,7 +109,7 @@ def write_variant(path: str, world: int, calls: list[tuple[Any, ...]], seed: int
             rec.flush(force=False, store=False)
         rec.close()
     finally:
-        recorder_mod.time = saved  # type: ignore[assignment]
+        recorder_mod.time = saved
     os.replace(recorder_mod.records.record_path(d, PLACEHOLDER), path)
 
 
@@ -132,7 +132,7 @@ def make_set(out: Path, n: int, n_calls: int, fault: str, odd: int, variants: in
         while calls[seq][2] != "all_reduce":
             seq += 1
         odd_calls[seq] = calls[seq][:3] + ("MAX",) + calls[seq][4:]
-        rest_hang = odd_hang = odd_skip = None
+        rest_hang = odd_hang = odd_skip = None  # type: ignore[assignment]
     texts = []
     for v in range(variants):
         p = str(tmp / f"v{v}.jsonl")
@@ -150,12 +150,15 @@ def make_set(out: Path, n: int, n_calls: int, fault: str, odd: int, variants: in
     return seq, odd_calls[seq][2] if fault != "straggler" else calls[seq][2]
 
 
+CODE = REPO  # whose commdoctor the timed commands run (--code: another checkout, for before/after)
+
+
 def run_child(cmd: list[str]) -> tuple[float, float, float, dict[str, Any], str]:
     """Wall s, CPU s (user + system, from wait4: this child alone), peak RSS MB, its JSON, its stderr's tail."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CODE)}
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env)
+        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env, cwd=str(CODE))  # -m puts the cwd first on sys.path
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -195,10 +198,14 @@ def main() -> int:
     ap.add_argument("--work", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the sets (under --work)")
     ap.add_argument("--no-hang", action="store_true", help="time `records` only")
+    ap.add_argument("--code", action="append", default=[], metavar="DIR",
+                    help="time this checkout's commdoctor too, on the same sets (repeatable: before/after)")
     a = ap.parse_args()
+    global CODE
+    codes = [str(REPO)] + [str(Path(c).resolve()) for c in a.code]
     work = Path(a.work or tempfile.mkdtemp(prefix="cd-recscale-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'ranks':>6} {'lines':>9} {'MB':>7} {'fault':>9} {'command':>8} {'wall s':>7} {'CPU s':>6} {'us/line':>8} "
+    print(f"{'ranks':>6} {'lines':>9} {'MB':>7} {'fault':>9} {'command':>14} {'wall s':>7} {'CPU s':>6} {'us/line':>8} "
           f"{'peak RSS MB':>11}  verdict", flush=True)
     bad = 0
     for n in (int(x) for x in a.ranks.split(",")):
@@ -212,11 +219,14 @@ def main() -> int:
             cmds = [("records", [sys.executable, "-m", "commdoctor", "records", "--json", str(d)])]
             if not a.no_hang and fault != "silent":
                 cmds.append(("hang", [sys.executable, "-m", "commdoctor", "hang", "--json", "--records", str(d)]))
-            for name, cmd in cmds:
+            for (name, cmd), code in ((c, k) for c in cmds for k in codes):
+                CODE = Path(code)
+                if len(codes) > 1:
+                    name = f"{name}@{Path(code).name}"
                 wall, cpu, rss, doc, err = run_child(cmd)
-                text, ok = judge(doc, odd, seq, op, fault, name)
+                text, ok = judge(doc, odd, seq, op, fault, name.split("@")[0])
                 bad += not ok
-                print(f"{n:>6} {lines:>9} {mb:>7.0f} {fault:>9} {name:>8} {wall:>7.2f} {cpu:>6.2f} {cpu / lines * 1e6:>8.2f} "
+                print(f"{n:>6} {lines:>9} {mb:>7.0f} {fault:>9} {name:>14} {wall:>7.2f} {cpu:>6.2f} {cpu / lines * 1e6:>8.2f} "
                       f"{rss:>11.0f}  {text}{'' if ok else '  WRONG (odd rank ' + str(odd) + ')'}"
                       + ('' if doc else '  ' + err.strip().splitlines()[-1] if err.strip() else ''), flush=True)
             if not a.keep:
