@@ -111,13 +111,14 @@ def test_a_large_set_read_in_bulk_is_what_reading_every_line_gives(tmp_path: Pat
         if r == 2:
             data = data[:-40]
         elif old is None:
-            data += new
+            data += new or b""
         else:
+            assert new is not None
             i = data.index(b'"kind":"enter"', len(data) // 2)
             j = data.index(old, i)
             data = data[:j] + new + data[j + len(old):]
         p.write_bytes(data)
-    calls = []
+    calls: list[int] = []
     real_like = hook_records._Loader.like
 
     def counting_like(self: Any, *a: Any) -> None:

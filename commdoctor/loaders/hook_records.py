@@ -521,7 +521,7 @@ class _Loader:
                            backend=self.backend)
 
 
-def load(paths: Iterable[str]) -> HookRecords | None:
+def load(paths: Iterable[str], progress: Any = None) -> HookRecords | None:
     """Everything the records say, or None when ``paths`` hold no records file.
 
     One pass over each file (the ranks' progress is folded in the same pass). The recorder's call
@@ -530,19 +530,22 @@ def load(paths: Iterable[str]) -> HookRecords | None:
     already read (ranks of one job that made the same calls) is read in bulk: its times, line
     numbers and other lines from it, the parsed calls from the first. So the cost is one parse per
     distinct history plus a few byte operations per line, and memory a few bytes a call.
+    ``progress(what, done, total)``, when given, is called before each file (the callers' meters).
     """
     files = find_files(paths)
     if not files:
         return None
     ld = _Loader(files)
     for pid, path in enumerate(files):
+        if progress is not None:
+            progress("reading records", pid, len(files))
         ld.read(path, pid)
     return ld.result()
 
 
-def register(facts: Any, paths: Iterable[str]) -> bool:
+def register(facts: Any, paths: Iterable[str], progress: Any = None) -> bool:
     """Provide the ``hook_records`` fact when ``paths`` hold records; True if they did."""
-    rec = load(paths)
+    rec = load(paths, progress)
     if rec is None:
         return False
     facts.provide(FACT, rec)

@@ -85,7 +85,7 @@ def hook_progress(ctx: Any) -> dict[int, Any]:
             files += [os.path.join(p, n) for n in names if n.startswith(FILE_PREFIX) and n.endswith(".jsonl")]
         else:
             files.append(p)
-    rec = hook_records.load(files) if files else None
+    rec = hook_records.load(files, progress=_progress(ctx)) if files else None
     return rec.ranks if rec is not None else {}
 
 
