@@ -669,6 +669,10 @@ _INT_OPS = rb"(?:K[\s\S]|M[\s\S]{2}|J[\s\S]{4}" + b"".join(
     rb"|\x8a" + re.escape(bytes([k])) + rb"[\s\S]{" + str(k).encode() + rb"}" for k in range(1, 9)) + rb")"
 
 
+#: How many of a dump's last entries the name digest covers.
+TAIL = 64
+
+
 def ops_digest(data: bytes, pos: int, memo_len: int, max_ops: int = 2_000) -> int | None:
     """A digest of the sequence of ``profiling_name`` values of a dump's entries, read from the pickle's
     bytes without unpickling them; None when the layout is not the one torch writes.
@@ -678,7 +682,8 @@ def ops_digest(data: bytes, pos: int, memo_len: int, max_ops: int = 2_000) -> in
     time). The first entry is walked (from ``pos``, just past the ``entries`` key, where the memo holds
     ``memo_len`` objects) to learn which memo slots hold the two keys; one regex then finds every
     entry's name. Two dumps with the same status and the same digest made the same calls in the same
-    order, as far as their names say; a different digest means their entries must be read."""
+    order, as far as their names say; a different digest means their entries must be read. Only the
+    last ``TAIL`` entries count: a rank whose calls differ only further back shares its class's read."""
     import pickletools
 
     count, slots, want = memo_len, {}, {"op_id", "profiling_name"}
@@ -702,7 +707,18 @@ def ops_digest(data: bytes, pos: int, memo_len: int, max_ops: int = 2_000) -> in
         return None
     pat = re.compile(re.escape(_ref(slots["op_id"])) + _INT_OPS + re.escape(_ref(slots["profiling_name"]))
                      + rb"(h[\s\S]|j[\s\S]{4}|\x8c[\s\S][^\x94]{0,255}\x94)")
-    names = pat.findall(data, pos)
+    # The tail is what a hang is about (and all a rank's divergent entries hold): scan a window at the
+    # end, doubled until it holds TAIL names or reaches the entries' start; a 2,000-entry dump then costs
+    # a tenth of a full scan.
+    size = 32768
+    while True:
+        start = max(pos, len(data) - size)
+        names = pat.findall(data, start)
+        if len(names) > TAIL or start == pos:
+            break
+        size *= 2
+    # A window may begin inside an entry: the first match is left out unless the scan began at the entries.
+    names = names[-TAIL:] if len(names) > TAIL else names
     return hash((len(names), b"\x00".join(names)))
 
 
