@@ -265,7 +265,10 @@ def _signature(lines: list[bytes]) -> _Signature | None:
     if m is None:
         return None
     ne = len(enters)
-    text = b"\n".join(heads[:ne]) + b"\x00" + b"\n".join(heads[ne:])
+    # Exits in sorted order: calls complete in an order that depends on timing (an async call's exit is
+    # written when its work is seen done), and what a file's exits give (each group's last completed seq)
+    # does not depend on their order. Enters keep theirs: that order is what the check compares.
+    text = b"\n".join(heads[:ne]) + b"\x00" + b"\n".join(sorted(heads[ne:]))
     if b'"rank":#' in text or _TIMES.fullmatch(b"\n".join(tails) + b"\n") is None:
         return None
     text = text.replace(b',"rank":' + m.group(1) + b",", b',"rank":#,')
