@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import re
 from array import array
 from itertools import compress, repeat
+from operator import itemgetter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -255,12 +256,12 @@ def _signature(lines: list[bytes]) -> _Signature | None:
     if not enters:
         return None
     exits = list(compress(range(len(lines)), is_x))
-    calls = [lines[i] for i in enters] + [lines[i] for i in exits]
-    ks = list(map(bytes.rfind, calls, repeat(b',"time":')))
-    if -1 in ks:
+    calls = list(compress(lines, is_e)) + list(compress(lines, is_x))
+    parts = list(map(bytes.rpartition, calls, repeat(b',"time":')))
+    if not all(map(itemgetter(1), parts)):
         return None
-    heads = list(map(bytes.__getitem__, calls, map(slice, repeat(None), ks)))
-    tails = list(map(bytes.__getitem__, calls, map(slice, map(int.__add__, ks, repeat(8)), repeat(None))))
+    heads = list(map(itemgetter(0), parts))
+    tails = list(map(itemgetter(2), parts))
     m = _RANK.search(heads[0])
     if m is None:
         return None
