@@ -2,11 +2,14 @@
 
 Each set is made by ``scale_fr.py`` (the project's shared tool) from the real 3-rank H100
 capture ``fixtures/hang/nccl/straggler3/fr``: torch's default ring (2,000 entries per rank), one
-odd rank, as a straggler and as a mismatch (broadcast where the others all_reduce). Each run is
+odd rank, as a straggler, as a mismatch (broadcast where the others all_reduce, then a barrier: the
+odd rank's status differs) and as ``same-status`` (every rank waits in its last call, the odd rank's
+a broadcast: one status class, told apart by the entries' names). Each run is
 the whole CLI in a fresh interpreter, as a user runs it; it prints wall time, the peak RSS of that
 process and whether the verdict named the odd rank with the right code.
 
-    python bench/hang_fr_scale.py [--ranks 8,64,128,512,1024,4096] [--faults straggler,mismatch]
+    python bench/hang_fr_scale.py [--ranks 8,64,128,512,1024,4096] [--faults straggler,mismatch,same-status]
+        [--odd K]
         [--scale-fr PATH/scale_fr.py] [--work DIR]
 
 Sets are large (about 255 KB per rank); each is deleted after its run.
@@ -27,14 +30,29 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "fixtures" / "hang" / "nccl" / "straggler3" / "fr"
-WANT = {"straggler": "HANG010", "mismatch": "HANG011"}
+WANT = {"straggler": "HANG010", "mismatch": "HANG011", "same-status": "HANG011"}
 
 
-def run_one(scale_fr: str, work: Path, n: int, fault: str) -> tuple[float, float, str, bool]:
+def same_status(d: Path, n: int, odd: int) -> None:
+    """The odd rank's dump made like the others' (same pg_status, same calls) but for its last entry, a
+    broadcast where every other rank's is an all_reduce: every rank waits at the same sequence number,
+    so the ranks fall in one status class and only the entries tell them apart."""
+    import pickle
+
+    other = 0 if odd != 0 else 1
+    doc = pickle.loads((d / f"nccl_trace_rank_{other}").read_bytes())  # our own scale_fr output: trusted
+    doc["entries"][-1] = dict(doc["entries"][-1], profiling_name="nccl:broadcast")
+    (d / f"nccl_trace_rank_{odd}").write_bytes(pickle.dumps(doc))
+
+
+def run_one(scale_fr: str, work: Path, n: int, fault: str, odd: int | None = None) -> tuple[float, float, str, bool]:
     d = work / f"{fault}{n}"
-    odd = n * 3 // 4 + 1 if n > 4 else n - 1
-    subprocess.run([sys.executable, scale_fr, str(SRC), str(d), str(n), "--odd", str(odd), "--fault", fault],
-                   check=True, capture_output=True)
+    if odd is None:
+        odd = n * 3 // 4 + 1 if n > 4 else n - 1
+    subprocess.run([sys.executable, scale_fr, str(SRC), str(d), str(n), "--odd", str(odd),
+                    "--fault", "mismatch" if fault == "same-status" else fault], check=True, capture_output=True)
+    if fault == "same-status":
+        same_status(d, n, odd)
     try:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -54,9 +72,10 @@ def run_one(scale_fr: str, work: Path, n: int, fault: str) -> tuple[float, float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", default="8,64,128,512,1024,4096")
-    ap.add_argument("--faults", default="straggler,mismatch")
+    ap.add_argument("--faults", default="straggler,mismatch,same-status")
     ap.add_argument("--scale-fr", default=str(REPO.parent.parent / "shared" / "tools" / "scale_fr.py"))
     ap.add_argument("--work", default=None)
+    ap.add_argument("--odd", type=int, default=None, help="the odd rank (default 3n/4 + 1)")
     a = ap.parse_args()
     if not os.path.exists(a.scale_fr):
         print(f"scale_fr.py not found at {a.scale_fr}: give --scale-fr", file=sys.stderr)
@@ -67,7 +86,7 @@ def main() -> int:
     bad = 0
     for n in (int(x) for x in a.ranks.split(",")):
         for fault in a.faults.split(","):
-            wall, rss, text, ok = run_one(a.scale_fr, work, n, fault)
+            wall, rss, text, ok = run_one(a.scale_fr, work, n, fault, a.odd)
             bad += not ok
             print(f"{n:>6} {n * 2000:>9} {fault:>10} {wall:>8.2f} {wall / (n * 2000) * 1e6:>9.2f} {rss:>12.0f}  "
                   f"{text}{'' if ok else '  WRONG'}", flush=True)

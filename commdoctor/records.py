@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -204,6 +205,84 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a record holds")
 
 
+#: The shape of every call line the recorder writes (``Recorder._flush_locked``): kind, seq, the part
+#: that is the same for every call of one kind at one place (rank, group, op, ..., site), time. A line of
+#: exactly this shape is parsed by parsing its middle once per distinct middle; anything else (spaces,
+#: other key orders, other kinds) goes through ``json.loads`` as before. Both give the same dict.
+_CALL_LINE = re.compile(
+    rb'\{"schema":"commdoctor\.hooks/1","kind":"(enter|exit)","seq":(-?(?:0|[1-9][0-9]{0,18})),'
+    rb'(.+),"time":(-?(?:0|[1-9][0-9]{0,30})\.[0-9]{1,30})\}\n?\Z', re.S)
+#: Keys that must not appear in a line's middle: a duplicate would override the ones outside it.
+_OUTER = frozenset({"schema", "kind", "seq", "time"})
+_MISS = object()
+_MEMO_MAX = 4096
+_INF = float("inf")
+
+
+def _template(mid: bytes) -> dict[str, Any] | None:
+    """The middle of a call line as its fields, validated once, or None when the line needs the slow path."""
+    try:
+        obj = json.loads("{" + mid.decode("utf-8") + "}", parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not _OUTER.isdisjoint(obj) or mid.count(b'"rank":') != 1:
+        return None  # (one "rank" key, once: the bulk reader of hook_records puts each file's own rank there)
+    if damaged({"schema": SCHEMA, "kind": "enter", "seq": 0, **obj, "time": 0.0}) is not None:
+        return None
+    return obj
+
+
+def parse_line(raw: bytes, memo: dict[bytes, Any]) -> tuple[str, int, float, dict[str, Any]] | dict[str, Any] | None:
+    """One line of a records file (at most ``max_line`` bytes, with or without its newline) as
+    ``iter_entries`` yields it. ``memo`` caches the parsed middles of call lines (one per reader)."""
+    m = _CALL_LINE.match(raw)
+    if m is not None:
+        kind, seq_b, mid, time_b = m.groups()
+        tpl = memo.get(mid, _MISS)
+        if tpl is _MISS:
+            tpl = _template(mid)
+            if len(memo) >= _MEMO_MAX:  # hostile input with endless distinct middles: stay bounded
+                memo.clear()
+            memo[mid] = tpl
+        if tpl is not None:
+            seq, t = int(seq_b), float(time_b)
+            if -(1 << 63) <= seq < (1 << 63) and -_INF < t < _INF:
+                return ("enter" if kind == b"enter" else "exit"), seq, t, tpl
+    try:
+        d = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA or damaged(d) is not None:
+        return None
+    return d
+
+
+def iter_entries(path: str, max_line: int = 1 << 20) -> Iterator[tuple[str, int, float, dict[str, Any]] | dict[str, Any] | None]:
+    """``iter_lines``, with the recorder's call lines given as ``(kind, seq, time, fields)`` tuples.
+
+    ``fields`` (rank, group, op, dtype, shapes, ...) is one dict shared by every line with the same
+    middle: readers must not change it. A tuple stands for exactly the dict ``iter_lines`` yields for
+    that line (``{"schema", "kind", "seq", **fields, "time"}``); every other line is yielded as
+    ``iter_lines`` yields it. A call line costs one regex match and a dict look-up instead of a JSON
+    parse and a field-by-field check.
+    """
+    from commdoctor.safeopen import open_input
+
+    memo: dict[bytes, Any] = {}
+    with open_input(path) as f:
+        readline = f.readline
+        while True:
+            raw = readline(max_line + 1)
+            if not raw:
+                break
+            if len(raw) > max_line and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
+                    raw = readline(max_line + 1)
+                yield None
+                continue
+            yield parse_line(raw, memo)
+
+
 def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | None]:
     """Yield each parsed line of a records file, or None for a line that is not a record.
 
@@ -213,35 +292,97 @@ def iter_lines(path: str, max_line: int = 1 << 20) -> Iterator[dict[str, Any] | 
     The file is opened through ``safeopen.open_input``: a FIFO is waited on only
     briefly and a device is refused.
     """
-    from commdoctor.safeopen import open_input
-
-    with open_input(path) as f:
-        while True:
-            raw = f.readline(max_line + 1)
-            if not raw:
-                break
-            if len(raw) > max_line and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # the rest of the over-long line
-                    raw = f.readline(max_line + 1)
-                yield None
-                continue
-            try:
-                d = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                yield None
-                continue
-            if not isinstance(d, dict) or d.get("schema") != SCHEMA or damaged(d) is not None:
-                yield None
-                continue
-            yield d
+    for x in iter_entries(path, max_line):
+        if type(x) is tuple:
+            kind, seq, t, tpl = x
+            yield {"schema": SCHEMA, "kind": kind, "seq": seq, **tpl, "time": t}
+        else:
+            yield x  # type: ignore[misc]
 
 
-def _readable_lines(path: str) -> Iterator[dict[str, Any] | None]:
-    """``iter_lines``, ending quietly where the file cannot be read (a FIFO nobody writes, a device, an I/O error)."""
+def _readable(path: str) -> Iterator[tuple[str, int, float, dict[str, Any]] | dict[str, Any] | None]:
+    """``iter_entries``, ending quietly where the file cannot be read (a FIFO nobody writes, a device, an I/O error)."""
     try:
-        yield from iter_lines(path)
+        yield from iter_entries(path)
     except OSError:
         return
+
+
+def call_record(x: tuple[str, int, float, dict[str, Any]] | dict[str, Any]) -> CallRecord:
+    """The CallRecord of an ``iter_entries`` item (a call tuple or a parsed enter/exit line)."""
+    if type(x) is tuple:
+        kind, seq, t, tpl = x
+        x = {"kind": kind, "seq": seq, **tpl, "time": t}
+    return CallRecord.from_dict(x)  # type: ignore[arg-type]
+
+
+class ProgressFold:
+    """Folds record lines, file by file, into each rank's progress (what ``read_progress`` returns).
+
+    Only the last enter and exit of each rank become CallRecords, once, at ``result()``: a rank's
+    records hold thousands of calls and the progress needs two of them.
+    """
+
+    def __init__(self) -> None:
+        self.out: dict[int, RankProgress] = {}
+        self._last: dict[int, list[Any]] = {}  # rank -> [last enter item, last exit item]
+        self._path = ""
+        self._prog: RankProgress | None = None
+        self._bad = 0
+
+    def begin(self, path: str) -> None:
+        self._path, self._prog, self._bad = path, None, 0
+
+    def bad(self) -> None:
+        self._bad += 1
+
+    def _rank(self, rank: int) -> RankProgress:
+        prog = self._prog
+        if prog is None or prog.rank != rank:
+            prog = self.out.get(rank)
+            if prog is None:
+                prog = self.out[rank] = RankProgress(rank=rank, path=self._path)
+                self._last[rank] = [None, None]
+            self._prog = prog
+        prog.path = self._path  # the newest file of the rank (after its rotated predecessor)
+        return prog
+
+    def call(self, rank: int, item: tuple[str, int, float, dict[str, Any]]) -> None:
+        self._rank(rank)
+        self._last[rank][0 if item[0] == "enter" else 1] = item
+
+    def line(self, d: dict[str, Any]) -> None:
+        rank = _rank(d.get("rank"))
+        if rank is None:
+            self._bad += 1
+            return
+        prog = self._rank(rank)
+        kind = d.get("kind")
+        if kind == "header":
+            prog.host, prog.pid, prog.world_size = d.get("host"), d.get("pid"), world_size(d.get("world_size"))
+        elif kind == "enter":
+            self._last[rank][0] = d
+        elif kind == "exit":
+            self._last[rank][1] = d
+        elif kind == "mismatch":
+            prog.mismatches.append(d)
+        elif kind == "warning":
+            prog.warnings.append(str(d.get("message", "")))
+
+    def end(self) -> None:
+        if self._prog is not None:
+            self._prog.bad_lines += self._bad
+        self._bad = 0
+
+    def result(self) -> dict[int, RankProgress]:
+        for rank, (e, x) in self._last.items():
+            prog = self.out[rank]
+            try:
+                prog.last_entered = call_record(e) if e is not None else None
+                prog.last_completed = call_record(x) if x is not None else None
+            except (TypeError, ValueError):
+                prog.bad_lines += 1
+        return self.out
 
 
 def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
@@ -252,35 +393,15 @@ def read_progress(paths: Iterable[str]) -> dict[int, RankProgress]:
             files += sorted(os.path.join(p, n) for n in os.listdir(p) if n.startswith(FILE_PREFIX) and n.endswith(".jsonl"))
         elif os.path.exists(p):
             files.append(p)
-    files = with_rotated(files)
-    out: dict[int, RankProgress] = {}
-    for path in files:
-        prog: RankProgress | None = None
-        bad = 0
-        for d in _readable_lines(path):
-            if d is None:
-                bad += 1
-                continue
-            rank = _rank(d.get("rank"))
-            if rank is None:
-                bad += 1
-                continue
-            prog = out.setdefault(rank, RankProgress(rank=rank, path=path))
-            prog.path = path  # the newest file of the rank (after its rotated predecessor)
-            kind = d.get("kind")
-            try:
-                if kind == "header":
-                    prog.host, prog.pid, prog.world_size = d.get("host"), d.get("pid"), world_size(d.get("world_size"))
-                elif kind == "enter":
-                    prog.last_entered = CallRecord.from_dict(d)
-                elif kind == "exit":
-                    prog.last_completed = CallRecord.from_dict(d)
-                elif kind == "mismatch":
-                    prog.mismatches.append(d)
-                elif kind == "warning":
-                    prog.warnings.append(str(d.get("message", "")))
-            except (TypeError, ValueError):
-                bad += 1
-        if prog is not None:
-            prog.bad_lines += bad
-    return out
+    fold = ProgressFold()
+    for path in with_rotated(files):
+        fold.begin(path)
+        for x in _readable(path):
+            if type(x) is tuple:
+                fold.call(x[3]["rank"], x)
+            elif x is None:
+                fold.bad()
+            else:
+                fold.line(x)  # type: ignore[arg-type]
+        fold.end()
+    return fold.result()

@@ -46,9 +46,25 @@ def _group_title(group: str) -> str:
     return "the default group" if group == "0" else f"group {group}"
 
 
+#: Above this many ranks, runs of ranks are written as ranges and evidence is given per distinct call.
+MANY = 8
+
+
 def _ranks(rs: Any) -> str:
     rs = sorted(set(rs))
+    if len(rs) > MANY:  # "ranks 0-768 and 770-1023", not a thousand numbers
+        from commdoctor.checks.hang import ranks_text
+
+        return "ranks " + ranks_text(rs)
     return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(map(str, rs))
+
+
+def _by_call(calls: dict[int, Call]) -> list[tuple[list[int], Call]]:
+    """Ranks grouped by the call they made (what must agree), largest group first."""
+    groups: dict[Any, list[int]] = {}
+    for r, c in sorted(calls.items()):
+        groups.setdefault(c.key(), []).append(r)
+    return sorted(((rs, calls[rs[0]]) for rs in groups.values()), key=lambda x: (-len(x[0]), x[0][0]))
 
 
 class HookMismatchCheck(Check):
@@ -174,18 +190,28 @@ class HookMismatchCheck(Check):
     def _first_disagreement(g: GroupPicture) -> tuple[int, dict[int, Call]] | None:
         if len(g.history) < 2:
             return None
-        common = set.intersection(*(set(h) for h in g.history.values()))
+        # Ranks with identical histories agree with each other at every seq: compare one rank per class.
+        classes = g.classes()
+        if len(classes) < 2:
+            return None
+        reps = [g.history[c[0]] for c in classes]
+        keys = [{s: g.key_of(h.sids[i]) for s, i in h.index().items()} for h in reps]
+        common = set.intersection(*(set(k) for k in keys))
         for seq in sorted(common):
-            calls = {r: h[seq] for r, h in g.history.items()}
-            if len({c.key() for c in calls.values()}) > 1:
-                return seq, calls
+            if len({k[seq] for k in keys}) > 1:
+                return seq, {r: h[seq] for r, h in g.history.items()}
         return None
 
     def _offline(self, rec: HookRecords, g: GroupPicture, seq: int, calls: dict[int, Call]) -> Finding:
         keys = {r: c.key() for r, c in calls.items()}
         names = ("op", "reduce_op", "dtype", "shapes", "root")
         differ = [n for i, n in enumerate(names) if len({k[i] for k in keys.values()}) > 1]
-        ev = [Evidence(c.path, f"rank {r} entered {c.describe()}", line=c.line, rank=r) for r, c in sorted(calls.items())]
+        if len(calls) > MANY:  # one line per distinct call, naming its ranks
+            ev = [Evidence(c.path, f"{_ranks(rs)} entered {c.describe()}", line=c.line, rank=rs[0])
+                  for rs, c in reversed(_by_call(calls))]
+        else:
+            ev = [Evidence(c.path, f"rank {r} entered {c.describe()}", line=c.line, rank=r)
+                  for r, c in sorted(calls.items())]
         return self.finding("HOOK005", seq=seq, group=_group_title(g.group),
                             what=", ".join(_FIELD.get(x, x) for x in differ), ranks=sorted(calls), evidence=ev)
 
@@ -296,8 +322,7 @@ class HookProgressCheck(Check):
                 detail = (f"{_ranks(waiting)} had waited {waited:.1f} s when the records end" + ("" if waited >= HUNG_S else
                           ": maybe a snapshot taken mid-step rather than a hang"))
                 ev = [Evidence(c.path, f"rank {b} last entered {c.describe()}", line=c.line, rank=b)]
-                ev += [Evidence(w.path, f"rank {r} entered {w.describe()}", line=w.line, rank=r)
-                       for r, w in sorted(waiting.items())]
+                ev += _waiting_evidence(waiting)
                 yield self.finding("HOOK010", behind=_ranks([b]), where=where, waiting=_ranks(waiting),
                                    wait_verb="waits" if len(waiting) == 1 else "wait", call=call,
                                    ranks=[b, *sorted(waiting)], evidence=ev, detail=detail, severity=sev)
@@ -305,10 +330,16 @@ class HookProgressCheck(Check):
         members = set(g.entered)
         if set(waiting) == members and len(members) > 1 and len({c.key() for c in waiting.values()}) == 1:
             sev = None if waited >= HUNG_S else I
-            ev = [Evidence(w.path, f"rank {r} entered {w.describe()}", line=w.line, rank=r)
-                  for r, w in sorted(waiting.items())]
+            ev = _waiting_evidence(waiting)
             yield self.finding("HOOK011", group=_group_title(g.group), call=call, ranks=sorted(waiting), evidence=ev,
                                detail=f"they waited {waited:.1f} s before the records end", severity=sev)
+
+
+def _waiting_evidence(waiting: dict[int, Call]) -> list[Evidence]:
+    if len(waiting) > MANY:
+        return [Evidence(c.path, f"{_ranks(rs)} entered {c.describe()}", line=c.line, rank=rs[0])
+                for rs, c in _by_call(waiting)]
+    return [Evidence(w.path, f"rank {r} entered {w.describe()}", line=w.line, rank=r) for r, w in sorted(waiting.items())]
 
 
 def _detail(d: dict[str, Any]) -> dict[str, Any]:

@@ -559,10 +559,11 @@ FULL_READ_RANKS = 16
 _OP_SIZE = {b"q": 1, b"h": 1, b"r": 4, b"j": 4, b"K": 1, b"M": 2, b"J": 4, b"G": 8, b"\x95": 8, b"\x80": 1}
 
 
-def read_header(data: bytes, max_ops: int = 50_000) -> dict[str, Any] | None:
+def read_header(data: bytes, max_ops: int = 50_000, where: list[int] | None = None) -> dict[str, Any] | None:
     """The top-level keys of a pickled dump that come before ``entries`` (version, pg_config,
     pg_status), without building the entries; None when the pickle is not laid out that way or uses
-    an opcode this walker does not know (the caller then reads the whole dump)."""
+    an opcode this walker does not know (the caller then reads the whole dump). ``where``, when
+    given, receives the offset just past the ``entries`` key and the memo's size there."""
     stack: list[Any] = []
     marks: list[int] = []
     memo: dict[int, Any] = {}
@@ -604,6 +605,8 @@ def read_header(data: bytes, max_ops: int = 50_000) -> dict[str, Any] | None:
                     pairs = stack[marks[0]:]
                     for k in range(0, len(pairs) - 1, 2):
                         top[str(pairs[k])] = pairs[k + 1]
+                    if where is not None:
+                        where.extend((i, len(memo)))
                     return top
                 stack.append(text)
             elif op == b"K":
@@ -657,6 +660,68 @@ def read_header(data: bytes, max_ops: int = 50_000) -> dict[str, Any] | None:
     return None
 
 
+def _ref(i: int) -> bytes:
+    """The pickle bytes that fetch memo entry ``i`` (BINGET or LONG_BINGET)."""
+    return b"h" + bytes([i]) if i < 256 else b"j" + i.to_bytes(4, "little")
+
+
+_INT_OPS = rb"(?:K[\s\S]|M[\s\S]{2}|J[\s\S]{4}" + b"".join(
+    rb"|\x8a" + re.escape(bytes([k])) + rb"[\s\S]{" + str(k).encode() + rb"}" for k in range(1, 9)) + rb")"
+
+
+#: How many of a dump's last entries the name digest covers.
+TAIL = 64
+
+
+def ops_digest(data: bytes, pos: int, memo_len: int, max_ops: int = 2_000) -> int | None:
+    """A digest of the sequence of ``profiling_name`` values of a dump's entries, read from the pickle's
+    bytes without unpickling them; None when the layout is not the one torch writes.
+
+    Every entry after the first names its keys by memo reference, in a fixed order: ``op_id``, an int,
+    ``profiling_name``, then the name (a memo reference to a name already seen, or the text the first
+    time). The first entry is walked (from ``pos``, just past the ``entries`` key, where the memo holds
+    ``memo_len`` objects) to learn which memo slots hold the two keys; one regex then finds every
+    entry's name. Two dumps with the same status and the same digest made the same calls in the same
+    order, as far as their names say; a different digest means their entries must be read. Only the
+    last ``TAIL`` entries count: a rank whose calls differ only further back shares its class's read."""
+    import pickletools
+
+    count, slots, want = memo_len, {}, {"op_id", "profiling_name"}
+    last: Any = None
+    try:
+        for k, (op, arg, _) in enumerate(pickletools.genops(data[pos:pos + 65536])):
+            if k > max_ops:
+                return None
+            if op.name == "MEMOIZE":
+                if last in want and last not in slots:
+                    slots[last] = count
+                    if len(slots) == 2:
+                        break
+                count += 1
+            elif op.name in ("PUT", "BINPUT", "LONG_BINPUT", "STOP"):
+                return None
+            last = arg if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8") else None
+    except (ValueError, IndexError):
+        return None
+    if len(slots) != 2:
+        return None
+    pat = re.compile(re.escape(_ref(slots["op_id"])) + _INT_OPS + re.escape(_ref(slots["profiling_name"]))
+                     + rb"(h[\s\S]|j[\s\S]{4}|\x8c[\s\S][^\x94]{0,255}\x94)")
+    # The tail is what a hang is about (and all a rank's divergent entries hold): scan a window at the
+    # end, doubled until it holds TAIL names or reaches the entries' start; a 2,000-entry dump then costs
+    # a tenth of a full scan.
+    size = 32768
+    while True:
+        start = max(pos, len(data) - size)
+        names = pat.findall(data, start)
+        if len(names) > TAIL or start == pos:
+            break
+        size *= 2
+    # A window may begin inside an entry: the first match is left out unless the scan began at the entries.
+    names = names[-TAIL:] if len(names) > TAIL else names
+    return hash((len(names), b"\x00".join(names)))
+
+
 def _status_of(header: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     st = header.get("pg_status")
@@ -690,17 +755,21 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
         except OSError as e:
             errors.append(f"{f}: {e.strerror or e}")
             continue
-        head = read_header(data) if data[:1] == b"\x80" else None
+        where: list[int] = []
+        head = read_header(data, where=where) if data[:1] == b"\x80" else None
         if head is None or not _status_of(head):
             rest.append(f)
             continue
+        # Ranks of one status class may still have called different collectives at the same sequence
+        # number (every rank waits in #N, one in a broadcast): the digest of their calls' names tells.
+        head["\x00ops"] = ops_digest(data, where[0], where[1])
         headers.append((f, rank, head))
         del data
     classes: dict[Any, list[tuple[str, int, dict[str, Any]]]] = {}
     for item in headers:
         st = _status_of(item[2])
-        key = tuple(sorted((g, s.get("last_enqueued_collective", -1), s.get("last_completed_collective", -1))
-                           for g, s in st.items()))
+        key = (tuple(sorted((g, s.get("last_enqueued_collective", -1), s.get("last_completed_collective", -1))
+                            for g, s in st.items())), item[2].pop("\x00ops", None))
         classes.setdefault(key, []).append(item)
     dumps: list[FRDump] = []
     for k, members in enumerate(classes.values()):

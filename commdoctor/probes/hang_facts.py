@@ -71,10 +71,23 @@ def records_dirs(ctx: Any) -> list[str]:
 
 
 def hook_progress(ctx: Any) -> dict[int, Any]:
-    from commdoctor.records import read_progress
+    """Each rank's progress (``records.read_progress``'s answer), read by the records loader: it reads
+    a 1,024-rank job's files in bulk where ``read_progress`` parses every line."""
+    from commdoctor.loaders import hook_records
+    from commdoctor.records import FILE_PREFIX
 
-    dirs = records_dirs(ctx)
-    return read_progress(dirs) if dirs else {}
+    files: list[str] = []
+    for p in records_dirs(ctx):
+        if os.path.isdir(p):
+            try:
+                names = sorted(os.listdir(p))
+            except OSError:
+                continue
+            files += [os.path.join(p, n) for n in names if n.startswith(FILE_PREFIX) and n.endswith(".jsonl")]
+        else:
+            files.append(p)
+    rec = hook_records.load(files, progress=_progress(ctx)) if files else None
+    return rec.ranks if rec is not None else {}
 
 
 def fr_paths(ctx: Any) -> list[str]:
