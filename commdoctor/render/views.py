@@ -189,17 +189,26 @@ def rank_view(rank: Mapping[str, Any], g: Glyphs, cited: bool = False) -> Render
     if cited:
         head.append(f"  {g.warning} named by the verdict", style=STYLE[Severity.WARNING])
     lines: list[RenderableType] = [head]
-    if rank.get("site"):
+    detail = str(rank.get("detail") or "")
+    if rank.get("site") and str(rank["site"]) not in detail:  # the hang stage's own words already name it
         lines.append(Text(f"  at {rank['site']}"))
-    if rank.get("detail"):
-        lines.append(Text(f"  {rank['detail']}", style="dim"))
+    if detail:
+        lines.append(Text(f"  {detail}", style="dim"))
     stack = rank.get("stack") or []
     if stack:
         lines.append(Text("  stack (innermost first):", style="dim"))
         for fr in stack:
             lines.append(Text(f"    {stack_frame_text(fr)}"))
+    elif rank.get("stack_error"):
+        lines.append(Text(f"  no stack: {rank['stack_error']}", style="dim"))
     else:
         lines.append(Text("  no stack in this report", style="dim"))
+    for t in rank.get("threads") or []:  # the process's other threads, after the one that tells the story
+        if not isinstance(t, Mapping) or not t.get("frames"):
+            continue
+        lines.append(Text(f"  thread {t.get('name') or '?'}:", style="dim"))
+        for fr in t["frames"]:
+            lines.append(Text(f"    {stack_frame_text(fr)}"))
     return Group(*lines)
 
 

@@ -67,6 +67,7 @@ class CommDoctorApp(App[int]):
         self.exported: list[str] = []
         self._stop = threading.Event()
         self._pump: threading.Thread | None = None
+        self._saving = False
         has_findings = bool(self.state.findings())
         self.initial_tab = ("findings" if has_findings else "log" if (report is None and logs and self.saved)
                             else "checks")
@@ -183,14 +184,30 @@ class CommDoctorApp(App[int]):
         if self.log_only:
             self.notify("No report is open (only logs); 'commdoctor logs FILE' makes one.", severity="warning")
             return
-        report = self.state.partial_report()
-        try:
-            paths, msg = export_mod.export(report, self.source or (self.logs[0] if self.logs else None), self.cwd)
-        except OSError as e:
-            self.notify(f"Could not write the report: {e}", severity="error", timeout=15)
+        if self._saving:
+            self.notify("Already writing the support report.", severity="warning")
             return
+        self._saving = True
+        report = self.state.partial_report()
+        # Excerpts of every log the user has open or a finding cites go in, around the cited lines.
+        logs = list(self.log_files())
+        source = self.source or (self.logs[0] if self.logs else None)
+        # A thread: excerpting big logs must not freeze the screen (the reads are bounded anyway).
+        threading.Thread(target=self._save, args=(report, source, logs), name="commdoctor-save", daemon=True).start()
+        self.notify("Writing the support report…", title="support report", timeout=5)
+
+    def _save(self, report: Report, source: str | None, logs: list[str]) -> None:
+        try:
+            paths, msg = export_mod.export(report, source, self.cwd, logs=logs)
+        except OSError as e:
+            self.call_from_thread(self._saved, [], f"Could not write the report: {e}", "error")
+            return
+        self.call_from_thread(self._saved, paths, msg, "information")
+
+    def _saved(self, paths: list[str], msg: str, severity: str) -> None:
+        self._saving = False
         self.exported += paths
-        self.notify(msg, title="support report", timeout=15)
+        self.notify(msg, title="support report", severity=severity, timeout=15)  # type: ignore[arg-type]
 
     async def action_quit(self) -> None:
         self._stop.set()
