@@ -210,3 +210,34 @@ def test_keys_on_a_real_hang_report_do_what_the_docs_say(hang_report: Path, tmp_
 
     drive(app, script)
     assert app.return_value == 0
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_hang_report_in_a_real_terminal(hang_report: Path, tmp_path: Path) -> None:
+    """``commdoctor view hang.json`` under tmux: the rank's frames on screen, ``s`` writes the report."""
+    import time
+
+    from test_tui_tmux import Tmux, env, view_cmd
+
+    report = tmp_path / "hang.json"
+    shutil.copy(hang_report, report)
+    term = Tmux(width=110, height=36)
+    try:
+        term.start(view_cmd(str(report)), env())
+        term.wait_for(r"Verdict: HANG010")
+        term.keys("3")
+        first = term.wait_for(r"rank 0 \(pid 32343\)")  # the grid has the focus, on rank 0
+        assert "all_reduce (torch/distributed/distributed_c10d.py:3252)" in first and "{'" not in first
+        term.keys("Right", "Right", "Right")
+        shown = term.wait_for(r"Data\.__getitem__ \(hangjob\.py:66\)")
+        assert "rank 3 (pid 32352)" in shown and "{'" not in shown
+        term.keys("s")
+        md = tmp_path / "hang-support.md"
+        end = time.monotonic() + 60
+        while not (md.exists() and (tmp_path / "hang-support.html").exists()) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert md.read_text().startswith("# commdoctor report: HANG010"), term.screen()
+        term.keys("q")
+        assert "COMMDOCTOR-EXIT=1" in term.wait_for(r"COMMDOCTOR-EXIT=\d+")
+    finally:
+        term.close()
