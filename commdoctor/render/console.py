@@ -18,7 +18,7 @@ from rich.text import Text
 from commdoctor.model import Report, Stage
 from commdoctor.pipeline import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
 from commdoctor.render.theme import STYLE, glyphs
-from commdoctor.render.views import nodes_view, result_view, summary_view
+from commdoctor.render.views import nodes_view, not_applicable, result_view, summary_view
 
 
 def plain_wanted(stream: IO[str]) -> bool:
@@ -73,6 +73,8 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
                 if status is not None:
                     status.stop()
                     status = None
+                if not verbose and not_applicable(r):
+                    continue  # nothing given for it: not part of this answer (and no empty stage heading)
                 if r.stage is not stage:
                     stage = r.stage
                     con.print(Text(f"\n{stage.value}", style=STYLE["stage"]))
@@ -87,5 +89,5 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
         con.print()
         con.print(nodes_view(report, g))
     con.print()
-    con.print(summary_view(report, g, time.monotonic() - start))
+    con.print(summary_view(report, g, time.monotonic() - start, verbose))
     return report

@@ -77,7 +77,20 @@ def result_view(r: CheckResult, g: Glyphs, verbose: int = 0) -> RenderableType:
     return Group(*parts)
 
 
-def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None) -> RenderableType:
+def not_applicable(r: CheckResult) -> bool:
+    """A check skipped only because an optional input was not given (``SkipCheck(not_applicable=True)``).
+
+    It has no bearing on the question the command answers, so the console and the
+    TUI leave it out unless asked (``-v``); the report and JSON keep it as skipped.
+    """
+    return r.status is Status.SKIPPED and isinstance(r.data, Mapping) and r.data.get("not_applicable") is True
+
+
+def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None, verbose: int = 0) -> RenderableType:
+    if not verbose and any(not_applicable(r) for r in report.results):
+        import dataclasses
+
+        report = dataclasses.replace(report, results=[r for r in report.results if not not_applicable(r)])
     c = report.counts()
     n = len(report.results)
     status_bits = [f"{c[s.value]} {s.value.replace('_', ' ')}" for s in Status if c[s.value]]

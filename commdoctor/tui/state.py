@@ -103,6 +103,10 @@ class RunState:
 
     # -- what the screens ask ----------------------------------------------------------
 
+    def shown_rows(self) -> dict[str, CheckRow]:
+        """The rows the Checks tab lists: all but checks skipped for an input this run was not given."""
+        return {k: r for k, r in self.rows.items() if r.result is None or not _not_applicable(r.result)}
+
     @property
     def done(self) -> bool:
         return self.report is not None
@@ -146,6 +150,11 @@ class RunState:
     def verdict(self) -> Finding | None:
         """The headline finding, as the report model chooses it."""
         return Report(tool_version="", mode="", created="", host="", results=self.results()).verdict()
+
+
+def _not_applicable(r: CheckResult) -> bool:
+    # The same test as render.views.not_applicable, kept here so this module needs no rich.
+    return r.status is Status.SKIPPED and isinstance(r.data, Mapping) and r.data.get("not_applicable") is True
 
 
 def sorted_findings(results: Iterable[CheckResult]) -> list[Finding]:

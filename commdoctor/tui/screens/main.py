@@ -107,7 +107,7 @@ class MainScreen(Screen):
             self._preview()
         tabs = self.query_one(TabbedContent)
         n = len(findings)
-        tabs.get_tab("checks").label = f"Checks ({len(st.rows)})"
+        tabs.get_tab("checks").label = f"Checks ({len(st.shown_rows())})"
         tabs.get_tab("findings").label = f"Findings ({n})"
         ranks = st.ranks()
         if ranks:
