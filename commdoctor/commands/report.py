@@ -137,9 +137,15 @@ def main(args: argparse.Namespace) -> int:
     if system is None and isinstance(report.environment.get("system"), dict):
         system = report.environment["system"]  # a report made by `commdoctor report --json`
 
-    material, red, report_json = prepare(report, system, logs=args.logs, records=args.records,
-                                         stacks=args.stacks, fr=args.fr, cmdlines=args.cmdline,
-                                         anonymize=args.anonymize)
+    from commdoctor.render.progress import progress
+
+    # A meter on stderr while the material is read (big logs are read whole): a terminal only, not with --json.
+    show = not args.json and sys.stderr.isatty()
+    total = B.material_bytes(args.logs, args.records, args.stacks, args.fr) if show else None
+    with progress(total or None, "reading the report's material (bytes)", enabled=show) as meter:
+        material, red, report_json = prepare(report, system, logs=args.logs, records=args.records,
+                                             stacks=args.stacks, fr=args.fr, cmdlines=args.cmdline,
+                                             anonymize=args.anonymize, on_bytes=meter.advance)
     model = material.report
 
     md_path, html_path = args.md, args.html

@@ -1,13 +1,17 @@
-"""A one-line progress meter on stderr for long offline reads.
+"""A one-line progress meter on stderr for long work (log scans, bundles, records, joins, watching).
 
 Promise: it writes only when stderr is a terminal and the caller did not ask
-for machine output; it stays silent for the first second (short scans print
+for machine output; it stays silent for the first second (short work prints
 nothing) and then redraws at most a few times a second, so it never costs more
-than the work it reports on. Nothing here imports torch.
+than the work it reports on; it clears its line when done. Nothing here
+imports torch. ``COMMDOCTOR_PROGRESS_DELAY_S`` sets the first second to
+something else (0 draws at once: what the tests use to see a meter on a
+short job).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from types import TracebackType
@@ -16,6 +20,13 @@ from typing import TextIO
 #: Seconds before the first draw (a scan this short needs no meter) and between draws.
 DELAY_S = 1.0
 EVERY_S = 0.25
+
+
+def _delay() -> float:
+    try:
+        return max(0.0, float(os.environ["COMMDOCTOR_PROGRESS_DELAY_S"]))
+    except (KeyError, ValueError):
+        return DELAY_S
 
 
 class Progress:
@@ -29,8 +40,9 @@ class Progress:
             enabled = bool(isatty and isatty())
         self.enabled = enabled
         self._t0 = time.monotonic()
-        self._next = self._t0 + DELAY_S
+        self._next = self._t0 + _delay()
         self._drawn = False
+        self.unit = ""  # shown after the counts ("s" for a wait measured in seconds)
 
     def advance(self, n: int = 1) -> None:
         self.done += n
@@ -42,10 +54,26 @@ class Progress:
         self._next = now + EVERY_S
         self._draw(now)
 
+    def update(self, done: int, label: str | None = None) -> None:
+        """Set the count (and the label) rather than add to it: a wait that is measured, not counted."""
+        if label is not None:
+            self.label = label
+        self.advance(done - self.done)
+
+    def clear(self) -> None:
+        """Take the line off the screen now (other output is about to be written there)."""
+        if self._drawn and self.enabled:
+            try:
+                self._stream.write("\r\x1b[K")
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.enabled = False
+        self._drawn = False
+
     def _draw(self, now: float) -> None:
         if self.total:
             pct = min(100.0, 100.0 * self.done / self.total)
-            text = f"{self.label}: {self.done:,}/{self.total:,} ({pct:.0f}%) {now - self._t0:.0f} s"
+            text = f"{self.label}: {self.done:,}/{self.total:,}{self.unit} ({pct:.0f}%) {now - self._t0:.0f} s"
         else:
             text = f"{self.label}: {self.done:,} {now - self._t0:.0f} s"
         try:
@@ -59,12 +87,7 @@ class Progress:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        if self._drawn and self.enabled:
-            try:
-                self._stream.write("\r\x1b[K")
-                self._stream.flush()
-            except (OSError, ValueError):
-                pass
+        self.clear()
 
 
 def progress(total: int | None, label: str, stream: TextIO | None = None, enabled: bool | None = None) -> Progress:

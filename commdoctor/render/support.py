@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from commdoctor.model import Report
 from commdoctor.render import bundle as B
@@ -22,13 +22,15 @@ from commdoctor.render.report import Material
 
 def prepare(report: Report, system: Mapping[str, Any] | None = None, *, logs: Sequence[str] = (),
             records: Sequence[str] = (), stacks: Sequence[str] = (), fr: Sequence[str] = (),
-            cmdlines: Sequence[str] = (), anonymize: bool = False) -> tuple[Material, Redactor, str]:
+            cmdlines: Sequence[str] = (), anonymize: bool = False,
+            on_bytes: Callable[[int], None] | None = None) -> tuple[Material, Redactor, str]:
     """(redacted material, the redactor, the redacted report as JSON) for ``report`` and its inputs.
 
     The JSON model carries what the document shows (the redaction counts, the
     environment when given), so ``commdoctor report --from`` of it renders the same again.
     """
-    raw = B.gather(report, system, logs=logs, records=records, stacks=stacks, fr=fr, cmdlines=cmdlines)
+    raw = B.gather(report, system, logs=logs, records=records, stacks=stacks, fr=fr, cmdlines=cmdlines,
+                   on_bytes=on_bytes)
     material, red = B.sanitize(raw, anonymize=anonymize)
     material.redaction = red.summary()
     model = material.report
