@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from commdoctor import records
 
@@ -118,12 +118,19 @@ def find_files(paths: Iterable[str]) -> list[str]:
     return records.with_rotated(dict.fromkeys(out))
 
 
-def load(paths: Iterable[str]) -> HookRecords | None:
-    """Everything the records say, or None when ``paths`` hold no records file."""
+def load(paths: Iterable[str], on_bytes: Callable[[int], None] | None = None) -> HookRecords | None:
+    """Everything the records say, or None when ``paths`` hold no records file.
+
+    ``on_bytes(n)`` reports the work for a meter: the files are read twice (each rank's
+    progress, then every call), so the total is twice ``records_bytes(paths)``.
+    """
     files = find_files(paths)
     if not files:
         return None
     ranks = records.read_progress(files)
+    sizes = {p: _size(p) for p in files} if on_bytes is not None else {}
+    if on_bytes is not None:
+        on_bytes(sum(sizes.values()))
     groups: dict[str, GroupPicture] = {}
     mismatches: list[tuple[int, int, dict[str, Any]]] = []
     warnings: list[tuple[int, int, str, str]] = []
@@ -134,6 +141,8 @@ def load(paths: Iterable[str]) -> HookRecords | None:
     last_seen: dict[int, float] = {}
     truncated = False
     for path in files:
+        if on_bytes is not None:
+            on_bytes(sizes.get(path, 0))
         try:
             lines = list(_numbered(path))
         except OSError:
@@ -206,9 +215,21 @@ def _numbered(path: str) -> Iterable[tuple[int, dict[str, Any] | None]]:
         yield i, d
 
 
-def register(facts: Any, paths: Iterable[str]) -> bool:
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def records_bytes(paths: Iterable[str]) -> int:
+    """The bytes of the records files ``paths`` name (a meter's unit)."""
+    return sum(_size(p) for p in find_files(paths))
+
+
+def register(facts: Any, paths: Iterable[str], on_bytes: Callable[[int], None] | None = None) -> bool:
     """Provide the ``hook_records`` fact when ``paths`` hold records; True if they did."""
-    rec = load(paths)
+    rec = load(paths, on_bytes)
     if rec is None:
         return False
     facts.provide(FACT, rec)

@@ -15,11 +15,24 @@ import os
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import Callable, TextIO
 
 #: Seconds before the first draw (a scan this short needs no meter) and between draws.
 DELAY_S = 1.0
 EVERY_S = 0.25
+
+
+#: Where meters draw while another live line owns the terminal (the console's "running check"
+#: status): text to show, or None to take it away. Writing our own ``\r`` line under a live
+#: display would tear both, and rich prints stray writes to stderr as lines that stay.
+_display: Callable[[str | None], None] | None = None
+
+
+def set_display(fn: Callable[[str | None], None] | None) -> Callable[[str | None], None] | None:
+    """Route meters into ``fn`` (None: back to stderr); returns the previous one."""
+    global _display
+    old, _display = _display, fn
+    return old
 
 
 def _delay() -> float:
@@ -62,7 +75,10 @@ class Progress:
 
     def clear(self) -> None:
         """Take the line off the screen now (other output is about to be written there)."""
-        if self._drawn and self.enabled:
+        shown = _display
+        if self._drawn and self.enabled and shown is not None:
+            shown(None)
+        elif self._drawn and self.enabled:
             try:
                 self._stream.write("\r\x1b[K")
                 self._stream.flush()
@@ -76,6 +92,11 @@ class Progress:
             text = f"{self.label}: {self.done:,}/{self.total:,}{self.unit} ({pct:.0f}%) {now - self._t0:.0f} s"
         else:
             text = f"{self.label}: {self.done:,} {now - self._t0:.0f} s"
+        shown = _display
+        if shown is not None:
+            shown(text[:120])
+            self._drawn = True
+            return
         try:
             self._stream.write("\r" + text[:120] + "\x1b[K")
             self._stream.flush()
