@@ -89,9 +89,11 @@ class Progress:
     def _draw(self, now: float) -> None:
         if self.total:
             pct = min(100.0, 100.0 * self.done / self.total)
-            text = f"{self.label}: {self.done:,}/{self.total:,}{self.unit} ({pct:.0f}%) {now - self._t0:.0f} s"
+            text = f"{self.label}: {self.done:,}/{self.total:,}{self.unit} ({pct:.0f}%)"
         else:
-            text = f"{self.label}: {self.done:,} {now - self._t0:.0f} s"
+            text = f"{self.label}: {self.done:,}{self.unit}"
+        if not self.unit:  # a count of work: how long it has taken so far (a wait in seconds says it already)
+            text += f" {now - self._t0:.0f} s"
         shown = _display
         if shown is not None:
             shown(text[:120])
