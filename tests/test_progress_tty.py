@@ -168,3 +168,18 @@ def test_watch_mode_counts_the_seconds_without_progress(tmp_path: Path) -> None:
     assert "commdoctor: no progress for" in term
     p = run_pipe(*args[:4], str(tmp_path / "w2"), *args[5:], env=env)
     assert "no progress for" in p.stderr and "no progress from the job (" not in p.stderr + p.stdout
+
+
+@needs_torch
+def test_node_0_shows_the_nodes_joining(tmp_path: Path) -> None:
+    """Node 0 of a 2-node srun job whose node 1 never comes: the join wait counts the nodes present."""
+    from tests.test_multinode_units import free_port, launcher_env
+
+    env = {**launcher_env("srun", 0, free_port()), "PYTHONPATH": str(REPO), "COMMDOCTOR_PROGRESS_DELAY_S": "0",
+           "NO_COLOR": "1"}
+    args = ("run", "--no-tui", "--select", "MN", "--join-timeout", "3")
+    rc, term, _ = run_tty(*args, env=env)
+    assert "waiting for the nodes to join: 1/2 (50%)" in term, term[-3000:]
+    env["MASTER_PORT"] = str(free_port())
+    rc, term, out = run_tty(*args, "--json", env=env, stdout_tty=False)
+    assert "waiting for the nodes to join" not in term and out.lstrip().startswith("{")
