@@ -68,6 +68,8 @@ class CommDoctorApp(App[int]):
         self._stop = threading.Event()
         self._pump: threading.Thread | None = None
         self._saving = False
+        #: A long check's progress (render/progress.py), shown in the verdict bar while it runs.
+        self.meter_text: str | None = None
         has_findings = bool(self.state.findings())
         self.initial_tab = ("findings" if has_findings else "log" if (report is None and logs and self.saved)
                             else "checks")
@@ -87,6 +89,11 @@ class CommDoctorApp(App[int]):
             # A daemon thread, not a textual thread worker: those run in the loop's default
             # executor, which interpreter exit joins, so quitting during a 60 s check would
             # hang until the check's deadline. The pipeline's own checks are daemons too.
+            from commdoctor.render import progress
+
+            # Meters would write to stderr, under the screen (textual says stderr is a terminal): they
+            # go to the verdict bar instead. Set from a check's thread; the next tick draws it.
+            progress.set_display(self._meter)
             self._pump = threading.Thread(target=self._consume, name="commdoctor-events", daemon=True)
             self._pump.start()
             self.set_interval(0.5, self._tick)
@@ -100,6 +107,15 @@ class CommDoctorApp(App[int]):
                     break
         except Exception:  # noqa: BLE001 - a bug in a sink's source: shown in the TUI, not a dead screen
             self.post_message(RunBroke(traceback.format_exc()))
+
+    def _meter(self, text: str | None) -> None:
+        self.meter_text = text
+
+    def on_unmount(self) -> None:
+        if self.events is not None:
+            from commdoctor.render import progress
+
+            progress.set_display(None)
 
     def _tick(self) -> None:
         if isinstance(self.screen_stack[0], MainScreen):

@@ -13,7 +13,7 @@ from typing import Any
 from tuikit import REPO, screen_text
 
 
-def test_live_logs_run_drops_the_checks_it_was_not_given_input_for() -> None:
+def test_live_logs_run_drops_the_checks_it_was_not_given_input_for(monkeypatch: Any) -> None:
     import commdoctor.checks  # noqa: F401 - pipeline must not be the first import
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.loaders.logs import load_logs
@@ -24,10 +24,26 @@ def test_live_logs_run_drops_the_checks_it_was_not_given_input_for() -> None:
 
     logs = str(REPO / "fixtures" / "logs" / "nccl-peer-died")
     opts = Options(mode="logs", fail_on=Severity.ERROR, inputs=(logs,))
-    ctx = Context(options=opts, facts=Facts({"log_model": lambda c: load_logs(c.options.inputs)}))
+    monkeypatch.setenv("COMMDOCTOR_PROGRESS_DELAY_S", "0")
+
+    def load(c: Any) -> Any:  # as `commdoctor logs` reads them: with a meter
+        from commdoctor.render.progress import progress
+
+        with progress(None, "reading logs (bytes)") as meter:
+            return load_logs(c.options.inputs, on_bytes=meter.advance)
+
+    ctx = Context(options=opts, facts=Facts({"log_model": load}))
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     assert {"hooks.mismatch", "hooks.records", "hooks.backend", "hooks.progress"} <= {c.name for c in checks}
     app = CommDoctorApp(events=run_checks(checks, ctx, ["commdoctor", "logs", logs]), heading="logs")
+    shown: list[str | None] = []
+    real = app._meter  # noqa: SLF001 - record what the verdict bar was given
+
+    def record(text: str | None) -> None:
+        shown.append(text)
+        real(text)
+
+    monkeypatch.setattr(app, "_meter", record)
 
     async def main() -> None:
         async with app.run_test(size=(120, 30)) as pilot:
@@ -43,5 +59,8 @@ def test_live_logs_run_drops_the_checks_it_was_not_given_input_for() -> None:
             assert keys == ["stage:logs", "logs.inputs", "logs.diagnose"], keys
             assert "Checks (2)" in text and "2 checks: 1 passed, 1 failed" in text
             assert "commdoctor.hooks" not in text and "collectives" not in text
+        # The scan's meter went to the verdict bar (not to stderr, under the screen), and was taken away.
+        assert any(t and t.startswith("reading logs (bytes): ") for t in shown), shown
+        assert shown[-1] is None and app.meter_text is None
 
     asyncio.run(asyncio.wait_for(main(), timeout=120))

@@ -164,6 +164,8 @@ class MainScreen(Screen):
             el = st.elapsed(running)
             if el is not None:
                 line.append(f" ({el:.0f} s)", style="dim")
+            if app.meter_text:
+                line.append(f"  {app.meter_text}", style="dim")
         else:
             line.append("starting…" if not st.rows else "waiting for the next check…", style="dim")
         line.append(f"   {done}/{len(st.rows)} checks done", style="dim")
