@@ -33,8 +33,15 @@ class CommDoctorError(Exception):
 
 
 class SkipCheck(Exception):
-    """Raised inside a check: it cannot run here. The reason says how to make it run."""
+    """Raised inside a check: it cannot run here. The reason says how to make it run.
 
-    def __init__(self, reason: str) -> None:
+    ``not_applicable``: the check reads an optional input this run was not given
+    (hook records to ``logs``), so it has no bearing on the user's question. The
+    result stays SKIPPED in the report and JSON (``data["not_applicable"]``), and
+    the console and TUI leave it out unless asked (``-v``).
+    """
+
+    def __init__(self, reason: str, *, not_applicable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.not_applicable = not_applicable

@@ -233,7 +233,7 @@ class NodeRun:
         if job.coordinator:
             deadline = self.t0 + self.join_timeout
             keys = [self.key(i, "info") for i in range(job.nnodes)]
-            have = self.store.wait(keys, deadline)
+            have = self._wait_joins(keys, deadline)
             members = [i for i in range(job.nnodes) if self.key(i, "info") in have]
             self.roster = {"members": members, "missing": [i for i in range(job.nnodes) if i not in members],
                            "nnodes": job.nnodes, "expected": job.expected_nodes,
@@ -243,6 +243,21 @@ class NodeRun:
             # Node 0 waits join_timeout from its own start; ours may have begun a little earlier or later.
             got = self.store.wait(["roster"], time.monotonic() + self.join_timeout + 15.0)
             self.roster = self.store.peek("roster") if got else None
+
+    def _wait_joins(self, keys: Sequence[str], deadline: float) -> set[str]:
+        """``store.wait`` in one-second slices, so a terminal shows how many nodes have joined
+        (render/progress.py: never with --json or in a pipe). The deadline is the same."""
+        import sys
+
+        from commdoctor.render.progress import progress
+
+        show = not self.options.extra.get("json") and sys.stderr.isatty()
+        with progress(len(keys), "waiting for the nodes to join", enabled=show) as meter:
+            while True:
+                have = self.store.wait(keys, min(deadline, time.monotonic() + 1.0))
+                meter.update(len(have))
+                if len(have) == len(keys) or time.monotonic() >= deadline:
+                    return have
 
     # -- phase 2: reachability and clock ---------------------------------------------------------
 

@@ -127,6 +127,8 @@ def run_one(check: Check, ctx: Context) -> CheckResult:
                 findings.append(f)
         except SkipCheck as e:
             outcome["skip"] = e.reason
+            if e.not_applicable:
+                outcome["na"] = True
         except BaseException:  # noqa: BLE001 - becomes a CRASHED result
             outcome["crash"] = traceback.format_exc()
 
@@ -148,6 +150,8 @@ def run_one(check: Check, ctx: Context) -> CheckResult:
     elif "skip" in outcome:
         result.status = Status.SKIPPED
         result.reason = outcome["skip"]
+        if outcome.get("na"):
+            result.data["not_applicable"] = True  # the sinks leave it out: see SkipCheck
     elif any(f.severity is Severity.ERROR for f in keep):
         result.status = Status.FAILED
     return result

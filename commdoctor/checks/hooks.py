@@ -34,8 +34,9 @@ STEPS_MISMATCH = (
 def _rec(run: CheckRun) -> HookRecords:
     facts = run.ctx.facts
     if not facts.has(FACT):
+        # Not given at all: these checks do not bear on a `logs` or `hang` run without records.
         raise SkipCheck("no progress records given: pass the directory commdoctor.hooks wrote "
-                        "(COMMDOCTOR_HOOKS_DIR, default ./commdoctor-hooks)")
+                        "(COMMDOCTOR_HOOKS_DIR, default ./commdoctor-hooks)", not_applicable=True)
     rec = run.fact(FACT)
     if rec is None:
         raise SkipCheck("no hooks-rank*.jsonl files in the paths given")

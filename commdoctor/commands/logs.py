@@ -55,6 +55,32 @@ def options_from(args: argparse.Namespace) -> Options:
     )
 
 
+#: The first bytes of gzip, bzip2, xz and zstd: such a file is scanned as more bytes than it holds.
+_PACKED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")
+
+
+def _scan_total(inputs: tuple[str, ...] | list[str]) -> int | None:
+    """Bytes the scan will read, for the meter's percentage; None (a plain count) when unknown.
+
+    Folders count by their files; stdin and compressed files (read as more bytes than their
+    size) make the total unknown rather than a percentage that runs past 100.
+    """
+    from commdoctor.loaders.logs import expand_all
+
+    if "-" in inputs:
+        return None
+    total = 0
+    try:
+        for f in expand_all(inputs)[0]:
+            with open(f, "rb") as fh:
+                if fh.read(6).startswith(_PACKED):
+                    return None
+            total += os.path.getsize(f)
+    except OSError:
+        return None
+    return total or None
+
+
 def main(args: argparse.Namespace) -> int:
     from commdoctor import __version__
     from commdoctor.checks import BUILTIN_CHECKS
@@ -66,13 +92,13 @@ def main(args: argparse.Namespace) -> int:
     opts = options_from(args)
     # A meter on stderr for long scans: only on a terminal, never with --json (machine output) or in a pipe.
     show = not getattr(args, "json", False) and sys.stderr.isatty()
-    total = sum(os.path.getsize(f) for f in opts.inputs if f != "-") or None
+    total = _scan_total(opts.inputs) if show else None
 
     def load(ctx: Context) -> object:
         with progress(total, "reading logs (bytes)", enabled=show) as meter:
             return load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"),
                              skipped=ctx.options.extra.get("skipped", ()),
-                             progress=lambda st: meter.advance(st.bytes))
+                             on_bytes=meter.advance)
 
     facts = Facts({"log_model": load})
     checks = plan([c() for c in BUILTIN_CHECKS], opts)

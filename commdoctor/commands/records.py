@@ -9,6 +9,7 @@ checking was on. Exit codes as every diagnosing command (docs/cli.md).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
 from commdoctor.errors import CommDoctorError
@@ -34,7 +35,14 @@ def main(args: argparse.Namespace) -> int:
     opts = Options(mode="records", select=prefixes(args.select), ignore=prefixes(args.ignore),
                    fail_on=Severity(args.fail_on), verbose=args.verbose, inputs=tuple(args.paths))
     facts = Facts()
-    if not hook_records.register(facts, args.paths):
+    from commdoctor.render.progress import progress
+
+    # A meter for a big set (1,024 ranks): on a terminal only, never with --json or in a pipe.
+    show = not getattr(args, "json", False) and sys.stderr.isatty()
+    total = len(hook_records.find_files(args.paths)) if show else None
+    with progress(total or None, "reading hook records (files)", enabled=show) as meter:
+        found = hook_records.register(facts, args.paths, progress=lambda _what, done, _n: meter.update(done + 1))
+    if not found:
         raise CommDoctorError(f"no commdoctor.hooks records (hooks-rank*.jsonl) in {', '.join(args.paths)}; "
                               "they are written where COMMDOCTOR_HOOKS_DIR points (default ./commdoctor-hooks)")
     checks = plan([c() for c in BUILTIN_CHECKS], opts)

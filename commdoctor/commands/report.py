@@ -111,6 +111,7 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor.model import Severity
     from commdoctor.render import bundle as B
     from commdoctor.render.report import render
+    from commdoctor.render.support import prepare
 
     if args.from_ and args.no_checks:
         raise CommDoctorError("--no-checks is for live reports; --from already names what to show")
@@ -136,16 +137,16 @@ def main(args: argparse.Namespace) -> int:
     if system is None and isinstance(report.environment.get("system"), dict):
         system = report.environment["system"]  # a report made by `commdoctor report --json`
 
-    raw = B.gather(report, system, logs=args.logs, records=args.records, stacks=args.stacks, fr=args.fr,
-                   cmdlines=args.cmdline)
-    material, red = B.sanitize(raw, anonymize=args.anonymize)
-    material.redaction = red.summary()
-    # The JSON model carries what the report shows, so `--from` of it renders the same again.
+    from commdoctor.render.progress import progress
+
+    # A meter on stderr while the material is read (big logs are read whole): a terminal only, not with --json.
+    show = not args.json and sys.stderr.isatty()
+    total = B.material_bytes(args.logs, args.records, args.stacks, args.fr) if show else None
+    with progress(total or None, "reading the report's material (bytes)", enabled=show) as meter:
+        material, red, report_json = prepare(report, system, logs=args.logs, records=args.records,
+                                             stacks=args.stacks, fr=args.fr, cmdlines=args.cmdline,
+                                             anonymize=args.anonymize, on_bytes=meter.advance)
     model = material.report
-    model.environment = dict(model.environment)
-    if material.system is not None:
-        model.environment["system"] = material.system
-    model.environment["redaction"] = material.redaction
 
     md_path, html_path = args.md, args.html
     if args.output or not (args.json or md_path or html_path or args.bundle):
@@ -153,7 +154,6 @@ def main(args: argparse.Namespace) -> int:
         md_path = md_path or base + ".md"
         html_path = html_path or base + ".html"
 
-    report_json = json.dumps(model.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
     failed: list[str] = []
     spare: dict[str, str] = {}  # one folder for everything that could not be written where asked
     if args.bundle:

@@ -150,6 +150,7 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     if not job.leader:
         return multinode.checkin(job, say)
     opts = options_from(args)
+    opts.extra["json"] = bool(getattr(args, "json", False))  # no progress meters with --json
     if not job.single_node:  # across nodes the cross-node test measures the network; on one node this is it
         opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
     checks = plan([c() for c in BUILTIN_CHECKS], opts)

@@ -103,9 +103,29 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
     _say("set for the job: " + ", ".join(f"{k}" for k in w.env_set) if w.env_set else "no variables set")
     _say(f"a hang is called after {args.hang_after:g} s without progress")
     diagnosed_error = False
+    from commdoctor.render.progress import Progress
+
+    # While no rank makes progress, a line counts the seconds up to --hang-after (a terminal only, never
+    # with --json or in a pipe). The job writes to the same terminal: the line is drawn only once the
+    # job has been still for a while, and taken away the moment it moves again.
+    meter = Progress(max(1, int(args.hang_after)), "no progress from the job",
+                     enabled=not args.json and sys.stderr.isatty())
+    meter.unit = " s"
+    quiet_s = min(5.0, args.hang_after / 3)
+
+    def on_sample(kind: str | None, still_s: float) -> None:
+        if still_s < quiet_s:
+            meter.clear()
+            meter.done = 0
+            return
+        meter.update(int(still_s), label=f"no progress from the job ({kind or 'stacks'})")
+
     try:
         while True:
-            stall = w.wait_for_stall()
+            try:
+                stall = w.wait_for_stall(on_sample=on_sample)
+            finally:
+                meter.clear()
             if stall is None:
                 rc = proc.returncode if proc.returncode is not None else proc.wait()
                 _say(f"the job ended with exit status {rc}")

@@ -23,7 +23,7 @@ import re
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from commdoctor.errors import CommDoctorError
 from commdoctor.model import Evidence
@@ -760,10 +760,12 @@ def _open(path: str, st: InputStat) -> BinaryIO:
 
 
 def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
-              skipped: Iterable[tuple[str, str]] = ()) -> RunModel:
+              skipped: Iterable[tuple[str, str]] = (), on_bytes: Callable[[int], None] | None = None) -> RunModel:
     """Read every input and build the run model (see the module docstring).
 
     ``skipped``: (path, why) pairs an earlier ``expand_all`` left out, to be reported with the rest.
+    ``progress(stat)`` is called after each input; ``on_bytes(n)`` after each block of ``n`` bytes
+    read, whatever the engine (a meter for one big file).
     """
     paths = list(paths)
     files, more = expand_all(paths)
@@ -781,7 +783,7 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
         def on_transport(ln: int, raw: bytes, key: bytes, _s: str = src) -> None:
             b.transport(_s, ln, raw, key)
 
-        scanner = Scanner(prefilter, on_transport=on_transport)
+        scanner = Scanner(prefilter, on_transport=on_transport, on_block=on_bytes)
         stream: BinaryIO | None = None
         try:
             stream = _open(path, st)

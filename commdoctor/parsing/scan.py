@@ -73,8 +73,10 @@ class Prefilter:
     name = "base"
     scanned = 0  # bytes searched so far, by every stream: what decides the large-input paths
 
-    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:  # pragma: no cover
-        raise NotImplementedError
+    def hits(self, block: bytes, known: frozenset[int] | None = None,
+             tick: Callable[[int], None] | None = None) -> tuple[list[int], set[int], bool]:
+        """``tick(n)``, when given, is called as the search gets through ``n`` more bytes of the block."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
 
 #: Bytes scanned before a lean database (see HyperscanPrefilter) is worth compiling: 0.1-0.3 s the first
@@ -127,7 +129,8 @@ class HyperscanPrefilter(Prefilter):
             got = self._lean[known] = (self._compile(ids), ids)
         return got
 
-    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:
+    def hits(self, block: bytes, known: frozenset[int] | None = None,
+             tick: Callable[[int], None] | None = None) -> tuple[list[int], set[int], bool]:
         out: list[int] = []
         seen: set[int] = set()
         add, n = out.append, self._n
@@ -145,6 +148,8 @@ class HyperscanPrefilter(Prefilter):
                 seen.add(ids[id_ - n])
 
         db.scan(block, match_event_handler=on_match)
+        if tick is not None:
+            tick(len(block))  # a block takes milliseconds here: once per block is often enough
         return out, seen, lean
 
 
@@ -207,9 +212,28 @@ class StdlibPrefilter(Prefilter):
     def __init__(self, words: tuple[str, ...]) -> None:
         self._re = re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True)))
 
-    def hits(self, block: bytes, known: frozenset[int] | None = None) -> tuple[list[int], set[int], bool]:
+    #: Bytes searched between two ticks: a 4 MiB block takes seconds with ``re``, too long for a meter.
+    STEP = 256 << 10
+
+    def hits(self, block: bytes, known: frozenset[int] | None = None,
+             tick: Callable[[int], None] | None = None) -> tuple[list[int], set[int], bool]:
         self.scanned += len(block)
-        return [m.end() for m in self._re.finditer(block)], {i for i, f in enumerate(_FLAG_RES) if f.search(block)}, False
+        if tick is None:
+            return ([m.end() for m in self._re.finditer(block)],
+                    {i for i, f in enumerate(_FLAG_RES) if f.search(block)}, False)
+        # Line-aligned stretches: no keyword or flag pattern spans a newline, so the hits are the
+        # same as one search of the whole block.
+        out: list[int] = []
+        flags: set[int] = set()
+        start, n = 0, len(block)
+        while start < n:
+            nl = block.find(b"\n", min(start + self.STEP, n) - 1)
+            end = n if nl == -1 else nl + 1
+            out += [m.end() for m in self._re.finditer(block, start, end)]
+            flags.update(i for i, f in enumerate(_FLAG_RES) if i not in flags and f.search(block, start, end))
+            tick(end - start)
+            start = end
+        return out, flags, False
 
 
 def make_prefilter(engine: str = "auto", words: tuple[str, ...] | None = None) -> Prefilter:
@@ -249,6 +273,8 @@ class Scanner:
 
     prefilter: Prefilter
     on_transport: Callable[[int, bytes, bytes], None] | None = None
+    #: Called with the bytes of each stretch searched (a progress meter: a 300 MB file is one long scan).
+    on_block: Callable[[int], None] | None = None
     stats: ScanStats = field(default_factory=ScanStats)
     _seen_transports: set[bytes] = field(default_factory=set)
     _kinds_seen: set[int] = field(default_factory=set)
@@ -315,7 +341,7 @@ class Scanner:
             st.nul_bytes += body.count(b"\x00")
         first = first_line == 1
         known = frozenset(self._kinds_seen) if self.on_transport is not None and not first else None
-        hits, flags, lean = self.prefilter.hits(body, known)
+        hits, flags, lean = self.prefilter.hits(body, known, self.on_block)
         if lean and flags:
             # A lean search (see Prefilter) reports only a communicator's setup and kinds not seen yet;
             # the leading words of transport lines are looked for here, in the few blocks that have those.

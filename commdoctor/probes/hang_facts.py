@@ -117,24 +117,25 @@ def flight_recorder(ctx: Any) -> tuple[list[Any], list[str]] | None:
 
 
 def _progress(ctx: Any) -> Any:
-    """A progress line on stderr when it is a terminal, the output is not JSON and the work takes over
-    a second; None otherwise (no progress in a pipe or with --json)."""
+    """A meter for reading flight-recorder dumps (render/progress.py: on a terminal, after a second,
+    inside the console's status line); None with --json or when stderr is not a terminal."""
     import sys
-    import time
+
+    from commdoctor.render.progress import Progress
 
     if getattr(ctx.options, "extra", {}).get("json") or not sys.stderr.isatty():
         return None
-    t0 = time.monotonic()
-    shown = [False]
+    meters: dict[str, Progress] = {}
 
     def report(what: str, done: int, total: int) -> None:
-        if time.monotonic() - t0 < 1.0:
-            return
-        sys.stderr.write(f"\rcommdoctor: {what} {done + 1}/{total}\033[K")
+        m = meters.get(what)
+        if m is None:
+            for old in meters.values():
+                old.clear()
+            m = meters[what] = Progress(total, f"flight recorder: {what}", enabled=True)
+        m.update(done + 1)
         if done + 1 >= total:
-            sys.stderr.write("\n")
-        shown[0] = True
-        sys.stderr.flush()
+            m.clear()
 
     return report
 

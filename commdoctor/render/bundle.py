@@ -21,7 +21,7 @@ import re
 import tarfile
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from commdoctor import records as hook_records
 from commdoctor.model import Report
@@ -115,8 +115,11 @@ def _list(paths: Sequence[str], limit: int) -> tuple[list[str], list[str]]:
 
 def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Sequence[str] = (),
            records: Sequence[str] = (), stacks: Sequence[str] = (), fr: Sequence[str] = (),
-           cmdlines: Sequence[str] = (), limits: Limits | None = None) -> Raw:
+           cmdlines: Sequence[str] = (), limits: Limits | None = None,
+           on_bytes: Callable[[int], None] | None = None) -> Raw:
+    """Read the report's material under ``limits``; ``on_bytes(n)`` as each n bytes are read (a meter)."""
     lim = limits or Limits()
+    tick = on_bytes or (lambda n: None)
     raw = Raw(report=report, system=dict(system) if system else None)
     cited = _cited(report)
 
@@ -125,7 +128,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
     for path, budget in _budgeted(files, lim.log_file, lim.logs_total):
         lines = {ln: code for src, ln, _, code in cited if ln and _matches(src, path)}
         texts = [(t, code) for src, ln, t, code in cited if not ln and _matches(src, path)]
-        x = excerpts.excerpt_file(path, lines, texts, max_bytes=budget)
+        x = excerpts.excerpt_file(path, lines, texts, max_bytes=budget, on_bytes=on_bytes)
         if x.error:
             raw.problems.append(f"--logs {path}: {x.error}")
         raw.logs.append((path, x))
@@ -134,7 +137,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
     raw.problems += [f"--records {p}" for p in problems]
     for path, budget in _budgeted(rfiles, lim.record_file, lim.records_total):
         x = excerpts.excerpt_file(path, interest=excerpts.RECORD_RE, prefilter=None, before=0, after=0,
-                                  head=5, tail=60, max_keys=64, max_line=4000, max_bytes=budget)
+                                  head=5, tail=60, max_keys=64, max_line=4000, max_bytes=budget, on_bytes=on_bytes)
         raw.records.append((path, x))
     if rfiles:
         try:
@@ -149,6 +152,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         try:
             with open(path, "rb") as f:
                 data = f.read(budget + 1)
+            tick(_size(path))
             text = data[:budget].decode("utf-8", "replace")
             if len(data) > budget:
                 text += f"\n[... cut at {budget} bytes by commdoctor]"
@@ -160,6 +164,7 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
     raw.problems += [f"--fr {p}" for p in problems]
     for path, budget in _budgeted(ffiles, lim.fr_file, lim.fr_total):
         raw.fr.append((path, read_fr_dump(path, budget)))
+        tick(_size(path))
 
     if report.argv:
         raw.cmdlines.append(("the command that made the report", " ".join(report.argv)))
@@ -170,6 +175,21 @@ def gather(report: Report, system: Mapping[str, Any] | None = None, *, logs: Seq
         for p in procs:
             raw.cmdlines.append((f"running process {p.get('pid')} ({p.get('role')})", p.get("cmdline", "")))
     return raw
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def material_bytes(*groups: Sequence[str], max_files: int = Limits.max_files) -> int:
+    """The bytes ``gather`` will read from these inputs (files and folders): a meter's total."""
+    total = 0
+    for paths in groups:
+        total += sum(_size(f) for f in _list(paths, max_files)[0])
+    return total
 
 
 def _progress_row(p: hook_records.RankProgress) -> dict[str, Any]:

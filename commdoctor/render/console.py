@@ -17,8 +17,9 @@ from rich.text import Text
 
 from commdoctor.model import Report, Stage
 from commdoctor.pipeline import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
+from commdoctor.render import progress
 from commdoctor.render.theme import STYLE, glyphs
-from commdoctor.render.views import nodes_view, result_view, summary_view
+from commdoctor.render.views import nodes_view, not_applicable, result_view, summary_view
 
 
 def plain_wanted(stream: IO[str]) -> bool:
@@ -43,7 +44,12 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
     stage: Stage | None = None
     start = time.monotonic()
     status = None
+    title = ""
     report: Report | None = None
+
+    def meter(text: str | None) -> None:  # a long check's progress, on its own status line
+        if status is not None:
+            status.update(f"{title} {g.running}" + (f"  {text}" if text else ""))
     if heading:
         con.print(Text(heading, style="bold"))
     try:
@@ -52,14 +58,17 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
                 continue
             if isinstance(ev, CheckStarted):
                 if err is not None:
+                    title = ev.title
                     if status is None:
                         status = err.status(f"{ev.title} {g.running}")
                         status.start()
+                        progress.set_display(meter)
                     else:
                         status.update(f"{ev.title} {g.running}")
                 continue
             if isinstance(ev, NodeReported):  # another node of a multi-node run: under its own heading
                 if status is not None:
+                    progress.set_display(None)
                     status.stop()
                     status = None
                 stage = None
@@ -71,8 +80,11 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
             if isinstance(ev, CheckFinished):
                 r = ev.result
                 if status is not None:
+                    progress.set_display(None)
                     status.stop()
                     status = None
+                if not verbose and not_applicable(r):
+                    continue  # nothing given for it: not part of this answer (and no empty stage heading)
                 if r.stage is not stage:
                     stage = r.stage
                     con.print(Text(f"\n{stage.value}", style=STYLE["stage"]))
@@ -81,11 +93,12 @@ def render_events(events: Iterable[Event], verbose: int = 0, stream: IO[str] | N
                 report = ev.report
     finally:
         if status is not None:
+            progress.set_display(None)
             status.stop()
     assert report is not None, "the pipeline always ends with RunFinished"
     if report.nodes:  # a multi-node run: one line per node before the verdict
         con.print()
         con.print(nodes_view(report, g))
     con.print()
-    con.print(summary_view(report, g, time.monotonic() - start))
+    con.print(summary_view(report, g, time.monotonic() - start, verbose))
     return report

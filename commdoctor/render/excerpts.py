@@ -18,7 +18,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from typing import IO, Iterable, Mapping
+from typing import IO, Callable, Iterable, Mapping
 
 from commdoctor.parsing.lines import RAW_TROUBLE, RAW_TROUBLE_PREFILTER, raw_owner
 from commdoctor.safeopen import kind_of, open_input
@@ -136,6 +136,7 @@ def excerpt_file(
     max_keys: int = 16,
     max_line: int = 600,
     max_bytes: int = 256 << 10,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> FileExcerpt:
     """Read ``path`` once and keep what a reader of a ticket needs from it.
 
@@ -173,6 +174,8 @@ def excerpt_file(
                 data = b""
             eof = not data
             size += len(data)
+            if data and on_bytes is not None:
+                on_bytes(len(data))  # a progress meter: a big log is read whole
             buf = carry + data
             if not eof:
                 cut = buf.rfind(b"\n") + 1

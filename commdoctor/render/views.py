@@ -77,7 +77,20 @@ def result_view(r: CheckResult, g: Glyphs, verbose: int = 0) -> RenderableType:
     return Group(*parts)
 
 
-def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None) -> RenderableType:
+def not_applicable(r: CheckResult) -> bool:
+    """A check skipped only because an optional input was not given (``SkipCheck(not_applicable=True)``).
+
+    It has no bearing on the question the command answers, so the console and the
+    TUI leave it out unless asked (``-v``); the report and JSON keep it as skipped.
+    """
+    return r.status is Status.SKIPPED and isinstance(r.data, Mapping) and r.data.get("not_applicable") is True
+
+
+def summary_view(report: Report, g: Glyphs, elapsed_s: float | None = None, verbose: int = 0) -> RenderableType:
+    if not verbose and any(not_applicable(r) for r in report.results):
+        import dataclasses
+
+        report = dataclasses.replace(report, results=[r for r in report.results if not not_applicable(r)])
     c = report.counts()
     n = len(report.results)
     status_bits = [f"{c[s.value]} {s.value.replace('_', ' ')}" for s in Status if c[s.value]]
@@ -189,17 +202,26 @@ def rank_view(rank: Mapping[str, Any], g: Glyphs, cited: bool = False) -> Render
     if cited:
         head.append(f"  {g.warning} named by the verdict", style=STYLE[Severity.WARNING])
     lines: list[RenderableType] = [head]
-    if rank.get("site"):
+    detail = str(rank.get("detail") or "")
+    if rank.get("site") and str(rank["site"]) not in detail:  # the hang stage's own words already name it
         lines.append(Text(f"  at {rank['site']}"))
-    if rank.get("detail"):
-        lines.append(Text(f"  {rank['detail']}", style="dim"))
+    if detail:
+        lines.append(Text(f"  {detail}", style="dim"))
     stack = rank.get("stack") or []
     if stack:
         lines.append(Text("  stack (innermost first):", style="dim"))
         for fr in stack:
             lines.append(Text(f"    {stack_frame_text(fr)}"))
+    elif rank.get("stack_error"):
+        lines.append(Text(f"  no stack: {rank['stack_error']}", style="dim"))
     else:
         lines.append(Text("  no stack in this report", style="dim"))
+    for t in rank.get("threads") or []:  # the process's other threads, after the one that tells the story
+        if not isinstance(t, Mapping) or not t.get("frames"):
+            continue
+        lines.append(Text(f"  thread {t.get('name') or '?'}:", style="dim"))
+        for fr in t["frames"]:
+            lines.append(Text(f"    {stack_frame_text(fr)}"))
     return Group(*lines)
 
 

@@ -67,6 +67,9 @@ class CommDoctorApp(ScreenHost):
         self.exported: list[str] = []
         self._stop = threading.Event()
         self._pump: threading.Thread | None = None
+        self._saving = False
+        #: A long check's progress (render/progress.py), shown in the verdict bar while it runs.
+        self.meter_text: str | None = None
         has_findings = bool(self.state.findings())
         self.initial_tab = ("findings" if has_findings else "log" if (report is None and logs and self.saved)
                             else "checks")
@@ -86,6 +89,11 @@ class CommDoctorApp(ScreenHost):
             # A daemon thread, not a textual thread worker: those run in the loop's default
             # executor, which interpreter exit joins, so quitting during a 60 s check would
             # hang until the check's deadline. The pipeline's own checks are daemons too.
+            from commdoctor.render import progress
+
+            # Meters would write to stderr, under the screen (textual says stderr is a terminal): they
+            # go to the verdict bar instead. Set from a check's thread; the next tick draws it.
+            progress.set_display(self._meter)
             self._pump = threading.Thread(target=self._consume, name="commdoctor-events", daemon=True)
             self._pump.start()
             self.set_interval(0.5, self._tick)
@@ -99,6 +107,15 @@ class CommDoctorApp(ScreenHost):
                     break
         except Exception:  # noqa: BLE001 - a bug in a sink's source: shown in the TUI, not a dead screen
             self.post_message(RunBroke(traceback.format_exc()))
+
+    def _meter(self, text: str | None) -> None:
+        self.meter_text = text
+
+    def on_unmount(self) -> None:
+        if self.events is not None:
+            from commdoctor.render import progress
+
+            progress.set_display(None)
 
     def _tick(self) -> None:
         if isinstance(self.screen_stack[0], MainScreen):
@@ -183,14 +200,30 @@ class CommDoctorApp(ScreenHost):
         if self.log_only:
             self.notify("No report is open (only logs); 'commdoctor logs FILE' makes one.", severity="warning")
             return
-        report = self.state.partial_report()
-        try:
-            paths, msg = export_mod.export(report, self.source or (self.logs[0] if self.logs else None), self.cwd)
-        except OSError as e:
-            self.notify(f"Could not write the report: {e}", severity="error", timeout=15)
+        if self._saving:
+            self.notify("Already writing the support report.", severity="warning")
             return
+        self._saving = True
+        report = self.state.partial_report()
+        # Excerpts of every log the user has open or a finding cites go in, around the cited lines.
+        logs = list(self.log_files())
+        source = self.source or (self.logs[0] if self.logs else None)
+        # A thread: excerpting big logs must not freeze the screen (the reads are bounded anyway).
+        threading.Thread(target=self._save, args=(report, source, logs), name="commdoctor-save", daemon=True).start()
+        self.notify("Writing the support report…", title="support report", timeout=5)
+
+    def _save(self, report: Report, source: str | None, logs: list[str]) -> None:
+        try:
+            paths, msg = export_mod.export(report, source, self.cwd, logs=logs)
+        except OSError as e:
+            self.call_from_thread(self._saved, [], f"Could not write the report: {e}", "error")
+            return
+        self.call_from_thread(self._saved, paths, msg, "information")
+
+    def _saved(self, paths: list[str], msg: str, severity: str) -> None:
+        self._saving = False
         self.exported += paths
-        self.notify(msg, title="support report", timeout=15)
+        self.notify(msg, title="support report", severity=severity, timeout=15)  # type: ignore[arg-type]
 
     async def action_quit(self) -> None:
         self._stop.set()

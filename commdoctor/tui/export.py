@@ -1,18 +1,19 @@
 """Writing the support report from the TUI (the ``s`` key).
 
-Promise: always writes something a user can attach, and says where. When
-``commdoctor.render.report`` provides ``write_support_report(report,
-directory, stem) -> list[str]`` it is used (imported only when asked);
-otherwise the report model is written as JSON (readable by ``commdoctor view``)
-next to the input, and the message says so. Standard library only.
+Promise: always writes something a user can attach, and says where. The
+report is the one ``commdoctor report --from`` writes (redacted Markdown and
+HTML, and the redacted JSON that ``commdoctor view`` and ``report --from``
+reopen), with bounded excerpts of the log files the TUI has open around the
+lines the findings cite. Should rendering fail (a bug), the report is still
+written as plain JSON and the message says why. No textual here.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import tempfile
+from typing import Sequence
 
 from commdoctor.model import Report
 
@@ -32,7 +33,8 @@ def _writable(d: str) -> bool:
     return os.path.isdir(d) and os.access(d, os.W_OK)
 
 
-def export(report: Report, source: str | None, cwd: str | None = None) -> tuple[list[str], str]:
+def export(report: Report, source: str | None, cwd: str | None = None,
+           logs: Sequence[str] = ()) -> tuple[list[str], str]:
     """Write the support report; return (paths written, a one-line message for the user)."""
     d, stem = target(source, report, cwd)
     note = ""
@@ -43,17 +45,15 @@ def export(report: Report, source: str | None, cwd: str | None = None) -> tuple[
         note = f" ({d} is not writable)"
         d = fallback
     try:
-        mod = importlib.import_module("commdoctor.render.report")
-    except ImportError:
-        mod = None
-    writer = getattr(mod, "write_support_report", None) if mod is not None else None
-    if writer is not None:
-        paths = [str(p) for p in writer(report, d, stem)]
-        return paths, f"Support report written: {', '.join(paths)}{note}"
-    path = os.path.join(d, stem + ".json")
-    with open(path, "w", encoding="utf-8") as fh:
-        # The --json document exactly (render/jsonout.dumps), without importing the pipeline.
-        fh.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
-    why = ("commdoctor.render.report is not installed" if mod is None
-           else "commdoctor.render.report has no write_support_report")
-    return [path], f"Wrote the report as JSON to {path}{note} ({why}; reopen it with 'commdoctor view')"
+        from commdoctor.render.support import write_support_report
+
+        paths = write_support_report(report, d, stem, logs=logs)
+    except OSError:
+        raise  # the caller says the file could not be written; a plain JSON would fail the same way
+    except Exception as e:  # noqa: BLE001 - a rendering bug must not lose the user's report
+        path = os.path.join(d, stem + ".json")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        return [path], (f"Could not render the support report ({type(e).__name__}: {e}); wrote the report, "
+                        f"NOT redacted, as JSON to {path}{note}")
+    return paths, f"Support report (redacted) written: {', '.join(paths)}{note}"

@@ -25,6 +25,7 @@ class ScreenHost(App[int]):
     log_only: bool
     initial_tab: str
     shown_files: dict[str, dict[int, Finding]] | None
+    meter_text: str | None  # a long check's progress meter, shown in the verdict bar
 
     def screen_ready(self) -> None:
         raise NotImplementedError

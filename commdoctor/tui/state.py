@@ -41,10 +41,16 @@ class RankRow:
     stack: tuple[Any, ...] = ()
     pid: int | None = None
     detail: str | None = None
+    #: The process's other threads that have frames: (thread name, frames innermost first).
+    threads: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    #: Why there is no stack (py-spy's message), when there is none.
+    stack_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "host": self.host, "state": self.state, "op": self.op, "site": self.site,
-                "stack": list(self.stack), "pid": self.pid, "detail": self.detail}
+                "stack": list(self.stack), "pid": self.pid, "detail": self.detail,
+                "threads": [{"name": n, "frames": list(fr)} for n, fr in self.threads],
+                "stack_error": self.stack_error}
 
 
 class RunState:
@@ -97,6 +103,10 @@ class RunState:
 
     # -- what the screens ask ----------------------------------------------------------
 
+    def shown_rows(self) -> dict[str, CheckRow]:
+        """The rows the Checks tab lists: all but checks skipped for an input this run was not given."""
+        return {k: r for k, r in self.rows.items() if r.result is None or not _not_applicable(r.result)}
+
     @property
     def done(self) -> bool:
         return self.report is not None
@@ -142,6 +152,11 @@ class RunState:
         return Report(tool_version="", mode="", created="", host="", results=self.results()).verdict()
 
 
+def _not_applicable(r: CheckResult) -> bool:
+    # The same test as render.views.not_applicable, kept here so this module needs no rich.
+    return r.status is Status.SKIPPED and isinstance(r.data, Mapping) and r.data.get("not_applicable") is True
+
+
 def sorted_findings(results: Iterable[CheckResult]) -> list[Finding]:
     """Findings most severe first; within a severity, the report's own order (causes first)."""
     rep = Report(tool_version="", mode="", created="", host="", results=list(results))
@@ -168,26 +183,71 @@ def ranks_of(results: Iterable[CheckResult]) -> list[RankRow]:
 
 
 def _rank_row(e: Any) -> RankRow | None:
+    """One entry of ``data["ranks"]``, in either shape the docs describe.
+
+    The hang stage writes its own record (``commdoctor hang --json``): the stack is a
+    process dump ``{"pid", "threads": [{"name", "frames"}]}``, and what the rank is doing
+    sits under ``classification`` (``op``, ``where``) and ``describe``. Other writers may
+    use the flat shape (``op``, ``site``, ``detail``, ``stack`` as a list of frames).
+    Both become the same row, so the grid and the stack screen never print a raw dict.
+    """
     if not isinstance(e, Mapping):
         return None
     try:
         rank = int(e["rank"])
     except (KeyError, TypeError, ValueError):
         return None
-    stack = e.get("stack") or ()
-    if isinstance(stack, (str, bytes)) or not isinstance(stack, (list, tuple)):
-        stack = (str(stack),) if stack else ()
+    cls = e.get("classification")
+    cls = cls if isinstance(cls, Mapping) else {}
+    stack, threads = _frames_of(e.get("stack"), cls.get("thread"))
     pid = e.get("pid")
+    op = e.get("op") or cls.get("op")
+    site = e.get("site") or cls.get("where")
+    detail = e.get("detail") or e.get("describe") or cls.get("describe")
+    err = e.get("stack_error")
     return RankRow(
         rank=rank,
-        host=str(e.get("host") or "?"),
+        host=str(e.get("host") or ""),
         state=str(e.get("state") or "unknown"),
-        op=str(e["op"]) if e.get("op") else None,
-        site=str(e["site"]) if e.get("site") else None,
-        stack=tuple(stack),
-        pid=pid if isinstance(pid, int) else None,
-        detail=str(e["detail"]) if e.get("detail") else None,
+        op=str(op) if op else None,
+        site=str(site) if site else None,
+        stack=stack,
+        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        detail=str(detail) if detail else None,
+        threads=threads,
+        stack_error=str(err) if err else None,
     )
+
+
+def _frames_of(stack: Any, thread: Any) -> tuple[tuple[Any, ...], tuple[tuple[str, tuple[Any, ...]], ...]]:
+    """(frames of the thread that matters, the other threads with frames) from either stack shape.
+
+    The thread that matters is the one the hang stage classified (``classification.thread``),
+    else ``MainThread``, else the first thread with frames: a hung rank's story is told by
+    one thread, and the others (loader workers, watchdogs) are shown after it.
+    """
+    if not stack:
+        return (), ()
+    if isinstance(stack, Mapping):
+        raw = stack.get("threads")
+        if not isinstance(raw, list):
+            return (), ()
+        named: list[tuple[str, tuple[Any, ...]]] = []
+        for t in raw:
+            if isinstance(t, Mapping):
+                frames = t.get("frames")
+                frames = tuple(frames) if isinstance(frames, list) else ()
+                named.append((str(t.get("name") or t.get("thread_id") or "?"), frames))
+        with_frames = [t for t in named if t[1]]
+        main = (next((t for t in with_frames if thread and t[0] == thread), None)
+                or next((t for t in with_frames if t[0] == "MainThread"), None)
+                or (with_frames[0] if with_frames else None))
+        if main is None:
+            return (), ()
+        return main[1], tuple(t for t in with_frames if t is not main)
+    if isinstance(stack, (list, tuple)):
+        return tuple(stack), ()
+    return (str(stack),), ()
 
 
 def hosts_of(ranks: Iterable[RankRow]) -> dict[str, list[RankRow]]:

@@ -6,7 +6,6 @@ import argparse
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -132,7 +131,7 @@ def test_layering_the_tui_stays_out_of_headless_paths() -> None:
     assert p.stdout.strip() == "ok", p.stderr
 
 
-def test_export_falls_back_to_json_next_to_the_input(tmp_path: Path) -> None:
+def test_export_writes_the_support_report_next_to_the_input(tmp_path: Path) -> None:
     from commdoctor.model import Report
     from commdoctor.tui import export
 
@@ -140,38 +139,34 @@ def test_export_falls_back_to_json_next_to_the_input(tmp_path: Path) -> None:
     src = tmp_path / "case" / "report.json"
     src.parent.mkdir()
     paths, msg = export.export(rep, str(src), cwd=str(tmp_path))
-    assert paths == [str(src.parent / "report-support.json")]
-    assert "JSON" in msg and paths[0] in msg
-    assert Report.from_dict(json.loads(Path(paths[0]).read_text())).to_dict() == rep.to_dict()
+    assert paths == [str(src.parent / f"report-support.{x}") for x in ("md", "html", "json")]
+    assert "redacted" in msg and all(p in msg for p in paths)
+    assert Path(paths[0]).read_text().startswith("# commdoctor report: HANG901")
+    back = Report.from_dict(json.loads(Path(paths[2]).read_text()))
+    assert [r.to_dict() for r in back.results] == [r.to_dict() for r in rep.results]
     # Input in a directory that is not there (or not writable): the current directory instead, said so.
     paths, msg = export.export(rep, str(tmp_path / "gone" / "x.log"), cwd=str(tmp_path))
-    assert paths == [str(tmp_path / "x-support.json")] and "not writable" in msg
+    assert paths[0] == str(tmp_path / "x-support.md") and "not writable" in msg
     # A live run has no input: the current directory, named after the mode.
     paths, _ = export.export(rep, None, cwd=str(tmp_path))
-    assert paths == [str(tmp_path / "commdoctor-hang-support.json")]
+    assert paths[0] == str(tmp_path / "commdoctor-hang-support.md")
 
 
-def test_export_uses_the_support_report_writer_when_there_is_one(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The contract with commdoctor.render.report (docs/tui.md): write_support_report(report, dir, stem)."""
+def test_export_still_writes_json_when_rendering_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the renderer must not lose the user's report; the message says it is not redacted."""
     from commdoctor.model import Report
+    from commdoctor.render import support
     from commdoctor.tui import export
 
-    calls = []
+    def broken(*a: object, **k: object) -> list[str]:
+        raise ValueError("a renderer bug")
 
-    def write_support_report(report: Report, directory: str, stem: str) -> list[str]:
-        calls.append((report.mode, directory, stem))
-        out = Path(directory) / f"{stem}.md"
-        out.write_text("# report\n")
-        return [str(out)]
-
-    mod = types.ModuleType("commdoctor.render.report")
-    mod.write_support_report = write_support_report  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "commdoctor.render.report", mod)
+    monkeypatch.setattr(support, "write_support_report", broken)
     rep = Report.from_dict(json.loads((FIXTURES / "logs-job.json").read_text()))
     paths, msg = export.export(rep, str(tmp_path / "job.log"), cwd=str(tmp_path))
-    assert calls == [("logs", str(tmp_path), "job-support")]
-    assert paths == [str(tmp_path / "job-support.md")] and "Support report written" in msg
+    assert paths == [str(tmp_path / "job-support.json")]
+    assert "ValueError: a renderer bug" in msg and "NOT redacted" in msg
+    assert Report.from_dict(json.loads(Path(paths[0]).read_text())).to_dict() == rep.to_dict()
 
 
 def test_fixtures_are_what_make_py_writes() -> None:

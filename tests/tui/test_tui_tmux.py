@@ -111,8 +111,11 @@ def test_view_jumps_to_log_evidence(term: Tmux, tmp_path: Path) -> None:
     log = term.wait_for(r"680▶ node02:1019:3019 \[3\] include/alloc.h:114 NCCL WARN")
     assert "line 680 of 1,389" in log
     term.keys("s")
-    saved = term.wait_for(r"logs-job-support\.json|support report")
-    assert (dst / "logs-job-support.json").exists(), saved
+    saved = term.wait_for(r"logs-job-support\.|support report")
+    end = time.monotonic() + 60  # the report is written beside the screen: wait for the file, bounded
+    while not (dst / "logs-job-support.json").exists() and time.monotonic() < end:
+        time.sleep(0.2)
+    assert (dst / "logs-job-support.json").exists() and (dst / "logs-job-support.md").exists(), saved
     term.keys("q")
     term.wait_for(r"COMMDOCTOR-EXIT=1")
 

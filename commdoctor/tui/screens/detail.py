@@ -137,7 +137,8 @@ class StackScreen(Screen):
 
     def compose(self) -> ComposeResult:
         r = self.rank
-        yield Static(Text(f" rank {r.rank} on {r.host}", style="bold"), classes="title-bar")
+        where = f" on {r.host}" if r.host else ""
+        yield Static(Text(f" rank {r.rank}{where}", style="bold"), classes="title-bar")
         with VerticalScroll(id="stack-body"):
             yield Static(rank_view(r.as_dict(), self.g, self.cited), id="stack-view")
         yield Footer()

@@ -107,7 +107,7 @@ class MainScreen(Screen):
             self._preview()
         tabs = self.query_one(TabbedContent)
         n = len(findings)
-        tabs.get_tab("checks").label = f"Checks ({len(st.rows)})"
+        tabs.get_tab("checks").label = f"Checks ({len(st.shown_rows())})"
         tabs.get_tab("findings").label = f"Findings ({n})"
         ranks = st.ranks()
         if ranks:
@@ -164,6 +164,8 @@ class MainScreen(Screen):
             el = st.elapsed(running)
             if el is not None:
                 line.append(f" ({el:.0f} s)", style="dim")
+            if app.meter_text:
+                line.append(f"  {app.meter_text}", style="dim")
         else:
             line.append("starting…" if not st.rows else "waiting for the next check…", style="dim")
         line.append(f"   {done}/{len(st.rows)} checks done", style="dim")

@@ -49,7 +49,15 @@ class ChecksTable(DataTable):
         return (glyph, Text(row.title), time_cell, Text(res, style="dim"))
 
     def sync(self, state: RunState) -> None:
-        for name, row in state.rows.items():
+        shown = state.shown_rows()
+        for name in [n for n in self._shown if not n.startswith(STAGE_ROW) and n not in shown]:
+            self.remove_row(name)  # listed while pending, then skipped for an input not given
+            del self._shown[name]
+        stages = {STAGE_ROW + r.stage.value for r in shown.values()}
+        for key in [k for k in self._shown if k.startswith(STAGE_ROW) and k not in stages]:
+            self.remove_row(key)  # a stage heading with nothing under it is not shown
+            del self._shown[key]
+        for name, row in shown.items():
             cells = self.cells(row, state)
             old = self._shown.get(name)
             if old is None:

@@ -65,7 +65,9 @@ class RankGrid(DataTable):
                 cells.append(Text(f"{r.rank:>4} {st.letter}{mark}", style=st.style + (" underline" if mark == "*" else "")))
                 self.cells[(y, x)] = r
             cells += [Text("")] * (width - len(rows))
-            self.add_row(*cells, label=Text(host, style="bold"), key=host)
+            # A saved stack carries no host name: say so rather than print an empty or "?" label.
+            label = Text(host, style="bold") if host else Text("host ?", style="dim")
+            self.add_row(*cells, label=label, key=host or "-")
 
     def _rank_at(self, row: int, col: int) -> RankRow | None:
         return self.cells.get((row, col))
