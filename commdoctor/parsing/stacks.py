@@ -159,8 +159,42 @@ def _int_or_none(v: Any) -> int | None:
 
 _PROC_RE = re.compile(r"^Process (\d+): (.*)$")
 _THREAD_RE = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
-# "    func (file.py:12)"  or native "    func (libfoo.so)"  or "    0x7f.. (libc.so.6)"
-_FRAME_RE = re.compile(r"^\s+(.*?) \(([^()]*?)(?::(\d+))?\)\s*$")
+
+
+def _frame_parts(raw: str) -> tuple[str, str, str | None] | None:
+    r"""(function, where, line digits or None) of one frame line of ``py-spy dump``'s text, or None.
+
+    ``"    func (file.py:12)"``, native ``"    func (libfoo.so)"`` or ``"    0x7f.. (libc.so.6)"``: indented,
+    then the function, a space, and a last parenthesised part holding no parentheses, ``:digits`` at its end
+    being the line number. Written with string methods rather than the regex this replaces
+    (``^\s+(.*?) \(([^()]*?)(?::(\d+))?\)\s*$``, whose leading ``\s+`` and lazy ``.*?`` split a run of spaces
+    every possible way: quadratic on one long line of them), and taking exactly the lines that regex took, with
+    the same parts: the function empty when the indentation itself ends in " (" and is at least two long.
+    """
+    if not raw[:1].isspace():
+        return None
+    body = raw.rstrip()  # the trailing \s*: rstrip() and the regex's \s mean the same (str.isspace) characters
+    if not body.endswith(")"):
+        return None
+    close = len(body) - 1
+    open_ = body.rfind("(", 0, close)
+    if open_ < 1 or ")" in body[open_ + 1:close] or body[open_ - 1] != " ":
+        return None
+    indent = len(raw) - len(raw.lstrip())
+    if open_ - 1 >= indent:
+        func = body[indent:open_ - 1]
+        if "\n" in func:  # the regex's "." stops at a newline (lines come from splitlines: defensive)
+            return None
+    elif indent >= 2:  # "  (x.py:1)": the indentation's last space is the separator, the function is empty
+        func = ""
+    else:
+        return None
+    inner = body[open_ + 1:close]
+    colon = inner.rfind(":")
+    digits = inner[colon + 1:] if colon >= 0 else ""
+    if digits and digits.isdecimal():  # \d is a Unicode decimal digit, as isdecimal() is
+        return func, inner[:colon], digits
+    return func, inner, None
 
 
 def parse_pyspy_json(text: str, pid: int | None = None) -> ProcessStack:
@@ -229,12 +263,14 @@ def parse_pyspy_text(text: str, pid: int | None = None) -> ProcessStack:
             continue
         if cur_name is None:
             continue
-        m = _FRAME_RE.match(raw)
-        if m:
-            func, where, line = m.group(1), m.group(2), m.group(3)
-            native = line is None
-            frames.append(Frame(function=func, file=where, line=int(line) if line else None,
-                                short_file=where, native=native))
+        parts = _frame_parts(raw)
+        if parts:
+            func, where, line = parts
+            # A line number past 32 bits is nonsense (and int() refuses 4,300 digits and more): the frame stays,
+            # its line unknown, as the saved forms' validation (docschema) treats one.
+            lineno = int(line) if line and len(line) <= 10 else None
+            frames.append(Frame(function=func, file=where, line=lineno if lineno is not None and lineno < 1 << 31 else None,
+                                short_file=where, native=line is None))
     flush()
     return ProcessStack(pid=pid, threads=tuple(threads), command=command)
 
