@@ -63,6 +63,61 @@ LOCAL_PG_SIZES = (256 << 10,)  # one size: the cross-node test measures the netw
 HEARTBEAT_S = 1.0  # each node writes node/<i>/alive this often while it runs
 STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long
 
+# -- one budget for the whole run (docs/multinode.md, "One deadline") ----------------------------------
+#: What each later step is kept, in seconds, when an earlier one waits: the mesh (2 s connects, the path-MTU
+#: echo's 3 x 0.7 s twice, the clock), the bandwidth plan and pair test, the local checks, and node 0's
+#: gather, cross-node checks and printing. A wait ends when what is left of the run falls to what the steps
+#: after it are kept, so the report comes before the deadline whichever step a fault stalls.
+KEEP_MESH_S = 7.0
+KEEP_BANDWIDTH_S = 6.0
+KEEP_LOCAL_S = 12.0
+KEEP_REPORT_S = 5.0
+#: The shortest wait worth making once the budget is nearly spent (a bound, never a hang).
+MIN_WAIT_S = 0.5
+
+
+def default_deadline(join_timeout: float, pg_timeout: float, timeout: float) -> float:
+    """The run's budget when ``--deadline`` is not given: about what the steps' own limits add up to when each
+    runs into its limit (the join on both sides, the local checks at their timeouts, a minute for the mesh,
+    the bandwidth test and the report), so no step is shortened. With the defaults (30, 60, 15): 195 s."""
+    return 2 * join_timeout + pg_timeout + timeout + 60.0
+
+
+class RunBudget:
+    """The run's one deadline, from this process's start; every wait below is computed from what is left.
+
+    ``until(keep, cap)``: the moment a wait must end: ``cap`` seconds from now at most, and early
+    enough that ``keep`` seconds remain for the steps after it (never in the past: at least
+    ``MIN_WAIT_S`` from now, so a spent budget still polls once).
+    """
+
+    #: A budget shorter than this keeps proportionally less for each step (the KEEP_* add up to 30 s).
+    FULL_S = 60.0
+
+    def __init__(self, total_s: float, t0: float | None = None) -> None:
+        self.t0 = time.monotonic() if t0 is None else t0
+        self.total_s = float(total_s)
+        self.end = self.t0 + self.total_s
+        self.scale = min(1.0, self.total_s / self.FULL_S)
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def keep(self, seconds: float) -> float:
+        """What a step is kept, in this budget (scaled down in a short one)."""
+        return seconds * self.scale
+
+    def until(self, keep: float, cap: float | None = None) -> float:
+        now = time.monotonic()
+        at = self.end - self.keep(keep)
+        if cap is not None:
+            at = min(at, now + cap)
+        return max(at, now + MIN_WAIT_S)
+
+    def seconds(self, keep: float, cap: float, floor: float = MIN_WAIT_S) -> float:
+        """A timeout to hand a probe: ``until(keep, cap)`` as seconds from now, at least ``floor``."""
+        return max(floor, self.until(keep, cap) - time.monotonic())
+
 
 def settings(environ: dict[str, str] | None = None) -> dict[str, str]:
     env = os.environ if environ is None else environ
@@ -108,7 +163,8 @@ class NodeRun:
     """One node's part in the multi-node run: ``exchange`` before the local checks, ``gather`` after them."""
 
     def __init__(self, job: Job, options: Any, argv: Sequence[str] = (), join_timeout: float = 30.0,
-                 say: Callable[[str], None] | None = None) -> None:
+                 say: Callable[[str], None] | None = None, deadline: float | None = None,
+                 t0: float | None = None) -> None:
         self.job = job
         self.options = options
         self.argv = list(argv)
@@ -117,7 +173,11 @@ class NodeRun:
         self.host = socket.gethostname()
         self.store: Any = None
         self.store_error: str | None = None
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic()  # --join-timeout counts from here, as the other nodes' joins do
+        # The one budget (``--deadline``, from ``t0``: the process's start): every wait below is derived from it.
+        self.budget = RunBudget(deadline if deadline is not None else
+                                default_deadline(join_timeout, float(options.pg_timeout), float(options.timeout)),
+                                t0)
         self.wall0 = time.time()
         self.roster: dict[str, Any] | None = None
         self.listeners: list[Any] = []
@@ -185,7 +245,9 @@ class NodeRun:
         from commdoctor.probes.jobstore import JobStore, StoreError
 
         try:
-            self.store = JobStore(self.job, connect_timeout=min(self.join_timeout, 30.0))
+            # Connecting is part of joining: what is left after it must still hold every later step.
+            keep = KEEP_MESH_S + KEEP_BANDWIDTH_S + KEEP_LOCAL_S + KEEP_REPORT_S
+            self.store = JobStore(self.job, connect_timeout=self.budget.seconds(keep, min(self.join_timeout, 30.0), 1.0))
             threading.Thread(target=self._heartbeat, name="commdoctor-heartbeat", daemon=True).start()
             return True
         except StoreError as e:
@@ -230,8 +292,9 @@ class NodeRun:
 
     def wait_roster(self) -> None:
         job = self.job
+        keep = KEEP_MESH_S + KEEP_BANDWIDTH_S + KEEP_LOCAL_S + KEEP_REPORT_S
         if job.coordinator:
-            deadline = self.t0 + self.join_timeout
+            deadline = min(self.t0 + self.join_timeout, self.budget.until(keep))
             keys = [self.key(i, "info") for i in range(job.nnodes)]
             have = self._wait_joins(keys, deadline)
             members = [i for i in range(job.nnodes) if self.key(i, "info") in have]
@@ -240,8 +303,10 @@ class NodeRun:
                            "waited_s": round(time.monotonic() - self.t0, 3)}
             self.store.put("roster", self.roster)
         else:
-            # Node 0 waits join_timeout from its own start; ours may have begun a little earlier or later.
-            got = self.store.wait(["roster"], time.monotonic() + self.join_timeout + 15.0)
+            # Node 0 waits join_timeout from its own start; ours may have begun a little earlier or later, so
+            # this node waits a little longer (part of the mesh step's share) than node 0's join can last.
+            got = self.store.wait(["roster"], min(self.t0 + self.join_timeout + 15.0,
+                                                  self.budget.until(keep - KEEP_MESH_S / 2)))
             self.roster = self.store.peek("roster") if got else None
 
     def _wait_joins(self, keys: Sequence[str], deadline: float) -> set[str]:
@@ -283,7 +348,8 @@ class NodeRun:
                 targets.append((f"{j}:master", addr, int(ports["master"])))
             if ports.get("ephemeral"):
                 targets.append((f"{j}:ephemeral", addr, int(ports["ephemeral"])))
-        results = mesh.probe_all(targets, timeout=2.0)
+        after = KEEP_BANDWIDTH_S + KEEP_LOCAL_S + KEEP_REPORT_S  # what the steps after the mesh are kept
+        results = mesh.probe_all(targets, timeout=self.budget.seconds(after, 2.0, 0.2))
         # Full-size packets along each path (Don't Fragment), in parallel: an MTU black hole loses them all.
         own = (self.info.get("choices") or {})
         mtu = (own.get(own.get("primary", "gloo")) or {}).get("mtu")
@@ -299,15 +365,16 @@ class NodeRun:
                     ts.append(threading.Thread(target=one, args=(int(j), addr, port), daemon=True))
             for t in ts:
                 t.start()
+            mtu_end = self.budget.until(after, 6.0)
             for t in ts:
-                t.join(6.0)
+                t.join(max(0.0, mtu_end - time.monotonic()))
         clock: dict[str, Any] | None = None
         if me != 0 and 0 in infos:
             ch = infos[0].get("choices") or {}
             addr = (ch.get(ch.get("primary", "gloo")) or {}).get("address")
             eph = (infos[0].get("ports") or {}).get("ephemeral")
             if addr and eph:
-                clock = mesh.clock_offset(addr, int(eph))
+                clock = mesh.clock_offset(addr, int(eph), timeout=self.budget.seconds(after, 2.0, 0.2))
         self.store.put(self.key(me, "mesh"), {"probes": results, "clock": clock, "paths": dict(paths)})
         self.stage("mesh done")
 
@@ -317,7 +384,8 @@ class NodeRun:
             return []
         members = list(self.roster["members"])
         if self.job.coordinator:
-            self.wait_nodes([i for i in members if i != self.job.node], "mesh", time.monotonic() + 20.0)
+            self.wait_nodes([i for i in members if i != self.job.node], "mesh",
+                            self.budget.until(KEEP_BANDWIDTH_S / 2 + KEEP_LOCAL_S + KEEP_REPORT_S, 20.0))
             # Edges where either direction failed; drop the node with most of them until none is left.
             broken: set[tuple[int, int]] = set()
             silent = []
@@ -341,7 +409,7 @@ class NodeRun:
                 chosen = []
             self.store.put("bwplan", {"members": chosen, "excluded": [i for i in members if i not in chosen]})
             return chosen
-        if not self.store.wait(["bwplan"], time.monotonic() + 40.0):
+        if not self.store.wait(["bwplan"], self.budget.until(KEEP_BANDWIDTH_S / 3 + KEEP_LOCAL_S + KEEP_REPORT_S, 40.0)):
             return []
         plan = self.store.peek("bwplan") or {}
         return [int(x) for x in plan.get("members") or ()]
@@ -352,7 +420,9 @@ class NodeRun:
         me = self.job.node
         if me not in members:
             return
-        res = pair_bandwidth(self.store, members.index(me), len(members))
+        # gloo's timeout bounds each exchange; what is left before the local checks' share bounds the test.
+        gloo_s = self.budget.seconds(KEEP_LOCAL_S + KEEP_REPORT_S, 20.0, 1.0)
+        res = pair_bandwidth(self.store, members.index(me), len(members), timeout=gloo_s)
         # Pairs by node index, not by position in the group.
         res["pairs"] = {str(members[int(k)]): v for k, v in res["pairs"].items()}
         res["members"] = members
@@ -394,6 +464,7 @@ class NodeRun:
             finally:
                 self.close_listeners()
         self.stage("local checks started")
+        self.fit_local_checks()
 
     # -- after the local checks: publish, and on node 0 gather -------------------------------------------
 
@@ -424,6 +495,25 @@ class NodeRun:
             return Gathered(Context(options=replace(self.options, mode="node"), facts=facts), local)
         return self.gather_nodes(local)
 
+    def fit_local_checks(self) -> None:
+        """Shorten the local checks' own limits (``--timeout``, ``--pg-timeout``) to what is left of the run.
+
+        Node 0 keeps ``KEEP_REPORT_S`` for the gather and the report; another node one second more, so its
+        report is in the store before node 0 stops waiting. The checks run one after another and each normally
+        ends within its limit; a few seconds go to the checks without one. Said in the job section's notes.
+        """
+        keep = self.budget.keep(KEEP_REPORT_S + (0.0 if self.job.coordinator else 1.0) + 8.0)
+        spare = self.budget.left() - keep
+        opts = self.options
+        timeout = min(float(opts.timeout), max(2.0, round(spare * 0.25, 1)))
+        pg_timeout = min(float(opts.pg_timeout), max(3.0, round(spare * 0.6, 1)))
+        if (timeout, pg_timeout) != (float(opts.timeout), float(opts.pg_timeout)):
+            self.notes.append(f"the run's deadline ({self.budget.total_s:g} s) left {max(0.0, spare):.0f} s for "
+                              f"this node's local checks: network probes {timeout:g} s (--timeout "
+                              f"{float(opts.timeout):g}), process-group test {pg_timeout:g} s (--pg-timeout "
+                              f"{float(opts.pg_timeout):g})")
+            opts.timeout, opts.pg_timeout = timeout, pg_timeout
+
     def job_section(self) -> dict[str, Any]:
         # The launcher's notes (the defaults taken for MASTER_ADDR / MASTER_PORT) first, then the run's own.
         return {**self.job.to_dict(), "store_error": self.store_error, "notes": [*self.job.notes, *self.notes]}
@@ -441,7 +531,8 @@ class NodeRun:
 
         job = self.job
         members = list((self.roster or {}).get("members") or [])
-        deadline = time.monotonic() + float(self.options.pg_timeout) + float(self.options.timeout) + 30.0
+        # The others' reports until the run's deadline less the time the report itself needs.
+        deadline = self.budget.until(KEEP_REPORT_S)
         if self.store is not None:
             self.wait_nodes([i for i in members if i != job.node], "report", deadline)
         self._hb_stop.set()
@@ -490,7 +581,8 @@ class NodeRun:
         keys = [f"checkin/{r}" for rs in want.values() for r in rs]
         # They check in at start: long since done, late (the join timeout, from our own start, covers a slow
         # start as it does for nodes), or never.
-        have = self.store.wait(keys, max(self.t0 + self.join_timeout, time.monotonic() + 5.0))
+        have = self.store.wait(keys, min(max(self.t0 + self.join_timeout, time.monotonic() + 5.0),
+                                         self.budget.until(KEEP_REPORT_S - 2.0)))
         for i, rs in want.items():
             gone = [r for r in rs if f"checkin/{r}" not in have]
             if gone:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import copy
 import gzip
 import io
 import json
@@ -67,7 +68,9 @@ def _mutate(draw: st.DrawFn, obj: Any, n: int) -> Any:
         if not paths:
             break
         parent, key = draw(st.sampled_from(paths))
-        parent[key] = draw(JSONISH)
+        # A copy: WEIRD's lists and dicts are shared objects, and a later mutation that lands inside one would
+        # grow it for every input after (the long stacks run's memory blow-up was this, not the reader).
+        parent[key] = copy.deepcopy(draw(JSONISH))
     return doc
 
 

@@ -165,13 +165,7 @@ def test_patterns_were_found() -> None:
 
 #: Patterns outside this brief's files that are known to backtrack super-linearly, by their text, with
 #: the owner who must fix them. They are expected failures until fixed (then the marker must go).
-KNOWN_SLOW = {
-    # parsing/signatures.py ("engine", being rewritten): \w+ before a fixed phrase, scanned from every position.
-    r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the|daemon has unexpectedly failed after launch|was unable to reliably start one or more daemons|has lost communication with a remote daemon)": "engine",
-    r"(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal (?P<sig>\d+)(?: \((?P<name>[^)]{1,40})\))?": "engine",
-    # parsing/stacks.py ("hang"): \s+ then a lazy .*? on one line of spaces is quadratic inside one match.
-    r"^\s+(.*?) \(([^()]*?)(?::(\d+))?\)\s*$": "hang",
-}
+KNOWN_SLOW: dict[str, str] = {}  # none left: the MPI rows and the py-spy frame reader were made linear
 
 _INPUTS = _inputs()
 

@@ -35,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--join-timeout", type=float, default=30.0, metavar="S",
                    help="how long node 0 waits for the other nodes, and local rank 0 for the other local ranks, "
                         "to join (default 30)")
+    g.add_argument("--deadline", type=float, default=None, metavar="S",
+                   help="the whole run's budget, in seconds from this process's start: every wait is derived from it "
+                        "and node 0 prints its report before it (default: 2 x --join-timeout + --pg-timeout + "
+                        "--timeout + 60, 195 s; under a launcher with a time limit, give that limit less its start-up)")
     g.add_argument("--expect-hosts", default="", metavar="HOSTS",
                    help="comma-separated host names of the nodes, in node order: names a node that never joins")
     g.add_argument("--this-node-only", action="store_true",
@@ -95,6 +99,19 @@ def job_of(args: argparse.Namespace) -> Job | None:
     return job
 
 
+def _process_start() -> float | None:
+    """When this process started, on the monotonic clock (the deadline counts the interpreter's start-up too)."""
+    import time
+
+    try:
+        import psutil
+
+        age = time.time() - psutil.Process().create_time()
+    except Exception:  # noqa: BLE001 - then the deadline counts from now
+        return None
+    return time.monotonic() - age if 0 <= age < 600 else None
+
+
 def _parent_argv() -> list[str] | None:
     """torchrun's command line when it is our parent: it holds --nnodes MIN:MAX, which workers are not told."""
     try:
@@ -143,6 +160,9 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
 
     if args.join_timeout <= 0:
         raise CommDoctorError("--join-timeout must be positive")
+    if args.deadline is not None and args.deadline < 10:
+        raise CommDoctorError(f"--deadline {args.deadline:g}: give at least 10 s (joining, the probes and the report "
+                              "need a few seconds each)")
 
     def say(text: str) -> None:
         print(f"commdoctor: {text}", file=sys.stderr, flush=True)
@@ -155,7 +175,8 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
     ctx = Context(options=opts, facts=Facts(live_providers()))
-    node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say)
+    node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say,
+                             deadline=args.deadline, t0=_process_start())
     # The checks that judge what the nodes gathered run in the same pipeline, after the local checks.
     judges: list[Check]
     if not job.coordinator:

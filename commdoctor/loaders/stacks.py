@@ -8,22 +8,30 @@ taken from the number at the end of each file name, with an optional
 notes on the snapshot, never exceptions; JSON goes through the one way in
 (``safeopen.parse_json``, then ``docschema.clean_stacks``), so a bad frame,
 thread or rank is one note and the rest is still read.
+
+Every read is bounded by a budget of work, whatever the files claim: at most
+``MAX_BYTES`` a file and ``MAX_TOTAL_BYTES`` in all, and the frames and threads
+of ``parsing.stacks.StackBudget`` (frames per thread, threads per process,
+frames in all). What is past the budget is named in a note (the thread cut,
+the file left out) and everything within it is still read; memory follows the
+frames kept, not the size of the input.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 from commdoctor.docschema import clean_stacks
-from commdoctor.parsing.stacks import parse_stack_text
+from commdoctor.parsing.stacks import StackBudget, parse_pyspy_doc, parse_pyspy_text
 from commdoctor.safeopen import parse_json, read_limited
 from commdoctor.snapshot import HangSnapshot, RankView
 
 _RANK_RE = re.compile(r"rank[_-]?(\d+)|(\d+)(?=\.[A-Za-z]+$)|(\d+)$")
 MAX_BYTES = 64 << 20
+#: Bytes read in all by one load: a folder of many big dumps is read up to here, the rest named and left out.
+MAX_TOTAL_BYTES = 256 << 20
 #: rank -> {"pid": P, "proc_state": "sleeping|stopped|zombie|exited"}, beside saved per-rank dumps.
 STATES_FILE = "states.json"
 
@@ -35,7 +43,37 @@ def _rank_of(name: str) -> int | None:
     return int(next(g for g in m.groups() if g is not None))
 
 
-def load_snapshot(paths: Iterable[str]) -> HangSnapshot:
+def _trim(doc: Any, budget: StackBudget, label: str) -> None:
+    """Cut, in place, the thread and frame lists of a parsed stack document to ``budget`` (before typing them,
+    so a file of millions of frames is typed and kept only as far as the budget goes)."""
+
+    def threads(ts: Any, where: str) -> Any:
+        if not isinstance(ts, list):
+            return ts
+        ts = budget.keep_threads(ts, where)
+        for i, t in enumerate(ts):
+            if isinstance(t, dict) and isinstance(t.get("frames"), list):
+                name = t.get("thread_name") or t.get("name") or i
+                t["frames"] = budget.keep(t["frames"], f"{where}: thread {str(name)[:80]}")
+        return ts
+
+    if isinstance(doc, list):  # py-spy's thread list (a list is cut in place: the caller holds it)
+        doc[:] = threads(doc, label)
+    elif isinstance(doc, dict) and isinstance(doc.get("ranks"), list):
+        for r in doc["ranks"]:
+            st = r.get("stack") if isinstance(r, dict) else None
+            if isinstance(st, dict):
+                st["threads"] = threads(st.get("threads"), f"{label}: rank {str(r.get('rank'))[:20]}")
+    elif isinstance(doc, dict) and "threads" in doc:
+        doc["threads"] = threads(doc.get("threads"), label)
+    elif isinstance(doc, dict) and isinstance(doc.get("frames"), list):  # one thread alone
+        doc["frames"] = budget.keep(doc["frames"], f"{label}: thread {str(doc.get('thread_name'))[:80]}")
+
+
+def load_snapshot(paths: Iterable[str], budget: StackBudget | None = None) -> HangSnapshot:
+    """The snapshot the files describe; ``budget``: the work allowed (a fresh ``StackBudget`` by default)."""
+    budget = budget if budget is not None else StackBudget()
+    frames0 = budget.frames_left
     snap = HangSnapshot(source="saved")
     files: list[str] = []
     for p in paths:
@@ -48,34 +86,43 @@ def load_snapshot(paths: Iterable[str]) -> HangSnapshot:
         if os.path.basename(f) == STATES_FILE:
             files.remove(f)
             try:
-                doc, _ = parse_json(read_limited(f, MAX_BYTES))
-                if not isinstance(doc, dict):
-                    raise ValueError(f"a JSON {type(doc).__name__}, not an object of rank -> state")
-                states = {int(k): dict(v) for k, v in doc.items() if isinstance(v, dict) and str(k).isdigit() and len(str(k)) < 10}
+                sdoc, _ = parse_json(read_limited(f, MAX_BYTES))
+                if not isinstance(sdoc, dict):
+                    raise ValueError(f"a JSON {type(sdoc).__name__}, not an object of rank -> state")
+                states = {int(k): dict(v) for k, v in sdoc.items() if isinstance(v, dict) and str(k).isdigit() and len(str(k)) < 10}
             except (OSError, ValueError, TypeError, AttributeError) as e:
                 snap.notes.append(f"{f}: unreadable ({getattr(e, 'strerror', None) or e})")
+    bytes_left = MAX_TOTAL_BYTES
+    left_out: list[str] = []
     for f in files:
         if os.path.isdir(f):
             continue
+        if bytes_left <= 0 or budget.frames_left <= 0:
+            left_out.append(f)
+            continue
         try:
             # One way in (commdoctor.safeopen): size cap, a FIFO waited on only briefly, devices refused.
-            data = read_limited(f, MAX_BYTES)
+            data = read_limited(f, min(MAX_BYTES, bytes_left))
         except OSError as e:
             snap.notes.append(f"{f}: {e.strerror or e}, skipped")
             continue
-        text = data.decode("utf-8", "replace")
-        stripped = text.lstrip()
-        if stripped.startswith(("{", "[")):
+        bytes_left -= len(data)
+        head = data[:4096].decode("utf-8", "replace").lstrip()
+        if not head and len(data) > 4096:  # only blanks so far: the first character that is not one decides
+            head = data.decode("utf-8", "replace").lstrip()[:1]
+        doc: Any = None
+        if head.startswith(("{", "[")):
             # JSON is typed item by item: a frame with "line": Infinity or "frames": true is named and left out,
-            # the rest of the file and every other file are still read.
+            # the rest of the file and every other file are still read. Cut to the budget before typing.
             try:
                 doc, fixes = parse_json(data, nonfinite_as_null=True)
+                del data
+                _trim(doc, budget, f)
                 doc, problems = clean_stacks(doc)
             except ValueError as e:
                 snap.notes.append(f"{f}: not a stack dump commdoctor can read ({e})")
                 continue
             snap.notes += [f"{f}: {p}" for p in fixes + problems][:50]
-            text = json.dumps(doc)
             if isinstance(doc, dict) and "ranks" in doc:
                 try:
                     saved = HangSnapshot.from_dict(doc)
@@ -93,12 +140,23 @@ def load_snapshot(paths: Iterable[str]) -> HangSnapshot:
         if rank is None:
             snap.notes.append(f"{f}: cannot tell the rank from the name (call it rank3.json or rank3.txt)")
             continue
-        stack = parse_stack_text(text)
+        if doc is not None:
+            stack = parse_pyspy_doc(doc)
+        else:
+            stack = parse_pyspy_text(data.decode("utf-8", "replace"), budget=budget, label=f)
+            del data
         if not stack.threads:
             snap.notes.append(f"{f}: no stack found (expected py-spy dump output, --json or text)")
             continue
         snap.ranks[rank] = RankView(rank=rank, pid=stack.pid, proc_state="unknown", stack=stack,
                                     command=stack.command)
+    if left_out:
+        snap.notes.append(f"{len(left_out)} file(s) left out, the read's budget ({MAX_TOTAL_BYTES >> 20} MiB, "
+                          f"{frames0} frames) being spent: " + ", ".join(left_out[:10])
+                          + (" ..." if len(left_out) > 10 else ""))
+    if budget.cuts > len(budget.notes):
+        budget.notes.append(f"... {budget.cuts - len(budget.notes)} more thread(s) cut the same way")
+    snap.notes += budget.notes
     for r, st in states.items():
         v = snap.ranks.get(r) or RankView(rank=r)
         pid = st.get("pid")

@@ -14,6 +14,7 @@ an exception.
 
 from __future__ import annotations
 
+import collections
 import enum
 import json
 import linecache
@@ -157,10 +158,116 @@ def _int_or_none(v: Any) -> int | None:
 
 # -- parsing -------------------------------------------------------------------
 
+@dataclass
+class StackBudget:
+    """A budget of work for reading stacks from files: frames per thread, threads per process, frames in all.
+
+    Memory and time of a read follow the frames kept, so these bound both whatever a file
+    claims. A real thread is at most about a thousand Python frames deep (the interpreter's
+    recursion limit) plus its native ones; a thread past ``frames_per_thread`` keeps its
+    innermost frames (what it is doing, and the user frame that called into the library)
+    and its outermost ``OUTER_KEPT`` (the entry point). ``frames_left`` is spent across
+    every file of one read. Each cut is one line in ``notes``.
+    """
+
+    frames_per_thread: int = 2000
+    threads: int = 256
+    frames_left: int = 200_000
+    notes: list[str] = field(default_factory=list)
+    cuts: int = 0  # every cut, noted or not (``notes`` keeps the first MAX_NOTES)
+
+    #: Notes kept: a file of ten thousand deep threads is one summary, not ten thousand lines.
+    MAX_NOTES = 50
+
+    #: Outermost frames kept of a thread that is cut.
+    OUTER_KEPT = 16
+
+    def allowed(self) -> int:
+        """Frames the next thread may keep."""
+        return max(0, min(self.frames_per_thread, self.frames_left))
+
+    def plan(self, n: int, where: str) -> tuple[int, int]:
+        """(innermost, outermost) frames to keep of a thread of ``n``; spends them, and notes a cut."""
+        allowed = self.allowed()
+        if n <= allowed:
+            self.frames_left -= n
+            return n, 0
+        outer = min(self.OUTER_KEPT, allowed // 2)
+        self.frames_left -= allowed
+        why = ("the read's budget of frames was spent" if allowed < self.frames_per_thread
+               else f"over {self.frames_per_thread} frames")
+        self.note(f"{where}: {n} frames, {allowed} kept (innermost {allowed - outer}, outermost {outer}): {why}")
+        return allowed - outer, outer
+
+    def note(self, text: str) -> None:
+        self.cuts += 1
+        if len(self.notes) < self.MAX_NOTES:
+            self.notes.append(text)
+
+    def keep(self, frames: Sequence[Any], where: str) -> list[Any]:
+        """``frames`` (innermost first) within the budget; a cut is noted, naming ``where``."""
+        inner, outer = self.plan(len(frames), where)
+        return list(frames[:inner]) + (list(frames[len(frames) - outer:]) if outer else [])
+
+    def keep_threads(self, threads: Sequence[Any], where: str) -> list[Any]:
+        if len(threads) <= self.threads:
+            return list(threads)
+        self.note(f"{where}: {len(threads)} threads, the first {self.threads} kept")
+        return list(threads[: self.threads])
+
+
+#: py-spy's text is split into lines a block at a time: a file of short lines never becomes one list of them all.
+_BLOCK = 1 << 20
+
+
+def _lines(text: str) -> Iterable[str]:
+    """``text.splitlines()``, a block at a time (blocks end after a newline, so no line or CRLF is split)."""
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", min(n, start + _BLOCK))
+        end = n if end < 0 else end + 1
+        yield from text[start:end].splitlines()
+        start = end
+
+
 _PROC_RE = re.compile(r"^Process (\d+): (.*)$")
 _THREAD_RE = re.compile(r'^Thread (0x[0-9a-fA-F]+|\d+) \(([^)]*)\)(?:: "(.*)")?\s*$')
-# "    func (file.py:12)"  or native "    func (libfoo.so)"  or "    0x7f.. (libc.so.6)"
-_FRAME_RE = re.compile(r"^\s+(.*?) \(([^()]*?)(?::(\d+))?\)\s*$")
+
+
+def _frame_parts(raw: str) -> tuple[str, str, str | None] | None:
+    r"""(function, where, line digits or None) of one frame line of ``py-spy dump``'s text, or None.
+
+    ``"    func (file.py:12)"``, native ``"    func (libfoo.so)"`` or ``"    0x7f.. (libc.so.6)"``: indented,
+    then the function, a space, and a last parenthesised part holding no parentheses, ``:digits`` at its end
+    being the line number. Written with string methods rather than the regex this replaces
+    (``^\s+(.*?) \(([^()]*?)(?::(\d+))?\)\s*$``, whose leading ``\s+`` and lazy ``.*?`` split a run of spaces
+    every possible way: quadratic on one long line of them), and taking exactly the lines that regex took, with
+    the same parts: the function empty when the indentation itself ends in " (" and is at least two long.
+    """
+    if not raw[:1].isspace():
+        return None
+    body = raw.rstrip()  # the trailing \s*: rstrip() and the regex's \s mean the same (str.isspace) characters
+    if not body.endswith(")"):
+        return None
+    close = len(body) - 1
+    open_ = body.rfind("(", 0, close)
+    if open_ < 1 or ")" in body[open_ + 1:close] or body[open_ - 1] != " ":
+        return None
+    indent = len(raw) - len(raw.lstrip())
+    if open_ - 1 >= indent:
+        func = body[indent:open_ - 1]
+        if "\n" in func:  # the regex's "." stops at a newline (lines come from splitlines: defensive)
+            return None
+    elif indent >= 2:  # "  (x.py:1)": the indentation's last space is the separator, the function is empty
+        func = ""
+    else:
+        return None
+    inner = body[open_ + 1:close]
+    colon = inner.rfind(":")
+    digits = inner[colon + 1:] if colon >= 0 else ""
+    if digits and digits.isdecimal():  # \d is a Unicode decimal digit, as isdecimal() is
+        return func, inner[:colon], digits
+    return func, inner, None
 
 
 def parse_pyspy_json(text: str, pid: int | None = None) -> ProcessStack:
@@ -169,6 +276,11 @@ def parse_pyspy_json(text: str, pid: int | None = None) -> ProcessStack:
         doc = json.loads(text)
     except ValueError:
         return ProcessStack(pid=pid, threads=())
+    return parse_pyspy_doc(doc, pid)
+
+
+def parse_pyspy_doc(doc: Any, pid: int | None = None) -> ProcessStack:
+    """``py-spy dump --json`` output already parsed (a list of threads), or our own saved form of one process."""
     if isinstance(doc, dict):  # our own saved form
         if "threads" in doc:
             return ProcessStack.from_dict(doc)
@@ -199,25 +311,45 @@ def parse_pyspy_json(text: str, pid: int | None = None) -> ProcessStack:
     return ProcessStack(pid=pid, threads=tuple(threads))
 
 
-def parse_pyspy_text(text: str, pid: int | None = None) -> ProcessStack:
-    """``py-spy dump`` text output (also with ``--native``)."""
+def parse_pyspy_text(text: str, pid: int | None = None, budget: StackBudget | None = None,
+                     label: str = "stack") -> ProcessStack:
+    """``py-spy dump`` text output (also with ``--native``); with ``budget``, threads and frames past it are
+    counted, not kept (a cut is noted in the budget, naming ``label`` and the thread)."""
     command = None
     threads: list[ThreadStack] = []
     cur_name: str | None = None
     cur_tid: str | None = None
     cur_state = ""
     frames: list[Frame] = []
+    # With a budget, a thread keeps at most ``cap`` frames from its head and a ring of its last few; the rest
+    # are only counted, so a file of millions of frames costs the frames kept (StackBudget.plan says which).
+    cap = budget.allowed() if budget is not None else -1
+    seen = 0
+    ring: collections.deque[Frame] = collections.deque(maxlen=StackBudget.OUTER_KEPT)
+    dropped_threads = 0
 
     def flush() -> None:
-        if cur_name is not None:
-            osid = _int_or_none(cur_tid) if cur_tid and not cur_tid.startswith("0x") else None
-            threads.append(ThreadStack(name=cur_name, frames=tuple(frames), thread_id=cur_tid, os_thread_id=osid,
-                                       active="active" in cur_state, owns_gil="gil" in cur_state))
+        nonlocal dropped_threads
+        if cur_name is None:
+            return
+        kept: list[Frame] = frames
+        if budget is not None:
+            if len(threads) >= budget.threads:
+                dropped_threads += 1
+                return
+            inner, outer = budget.plan(seen, f"{label}: thread {cur_name}")
+            # frames + ring ends where the thread ends (the ring holds the last frames past the head).
+            kept = frames[:inner] + ((frames + list(ring))[-outer:] if outer else [])
+        osid = _int_or_none(cur_tid) if cur_tid and not cur_tid.startswith("0x") else None
+        threads.append(ThreadStack(name=cur_name, frames=tuple(kept), thread_id=cur_tid, os_thread_id=osid,
+                                   active="active" in cur_state, owns_gil="gil" in cur_state))
 
-    for raw in text.splitlines():
+    for raw in _lines(text):
         m = _PROC_RE.match(raw)
         if m:
-            pid = pid if pid is not None else int(m.group(1))
+            # int() refuses 4,300 digits and more; a pid past 32 bits is no pid.
+            n = _int_or_none(m.group(1)) if len(m.group(1)) <= 10 else None
+            pid = pid if pid is not None else (n if n is not None and n < 1 << 31 else None)
             command = m.group(2)
             continue
         m = _THREAD_RE.match(raw)
@@ -225,17 +357,28 @@ def parse_pyspy_text(text: str, pid: int | None = None) -> ProcessStack:
             flush()
             cur_tid, cur_state = m.group(1), m.group(2)
             cur_name = m.group(3) if m.group(3) is not None else cur_tid
-            frames = []
+            frames, seen = [], 0
+            ring.clear()
+            cap = budget.allowed() if budget is not None else -1
             continue
         if cur_name is None:
             continue
-        m = _FRAME_RE.match(raw)
-        if m:
-            func, where, line = m.group(1), m.group(2), m.group(3)
-            native = line is None
-            frames.append(Frame(function=func, file=where, line=int(line) if line else None,
-                                short_file=where, native=native))
+        parts = _frame_parts(raw)
+        if parts:
+            func, where, line = parts
+            # A line number past 32 bits is nonsense (and int() refuses 4,300 digits and more): the frame stays,
+            # its line unknown, as the saved forms' validation (docschema) treats one.
+            lineno = int(line) if line and len(line) <= 10 else None
+            frame = Frame(function=func, file=where, line=lineno if lineno is not None and lineno < 1 << 31 else None,
+                          short_file=where, native=line is None)
+            seen += 1
+            if cap < 0 or len(frames) < cap:
+                frames.append(frame)
+            elif budget is not None:
+                ring.append(frame)
     flush()
+    if dropped_threads and budget is not None:
+        budget.note(f"{label}: {len(threads) + dropped_threads} threads, the first {budget.threads} kept")
     return ProcessStack(pid=pid, threads=tuple(threads), command=command)
 
 

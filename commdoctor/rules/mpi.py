@@ -155,8 +155,10 @@ SIGNATURES = (
        build=_if_setting),
     sig("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
                               "unable to reliably start", "lost communication with a remote daemon"),
-       # Help texts wrap at about 70 columns: match only what fits on their first line.
-       r"(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the"
+       # Help texts wrap at about 70 columns: match only what fits on their first line. The name starts a word
+       # ((?<!\w)): the leftmost match always did, and without it a run of word characters is tried from every
+       # position, each try running to the run's end (quadratic).
+       r"(?<!\w)(?P<rt>ORTE|PRTE|PRRTE|\w+) (?:is unable to establish a communication connection to the"
        r"|daemon has unexpectedly failed after launch|was unable to reliably start one or more daemons"
        r"|has lost communication with a remote daemon)",
        "launcher_misconfig", ROOT, 3, "mpirun's runtime could not start or reach its daemons on the other nodes",
@@ -184,7 +186,8 @@ SIGNATURES = (
                               "hosts (UCX_NET_DEVICES=mlx5_0:1 on one, mlx5_1:1 on the other) leaves no common transport"),
              ("firewall_or_port_blocked", "UCX's TCP transport and its connection setup need open ports between the hosts")]),
     sig("mpirun_signal", ("noticed that process rank",),
-       r"(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
+       # (?<!\w): the tool's name starts a word, as in the mpi_daemon_connect row (linear on a run of word characters).
+       r"(?<!\w)(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
        r" (?P<sig>\d+)(?: \((?P<name>[^)]{1,40})\))?",
        "peer_process_died", ROOT, 5, "mpirun saw a rank die from a signal",
        build=_mpirun_signal),

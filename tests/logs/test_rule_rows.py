@@ -84,6 +84,11 @@ ROWS = [
      "[job] waited 20000ms for recv of the batch"),  # fixtures/logs/gloo-mismatch-timeout
     ("mpi_btl_tcp", "[btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier "
      "[[22157,1],7]", "[btl_tcp_component.c:1000] using interface ib0 for btl tcp"),  # 023
+    # Open MPI's help texts (orte/mca/errmgr help-errmgr-base.txt, plm help-plm-base.txt) as mpirun prints them.
+    ("mpi_daemon_connect", "ORTE was unable to reliably start one or more daemons.",
+     "reason: lost communication with a remote daemon"),
+    ("mpirun_signal", "mpirun noticed that process rank 3 with PID 4242 on node node07 exited on signal 11 "
+     "(Segmentation fault).", "mpirun noticed that process rank 3 with PID 4242 on node node07 exited with status 1"),
     ("process_died", "  traceback : Signal 9 (SIGKILL) received by PID 1133",  # fixtures/logs/nccl-peer-died
      "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"),
 ]
