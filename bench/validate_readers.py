@@ -28,9 +28,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import msgspec  # noqa: E402
 
-from commdoctor import records  # noqa: E402
-from commdoctor.docschema import report_from_doc  # noqa: E402
-from commdoctor.model import Report  # noqa: E402
+from commdoctor.core import records  # noqa: E402
+from commdoctor.loaders.docschema import report_from_doc  # noqa: E402
+from commdoctor.core.model import Report  # noqa: E402
 
 
 class RecordDoc(msgspec.Struct):

@@ -21,7 +21,7 @@ import sys
 from typing import Any, Sequence, TextIO
 
 from commdoctor import __version__
-from commdoctor.errors import CommDoctorError, ExitCode
+from commdoctor.core.errors import CommDoctorError, ExitCode
 
 #: (name, module, one-line help). Order is the order of ``commdoctor --help``.
 COMMANDS: tuple[tuple[str, str, str], ...] = (

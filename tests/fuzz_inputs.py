@@ -236,7 +236,7 @@ def _write(d: str, files: dict[str, bytes]) -> None:
 def _run_logs(paths: list[str]) -> Any:
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.loaders.logs import load_logs
-    from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
+    from commdoctor.pipeline.run import Context, Facts, Options, RunFinished, plan, run_checks
 
     opts = Options(mode="logs", inputs=tuple(paths))
     # The stdlib prefilter: the same builder and checks, without compiling a hyperscan database per input.
@@ -245,7 +245,7 @@ def _run_logs(paths: list[str]) -> Any:
 
 
 def _crashed(report: Any) -> list[str]:
-    from commdoctor.model import Status
+    from commdoctor.core.model import Status
 
     return [f"{r.check}: {r.error.strip().splitlines()[-1] if r.error else r.reason}"
             for r in report.results if r.status in (Status.CRASHED, Status.TIMED_OUT)]

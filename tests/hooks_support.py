@@ -143,7 +143,7 @@ def explain(results: list[dict[str, Any]]) -> str:
 
 def last_enter(r: dict[str, Any]) -> float | None:
     """When this rank entered its last collective, from its own progress records."""
-    from commdoctor import records
+    from commdoctor.core import records
 
     path = records.record_path(r["records"], r["rank"])
     if not os.path.exists(path):

@@ -110,7 +110,7 @@ def s_ok(r: int, w: int) -> None:
 
 def _ops_seen() -> set[str]:
     """Ops this rank's hooks recorded so far (from its records file)."""
-    from commdoctor import records
+    from commdoctor.core import records
     from commdoctor.hooks import core
 
     core.current().recorder.flush()
@@ -120,7 +120,7 @@ def _ops_seen() -> set[str]:
 
 def _completed() -> bool:
     """Whether every call this rank's hooks recorded so far is marked completed in its records."""
-    from commdoctor import records
+    from commdoctor.core import records
     from commdoctor.hooks import core
 
     for _ in range(40):  # the recorder marks calls nobody waited on when it next looks (every 50 ms)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from commdoctor.docsgen import pages
+from commdoctor.render.docsgen import pages
 from tests.conftest import REPO
 
 
@@ -16,7 +16,7 @@ def test_findings_pages_match_the_checks() -> None:
     extra = sorted(set(have) - set(want))
     assert not stale and not extra, (
         f"docs/findings/ drifted from the checks (stale: {stale[:5]}, extra: {extra[:5]}); "
-        "run: python -m commdoctor.docsgen")
+        "run: python -m commdoctor.render.docsgen")
 
 
 def readme_commands() -> list[str]:
@@ -35,7 +35,7 @@ def test_readme_starts_with_the_two_setup_commands_and_ci_runs_the_second() -> N
 
 
 def test_json_schema_doc_names_the_current_version() -> None:
-    from commdoctor.model import SCHEMA_VERSION
+    from commdoctor.core.model import SCHEMA_VERSION
 
     text = (REPO / "docs" / "json-schema.md").read_text(encoding="utf-8")
     assert f"schema_version` is `{SCHEMA_VERSION}`" in text

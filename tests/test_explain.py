@@ -51,7 +51,7 @@ def test_explain_hang010_as_a_user_runs_it() -> None:
 
 
 def test_findings_pages_show_no_placeholder() -> None:
-    from commdoctor.docsgen import pages
+    from commdoctor.render.docsgen import pages
 
     bad = [name for name, text in pages().items() if BRACE.search(text.split("## The check")[0])]
     assert not bad, bad

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from commdoctor.facts import InterfaceSetting, SharedMemory, interface_from_log, shm_from_log
-from commdoctor.model import Evidence, Finding, Severity
+from commdoctor.core.model import Evidence, Finding, Severity
 from tests.conftest import REPO, findings, needs_root, needs_tool, needs_torch, neutral_env, run_cli, run_json
 
 SHARE = "import torch; torch.zeros(8_000_000).share_memory_()"  # 32 MB into a 16 MiB /dev/shm
@@ -204,7 +204,7 @@ def test_aliases_round_trip_and_old_reports_still_read() -> None:
 
 
 def test_docs_pages_of_old_codes_send_the_reader_on() -> None:
-    from commdoctor.docsgen import pages
+    from commdoctor.render.docsgen import pages
 
     got = pages()
     assert "[ENV030](ENV030.md)" in got["LOG030.md"] and "[NET001](NET001.md)" in got["LOG021.md"]

@@ -18,8 +18,8 @@ import pytest
 from commdoctor.checks.backends import BackendAdvisorCheck, no_comparison_reason, ratio_text
 from commdoctor.checks.env import EnvVarsCheck
 from commdoctor.checks.pg import GlooCudaGroupCheck, NcclGroupCheck
-from commdoctor.model import CheckResult, Stage, Status
-from commdoctor.pipeline import CheckRun, Context, Facts, Options
+from commdoctor.core.model import CheckResult, Stage, Status
+from commdoctor.pipeline.run import CheckRun, Context, Facts, Options
 from tests.conftest import REPO, needs_torch, neutral_env, result, run_json
 
 CAPTURE = Path("/work/shared/gpu-captures/host/commdoctor-run.json")

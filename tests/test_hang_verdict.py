@@ -10,10 +10,10 @@ from typing import Any
 from commdoctor.checks.hang import HANG_CHECKS, ranks_text
 from commdoctor.loaders.flight_recorder import load_dumps
 from commdoctor.loaders.stacks import load_snapshot
-from commdoctor.model import Report
-from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
-from commdoctor.records import CallRecord, read_progress, record_path
-from commdoctor.snapshot import HangSnapshot
+from commdoctor.core.model import Report
+from commdoctor.pipeline.run import Context, Facts, Options, RunFinished, plan, run_checks
+from commdoctor.core.records import CallRecord, read_progress, record_path
+from commdoctor.facts.snapshot import HangSnapshot
 from tests.hang_fixtures import mark_line
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "hang"

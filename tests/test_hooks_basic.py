@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from commdoctor import records
+from commdoctor.core import records
 from tests.conftest import REPO, needs_torch
 from hooks_support import SHARED, explain, job, not_taken_down, on_backends, run_job, site
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from commdoctor import records
+from commdoctor.core import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
 from hooks_support import SHARED, explain, job, run_job, site, start_job, stop_job

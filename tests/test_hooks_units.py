@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from commdoctor import records
+from commdoctor.core import records
 from commdoctor.hooks.checker import STALL, UNVERIFIED, Checker, describe, make_fp, numel_of, ranks_text
 from tests.conftest import REPO
 

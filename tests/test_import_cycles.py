@@ -107,8 +107,8 @@ def test_the_cycle_finder_finds_a_cycle_and_passes_a_chain() -> None:
 def test_lazy_and_type_checking_imports_are_edges_and_own_packages_are_not() -> None:
     # checks/base imports the model at module level and names nothing of the pipeline any more; the
     # pipeline imports checks.base, whose package (commdoctor.checks) runs first: an edge to it too.
-    assert "commdoctor.model" in module_imports("commdoctor.checks.base")
-    pipe = module_imports("commdoctor.pipeline")
+    assert "commdoctor.core.model" in module_imports("commdoctor.checks.base")
+    pipe = module_imports("commdoctor.pipeline.run")
     assert {"commdoctor.checks.base", "commdoctor.checks"} <= pipe
     # checks/__init__ imports its check modules inside a function: still edges.
     assert "commdoctor.checks.logs" in module_imports("commdoctor.checks")

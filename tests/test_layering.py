@@ -37,7 +37,7 @@ from tests.conftest import REPO
 PKG = REPO / "commdoctor"
 UI = {"rich", "textual"}
 #: Layers that run headless, upstream of the console and the TUI.
-HEADLESS = ["core", "model", "facts", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "records"]
+HEADLESS = ["core", "core/model", "facts", "checks", "rules", "pipeline", "hooks", "loaders", "parsing", "probes", "core/records"]
 #: The diagnosis: what loaders feed, never what they import. (The rule tables in commdoctor.rules.* are
 #: data, what each rule matches, and the log scanner reads them; the engine that weighs them is diagnosis.)
 DIAGNOSIS = ("commdoctor.checks", "commdoctor.rules.engine")
@@ -49,7 +49,7 @@ def module_name(path: Path) -> str:
 
 
 #: Stdlib-only modules that every layer may import (checked below to stay stdlib-only).
-LEAVES = {"commdoctor", "commdoctor.errors", "commdoctor.model", "commdoctor.records", "commdoctor.safeopen",
+LEAVES = {"commdoctor", "commdoctor.core.errors", "commdoctor.core.model", "commdoctor.core.records", "commdoctor.core.safeopen",
           *(module_name(p) for p in sorted((REPO / "commdoctor" / "core").glob("*.py")))}
 
 
@@ -135,8 +135,8 @@ def test_headless_layers_pull_in_no_ui_library(layer: str) -> None:
     assert not loaded & UI, f"importing commdoctor.{layer} loaded {sorted(loaded & UI)}"
 
 
-@pytest.mark.parametrize("module", ["commdoctor.model", "commdoctor.checks", "commdoctor.pipeline", "commdoctor.records",
-                                    "commdoctor.errors", "commdoctor.cli", "commdoctor.loaders", "commdoctor.parsing",
+@pytest.mark.parametrize("module", ["commdoctor.core.model", "commdoctor.checks", "commdoctor.pipeline.run", "commdoctor.core.records",
+                                    "commdoctor.core.errors", "commdoctor.cli", "commdoctor.loaders", "commdoctor.parsing",
                                     "commdoctor.facts"])
 def test_core_modules_import_neither_torch_nor_rich_nor_textual(module: str) -> None:
     top = tops(loaded_after(f"import {module}"))

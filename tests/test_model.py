@@ -7,7 +7,7 @@ import json
 import pytest
 
 from commdoctor.checks.base import Check, Rule, selected
-from commdoctor.model import CheckResult, Evidence, Finding, Remedy, Report, Severity, Stage, Status
+from commdoctor.core.model import CheckResult, Evidence, Finding, Remedy, Report, Severity, Stage, Status
 
 
 def _f(code: str, sev: Severity, cause: str | None = "other", **kw) -> Finding:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from commdoctor.checks.mpi import launcher_context, selected
-from commdoctor import netselect as ns
+from commdoctor.core import netselect as ns
 from commdoctor.probes import net
 from tests.conftest import findings, result, run_json
 

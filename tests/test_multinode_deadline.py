@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from commdoctor.multinode import RunBudget, default_deadline
+from commdoctor.probes.multinode import RunBudget, default_deadline
 from tests.conftest import REPO, have_torch
 
 SCRUB = ("MASTER_", "RANK", "WORLD", "SLURM_", "TORCHELASTIC", "LOCAL_", "OMPI_", "PMI", "GROUP_")

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import REPO, have_torch
 
-from commdoctor.jobctx import detect, expand_hostlist
-from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
+from commdoctor.core.jobctx import detect, expand_hostlist
+from commdoctor.core.model import CheckResult, Finding, Report, Severity, Stage, Status
 
 
 # -- launcher detection ----------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def probe(j: int, kind: str, addr: str, outcome: str = "open") -> dict[str, Any]
 
 def run_mn(nodes: list[dict[str, Any]], store_error: str | None = None) -> Report:
     from commdoctor.checks.multinode import MN_CHECKS
-    from commdoctor.pipeline import Context, Facts, Options, run_one
+    from commdoctor.pipeline.run import Context, Facts, Options, run_one
 
     ctx = Context(options=Options(mode="multinode"), facts=Facts())
     job = {"master_addr": "10.0.0.1", "master_port": 29500}
@@ -269,7 +269,7 @@ def test_store_error_is_one_finding_and_the_rest_skip() -> None:
 # -- merging and the report -----------------------------------------------------------------------------
 
 def test_merge_tags_hosts_and_joins_identical_findings() -> None:
-    from commdoctor.multinode import merge_results
+    from commdoctor.probes.multinode import merge_results
 
     f = Finding(code="ENV040", symbol="x", severity=Severity.WARNING, title="same")
     g = Finding(code="ENV030", symbol="y", severity=Severity.ERROR, title="only on b")

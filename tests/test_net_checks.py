@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from commdoctor.checks import BUILTIN_CHECKS
-from commdoctor.model import Report
-from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
+from commdoctor.core.model import Report
+from commdoctor.pipeline.run import Context, Facts, Options, RunFinished, plan, run_checks
 from commdoctor.probes.net import Budget
 from tests.conftest import REPO
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from commdoctor import netselect as ns
+from commdoctor.core import netselect as ns
 from commdoctor.probes import net
 from tests.conftest import REPO, needs_torch, run_json
 from tests.netlab import clean_env, parallel
@@ -117,7 +117,7 @@ def test_store_handshake_real_and_fake() -> None:
 
 
 def test_layering_no_torch_no_rich() -> None:
-    code = ("import sys, commdoctor.netselect, commdoctor.rendezvous, commdoctor.probes.net, "
+    code = ("import sys, commdoctor.core.netselect, commdoctor.core.rendezvous, commdoctor.probes.net, "
             "commdoctor.checks.net, commdoctor.checks.rdzv; "
             "print([m for m in ('torch', 'rich', 'textual') if m in sys.modules])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=60)

@@ -1,4 +1,4 @@
-"""The backends' interface rules (commdoctor.netselect) over real interface lists.
+"""The backends' interface rules (commdoctor.core.netselect) over real interface lists.
 
 The lists in fixtures/net/ are what commdoctor's probe reported on real hosts
 (see fixtures/net/PROVENANCE.md): this VM, and a network namespace holding
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from commdoctor import netselect as ns
+from commdoctor.core import netselect as ns
 from tests.conftest import REPO
 
 FIX = REPO / "fixtures" / "net"

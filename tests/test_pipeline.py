@@ -6,9 +6,9 @@ import time
 from typing import Iterator
 
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
-from commdoctor.model import Finding, Severity, Stage, Status
-from commdoctor.pipeline import CheckFinished, CheckStarted, Context, Facts, Options, RunFinished, RunStarted, plan, run_checks
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.model import Finding, Severity, Stage, Status
+from commdoctor.pipeline.run import CheckFinished, CheckStarted, Context, Facts, Options, RunFinished, RunStarted, plan, run_checks
 
 
 class Boom(Check):

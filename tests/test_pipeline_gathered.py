@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.multinode import MN_CHECKS, NodeSentCheck
-from commdoctor.model import Finding, Report, Severity, Stage, Status
-from commdoctor.pipeline import (CheckFinished, CheckStarted, Context, Facts, Gathered, Options, RunFinished, RunStarted,
+from commdoctor.core.model import Finding, Report, Severity, Stage, Status
+from commdoctor.pipeline.run import (CheckFinished, CheckStarted, Context, Facts, Gathered, Options, RunFinished, RunStarted,
                                  plan, run_gathered)
 from tests.test_multinode_units import node
 

@@ -111,7 +111,7 @@ def test_report_shows_progress_reading_its_material(big_log: Path, tmp_path: Pat
 
 def test_records_show_progress_on_a_big_set(tmp_path: Path) -> None:
     """Records written with the hooks' own record type: 4 ranks x 300 calls."""
-    from commdoctor.records import SCHEMA, CallRecord, record_path
+    from commdoctor.core.records import SCHEMA, CallRecord, record_path
 
     d = tmp_path / "hooks"
     d.mkdir()

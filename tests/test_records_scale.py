@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from commdoctor import records
+from commdoctor.core import records
 from commdoctor.loaders import hook_records
 from tests.conftest import run_json
 

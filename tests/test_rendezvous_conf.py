@@ -1,10 +1,10 @@
-"""Reading a job's rendezvous settings (commdoctor.rendezvous): env://, torchrun's PET_* and command lines."""
+"""Reading a job's rendezvous settings (commdoctor.core.rendezvous): env://, torchrun's PET_* and command lines."""
 
 from __future__ import annotations
 
 import pytest
 
-from commdoctor import rendezvous as rz
+from commdoctor.core import rendezvous as rz
 
 
 def test_env_endpoint() -> None:

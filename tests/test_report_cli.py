@@ -23,8 +23,8 @@ from typing import Any, Iterator
 import pytest
 
 import secrets_corpus as S
-from commdoctor.model import CheckResult, Evidence, Finding, Remedy, Report, Severity, Stage, Status
-from commdoctor.records import CallRecord, SCHEMA, record_path
+from commdoctor.core.model import CheckResult, Evidence, Finding, Remedy, Report, Severity, Stage, Status
+from commdoctor.core.records import CallRecord, SCHEMA, record_path
 from tests.conftest import REPO, needs_torch, run_cli
 
 HOSTS = {"node01": ("10.1.0.1", 1000), "node02": ("10.1.0.2", 1008)}

@@ -147,7 +147,7 @@ def test_damaged_records_are_counted_never_crash(tmp_path: Path) -> None:
 
 
 def test_records_reader_skips_an_overlong_line_in_bounded_steps(tmp_path: Path) -> None:
-    from commdoctor import records
+    from commdoctor.core import records
 
     f = tmp_path / "hooks-rank0.jsonl"
     f.write_bytes(b"x" * (3 << 20) + b"\n" + _rec(kind="header", rank=0, world_size=1).encode() + b"\n")
@@ -329,9 +329,9 @@ def test_a_decompression_bomb_is_cut_by_its_ratio(tmp_path: Path) -> None:
 
 def test_crash_or_timeout_beside_a_finding_is_incomplete_exit_4() -> None:
     from commdoctor.commands.common import exit_code
-    from commdoctor.model import CheckResult, Report, Severity, Stage, Status
+    from commdoctor.core.model import CheckResult, Report, Severity, Stage, Status
     from tests.test_pipeline import Boom, Fails, Sleepy
-    from commdoctor.pipeline import Context, Facts, Options, RunFinished, run_checks
+    from commdoctor.pipeline.run import Context, Facts, Options, RunFinished, run_checks
 
     for other in (Boom, Sleepy):
         ctx = Context(options=Options(mode="run"), facts=Facts())
@@ -460,7 +460,7 @@ def test_hook_records_with_wrong_typed_fields_are_counted_not_crashed(tmp_path: 
     doc = _json(p := run_cli(*argv, "--json", timeout=60))
     _no_crash(doc)
     assert p.returncode in (0, 1), p.stderr[-2000:]
-    from commdoctor.records import read_progress
+    from commdoctor.core.records import read_progress
 
     prog = read_progress([str(d)])
     assert prog[1].bad_lines == 1 and prog[1].last_entered is not None and prog[1].last_entered.seq == 2

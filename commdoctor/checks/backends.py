@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.env import launchers, require_torch
 from commdoctor.core.backends import FALLBACK
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.probes.env import BACKEND_VARS
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from commdoctor.checks.wording import describe
-from commdoctor.model import CAUSES, Evidence, Finding, Remedy, Severity, Stage, aliases_of
+from commdoctor.core.model import CAUSES, Evidence, Finding, Remedy, Severity, Stage, aliases_of
 
 if TYPE_CHECKING:
     from commdoctor.core.context import CheckRun
@@ -188,7 +188,7 @@ class Check:
 def selected(code: str, select: Sequence[str], ignore: Sequence[str], aliases: Sequence[str] | None = None) -> bool:
     """Linter-style prefix matching: the longest matching prefix decides; a tie ignores.
 
-    A code answers to its old names too (``aliases``; by default the ones commdoctor.model.ALIASES
+    A code answers to its old names too (``aliases``; by default the ones commdoctor.core.model.ALIASES
     gives it): ``--select LOG030`` keeps ENV030, ``--ignore LOG0`` drops it, as it dropped LOG030.
     """
     names = [code.upper(), *(a.upper() for a in (aliases_of(code) if aliases is None else aliases))]

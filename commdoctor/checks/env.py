@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from commdoctor.checks import envvars_data as V
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
+from commdoctor.core.errors import SkipCheck
 from commdoctor.facts import LOG
 from commdoctor.facts.access import PtraceAccess
 from commdoctor.facts.limits import LockedMemory
 from commdoctor.facts.shm import DENIED, NO_SPACE, SIGBUS, SharedMemory
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 
 if TYPE_CHECKING:
     from commdoctor.core.context import CheckRun, Options

@@ -2,7 +2,7 @@
 
 Promise: the checks are pure functions of facts: ``hang_snapshot`` (every
 rank's process state and classified stack, live or saved), ``hook_progress``
-(commdoctor.records), ``flight_recorder`` (dumps read by
+(commdoctor.core.records), ``flight_recorder`` (dumps read by
 commdoctor.loaders.flight_recorder), ``hang_logs`` (the job's logs, loaded
 by commdoctor.loaders.hang_logs; the log diagnosis runs on them here) and
 ``nccl_ras``. Any of them may be
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
+from commdoctor.core.errors import SkipCheck
 from commdoctor.loaders.hang_logs import HangLogs, rank_of, scan_signs
-from commdoctor.model import Evidence, Finding, Severity, Stage, canonical_code
+from commdoctor.core.model import Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.parsing.stacks import RankState
 
 if TYPE_CHECKING:

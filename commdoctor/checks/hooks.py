@@ -11,9 +11,9 @@ import itertools
 from typing import Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
+from commdoctor.core.errors import SkipCheck
 from commdoctor.loaders.hook_records import FACT, Call, GroupPicture, HookRecords
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

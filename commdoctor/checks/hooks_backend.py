@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.hooks import MODES, _rec
 from commdoctor.loaders.hook_records import HookRecords
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.core.context import CheckRun
 
 

@@ -15,10 +15,10 @@ from typing import Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.core.backends import FALLBACK
-from commdoctor.errors import SkipCheck
-from commdoctor.ifvars import LIBRARIES, applies_to, iface_env
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.facts import interface_from_log, shm_from_log
-from commdoctor.model import ALIASES, Evidence, Finding, Severity, Stage, canonical_code
+from commdoctor.core.model import ALIASES, Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.core.context import CheckRun
 from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
 from commdoctor.rules.base import NCCL_DEBUG_ENV, Cand, version_tuple
@@ -40,7 +40,7 @@ def _rule(c: Any) -> Rule:
 
 
 def libraries(m: Any) -> set[str]:
-    """Which communication libraries wrote the logs (keys of commdoctor.ifvars.LIBRARIES)."""
+    """Which communication libraries wrote the logs (keys of commdoctor.core.ifvars.LIBRARIES)."""
     seen = {lib for lib in LIBRARIES if m.hit_counts.get(f"lib_{lib}")}
     if m.versions or m.comms:
         seen.add("nccl")

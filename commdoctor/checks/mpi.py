@@ -11,10 +11,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Iterator, Mapping
 
-from commdoctor import netselect as ns
+from commdoctor.core import netselect as ns
 from commdoctor.checks.base import Check, Rule
-from commdoctor.ifvars import applies_to
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.ifvars import applies_to
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

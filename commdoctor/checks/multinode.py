@@ -1,7 +1,7 @@
 """Cross-node checks: what only shows when the nodes of one job are compared (codes MN0xx).
 
 Promise: pure functions of the ``multinode`` fact that node 0 assembles from
-what every node published in the job's store (commdoctor.multinode), or, on
+what every node published in the job's store (commdoctor.probes.multinode), or, on
 the other nodes, of ``multinode_node`` (whether their results reached node 0).
 The pipeline runs them after the local checks of ``commdoctor run`` inside a
 job (modes "multinode" and "node"); they never touch the network themselves,
@@ -16,8 +16,8 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -26,7 +26,7 @@ SKEW_LIMIT_S = 1.0  # wall clocks further apart than this make logs and timeouts
 SLOW_FACTOR = 5.0
 #: Per-node settings that legitimately differ (paths with %h, ranks): the settings check leaves them out.
 SETTING_EXEMPT = ("NCCL_DEBUG_FILE", "NCCL_HOSTID", "NCCL_COMM_ID")
-STALE_S = 10.0  # commdoctor.multinode.STALE_S: a heartbeat unchanged this long means the node is gone  # a pair or node this many times below the others is an outlier
+STALE_S = 10.0  # commdoctor.probes.multinode.STALE_S: a heartbeat unchanged this long means the node is gone  # a pair or node this many times below the others is an outlier
 
 
 def _data(run: Any) -> dict[str, Any]:
@@ -170,7 +170,7 @@ class GatherCheck(Check):
 class OneNodeGatherCheck(GatherCheck):
     """The gather check of a job on one node (several processes): the same check and codes, titled for it.
 
-    Not registered on its own (``mn.gather`` is): ``commdoctor.multinode`` runs it in place of the
+    Not registered on its own (``mn.gather`` is): ``commdoctor.probes.multinode`` runs it in place of the
     cross-node checks when the job has one node.
     """
 
@@ -307,7 +307,7 @@ class InterfacesCheck(Check):
     What it checks:
         On every node, the interface and address NCCL and gloo will use
         (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, else each backend's own
-        rules, as commdoctor.netselect reproduces them); then, across nodes:
+        rules, as commdoctor.core.netselect reproduces them); then, across nodes:
         that each backend found an address, that each node's address lies in
         the subnet most nodes share, that the MTU of the chosen interfaces
         is the same, and that a full-size packet (the sender's MTU, Don't

@@ -2,7 +2,7 @@
 
 Promise: every check here is a function of facts (``net_interfaces``,
 ``net_env``, ``net_hostname``, ``net_rdzv``; commdoctor.probes.net in a live
-run). The selection rules themselves live in commdoctor.netselect. Severity
+run). The selection rules themselves live in commdoctor.core.netselect. Severity
 follows what is known of the job: an interface other hosts cannot reach is an
 error when the job has peers on other hosts, and informational when no job is
 configured here (it is fine for a job on one host).
@@ -14,12 +14,12 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from commdoctor import netselect as ns
+from commdoctor.core import netselect as ns
 from commdoctor.checks.base import Check, Rule
-from commdoctor.errors import SkipCheck
+from commdoctor.core.errors import SkipCheck
 from commdoctor.facts import LOG
 from commdoctor.facts.interfaces import InterfaceSetting
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

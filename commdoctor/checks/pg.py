@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from commdoctor.checks.base import Check, Rule
 from commdoctor.checks.env import require_torch
-from commdoctor.errors import SkipCheck
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 
 if TYPE_CHECKING:
     from commdoctor.core.context import CheckRun, Options

@@ -15,8 +15,8 @@ from typing import Any, Iterator, Sequence
 
 from commdoctor.checks.base import Rule
 from commdoctor.checks.net import NetCheck
-from commdoctor.errors import SkipCheck
-from commdoctor.model import Evidence, Finding, Severity, Stage
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.model import Evidence, Finding, Severity, Stage
 from commdoctor.core.context import CheckRun
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -152,7 +152,7 @@ class EndpointCheck(NetCheck):
                                    hint=f" (this host's is {_routable(run)})" if _routable(run) else "",
                                    detail="each node would look for rank 0's store on itself")
             if ep.get("kind") == "c10d" and local and not loop:
-                from commdoctor.rendezvous import torchrun_is_host
+                from commdoctor.core.rendezvous import torchrun_is_host
 
                 infos = [(h.get("canonname") or "", a["address"]) for a in h.get("addresses") or ()]
                 if not torchrun_is_host(ep["host"], h.get("hostname") or "", infos, addrs):
@@ -167,7 +167,7 @@ class EndpointCheck(NetCheck):
 
 
 def _routable(run: CheckRun) -> str | None:
-    from commdoctor import netselect as ns
+    from commdoctor.core import netselect as ns
 
     ifaces = ns.interfaces_from(run.fact("net_interfaces"))
     good = ns.recommend(ifaces)

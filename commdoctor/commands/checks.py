@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from commdoctor.checks import BUILTIN_CHECKS
-    from commdoctor.model import aliases_of
+    from commdoctor.core.model import aliases_of
 
     if args.json:
         doc = [

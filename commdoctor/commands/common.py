@@ -12,11 +12,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from commdoctor.errors import CommDoctorError, ExitCode
-from commdoctor.model import Report, Severity, Status
+from commdoctor.core.errors import CommDoctorError, ExitCode
+from commdoctor.core.model import Report, Severity, Status
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import Event, Options
+    from commdoctor.pipeline.run import Event, Options
 
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def prefixes(text: str) -> tuple[str, ...]:
     if out:
         # A prefix no code starts with is a typo: running nothing and saying "healthy" would hide it.
         from commdoctor.checks import BUILTIN_CHECKS
-        from commdoctor.model import ALIASES
+        from commdoctor.core.model import ALIASES
 
         # Old codes (aliases) stay valid: a script that said --select LOG030 keeps working.
         codes = {r.code for c in BUILTIN_CHECKS for r in c.rules} | set(ALIASES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from commdoctor.errors import CommDoctorError
+from commdoctor.core.errors import CommDoctorError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,7 +15,7 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor.checks import BUILTIN_CHECKS, find_check, find_code
     from commdoctor.checks.base import explain_text
 
-    from commdoctor.model import ALIASES
+    from commdoctor.core.model import ALIASES
 
     old = args.what.upper()
     if old in ALIASES:

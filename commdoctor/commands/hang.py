@@ -16,11 +16,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Severity
+from commdoctor.core.errors import CommDoctorError
+from commdoctor.core.model import Severity
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import Options
+    from commdoctor.pipeline.run import Options
 
 
 def add_hang_inputs(p: argparse.ArgumentParser) -> None:
@@ -66,7 +66,7 @@ def parse_pids(values: list[str]) -> list[int]:
 
 def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
                  extra: dict[str, Any] | None = None) -> Options:
-    from commdoctor.pipeline import Options
+    from commdoctor.pipeline.run import Options
 
     if args.stack_timeout <= 0:
         raise CommDoctorError("--stack-timeout must be positive")
@@ -87,7 +87,7 @@ def hang_options(args: argparse.Namespace, pids: list[int], attach: bool | str,
 
 def run_hang(args: argparse.Namespace, opts: Options, heading: str) -> int:
     from commdoctor.checks import BUILTIN_CHECKS
-    from commdoctor.pipeline import Context, Facts, plan, run_checks
+    from commdoctor.pipeline.run import Context, Facts, plan, run_checks
     from commdoctor.probes import live_providers
 
     checks = plan([c() for c in BUILTIN_CHECKS], opts)

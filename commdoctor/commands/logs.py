@@ -14,11 +14,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Severity
+from commdoctor.core.errors import CommDoctorError
+from commdoctor.core.model import Severity
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import Options
+    from commdoctor.pipeline.run import Options
 
 ENGINES = ("auto", "hyperscan", "re")
 
@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace) -> Options:
     from commdoctor.loaders.logs import expand_all
-    from commdoctor.pipeline import Options
+    from commdoctor.pipeline.run import Options
 
     files, skipped = expand_all(args.paths)  # raises LogInputError (a CommDoctorError) for a missing path
     if not files:
@@ -85,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
     from commdoctor import __version__
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.loaders.logs import load_logs
-    from commdoctor.pipeline import Context, Facts, plan, run_checks
+    from commdoctor.pipeline.run import Context, Facts, plan, run_checks
 
     from commdoctor.render.progress import progress
 

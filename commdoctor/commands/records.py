@@ -12,8 +12,8 @@ import argparse
 import sys
 
 from commdoctor.commands.common import add_output_arguments, argv_of, emit, exit_code, prefixes
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Severity
+from commdoctor.core.errors import CommDoctorError
+from commdoctor.core.model import Severity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
 
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.loaders import hook_records
-    from commdoctor.pipeline import Context, Facts, Options, plan, run_checks
+    from commdoctor.pipeline.run import Context, Facts, Options, plan, run_checks
 
     for p in args.paths:
         if not os.path.exists(p):

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from commdoctor.errors import CommDoctorError, ExitCode
+from commdoctor.core.errors import CommDoctorError, ExitCode
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> Any:
-    from commdoctor.docschema import load_report
+    from commdoctor.loaders.docschema import load_report
 
     try:
         report, problems = load_report(path)  # one way in: size cap, bounded FIFO wait, typed item by item
@@ -90,7 +90,7 @@ def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.commands.common import argv_of
     from commdoctor.commands.run import options_from
-    from commdoctor.pipeline import CheckFinished, Context, Facts, RunFinished, plan, run_checks
+    from commdoctor.pipeline.run import CheckFinished, Context, Facts, RunFinished, plan, run_checks
     from commdoctor.probes import live_providers
 
     opts = options_from(args)
@@ -108,7 +108,7 @@ def _live(args: argparse.Namespace, system_box: dict[str, Any]) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from commdoctor.commands.common import exit_code
-    from commdoctor.model import Severity
+    from commdoctor.core.model import Severity
     from commdoctor.render import bundle as B
     from commdoctor.render.report import render
     from commdoctor.render.support import prepare

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from commdoctor.commands import watch
 from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
                                         prefixes)
-from commdoctor.errors import CommDoctorError, ExitCode
-from commdoctor.model import Report, Severity
+from commdoctor.core.errors import CommDoctorError, ExitCode
+from commdoctor.core.model import Report, Severity
 
 if TYPE_CHECKING:
-    from commdoctor.jobctx import Job
-    from commdoctor.pipeline import Options
+    from commdoctor.core.jobctx import Job
+    from commdoctor.pipeline.run import Options
 
 BACKENDS = ("gloo", "nccl", "mpi", "ucc")
 
@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    from commdoctor.pipeline import Options
+    from commdoctor.pipeline.run import Options
 
     if args.world_size < 1 or args.world_size > 64:
         raise CommDoctorError(f"--world-size {args.world_size}: give 1 to 64 ranks")
@@ -80,7 +80,7 @@ def job_of(args: argparse.Namespace) -> Job | None:
     node; None for one process alone, with --this-node-only, or when the job's store cannot be found."""
     import os
 
-    from commdoctor import jobctx
+    from commdoctor.core import jobctx
 
     if getattr(args, "this_node_only", False):
         return None
@@ -130,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
     if job is not None:
         return main_job(args, job)
     from commdoctor.checks import BUILTIN_CHECKS
-    from commdoctor.pipeline import Context, Facts, plan, run_checks
+    from commdoctor.pipeline.run import Context, Facts, plan, run_checks
     from commdoctor.probes import live_providers
 
     opts = options_from(args)
@@ -148,14 +148,15 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     check in and print one line. A job on one node is the same with one node: one report, from local rank 0."""
     import sys
 
-    from commdoctor import __version__, multinode
+    from commdoctor import __version__
+    from commdoctor.probes import multinode
     from dataclasses import replace
     from typing import Iterator
 
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.checks.base import Check
     from commdoctor.checks.multinode import MN_CHECKS, NodeSentCheck, OneNodeGatherCheck
-    from commdoctor.pipeline import Context, Event, Facts, plan, run_gathered
+    from commdoctor.pipeline.run import Context, Event, Facts, plan, run_gathered
     from commdoctor.probes import live_providers
 
     if args.join_timeout <= 0:
@@ -202,7 +203,7 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         if args.tui is None:
             args.tui = False
         return exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
-    from commdoctor.pipeline import RunFinished
+    from commdoctor.pipeline.run import RunFinished
 
     report: Report | None = None
     if args.json:

@@ -13,8 +13,8 @@ import os
 from typing import Iterator
 
 from commdoctor.commands.common import add_tui_arguments, exit_code, tui_wanted
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Report, Severity
+from commdoctor.core.errors import CommDoctorError
+from commdoctor.core.model import Report, Severity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load(path: str) -> Report:
-    """Read a saved report, or say exactly why it cannot be read (commdoctor.docschema.load_report)."""
+    """Read a saved report, or say exactly why it cannot be read (commdoctor.loaders.docschema.load_report)."""
     import sys
 
-    from commdoctor.docschema import load_report
+    from commdoctor.loaders.docschema import load_report
 
     try:
         report, problems = load_report(path)
@@ -55,7 +55,7 @@ def load(path: str) -> Report:
 
 def events_of(report: Report) -> Iterator[object]:
     """The pipeline events that would have produced ``report``, for the console sink."""
-    from commdoctor.pipeline import CheckFinished, RunFinished, RunStarted
+    from commdoctor.pipeline.run import CheckFinished, RunFinished, RunStarted
 
     yield RunStarted(tuple((r.check, r.stage, r.title) for r in report.results))
     for r in report.results:

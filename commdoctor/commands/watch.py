@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from commdoctor.errors import CommDoctorError, ExitCode
+from commdoctor.core.errors import CommDoctorError, ExitCode
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:

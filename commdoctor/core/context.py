@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from commdoctor.model import CheckResult, Severity
+from commdoctor.core.model import CheckResult, Severity
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Facts: what a probe observed on a live host, or what a log line proves, as frozen typed records.
 
-Promise: standard library and commdoctor.model only (no torch, rich or textual), so every layer may
+Promise: standard library and commdoctor.core.model only (no torch, rich or textual), so every layer may
 import it. A fact says the same thing whoever produced it: ``SharedMemory`` comes from statvfs on a
 live host (commdoctor.probes.env) or from NCCL's "failed to extend /dev/shm/..." line in a log
 (``shm_from_log``), and one check judges it with one code. Facts are immutable

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from commdoctor.model import Evidence
+from commdoctor.core.model import Evidence
 
 #: The setting a library reads, by library.
 VAR_OF = {"nccl": "NCCL_SOCKET_IFNAME", "gloo": "GLOO_SOCKET_IFNAME", "tp": "TP_SOCKET_IFNAME", "ucx": "UCX_NET_DEVICES"}

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from commdoctor.model import Evidence
+from commdoctor.core.model import Evidence
 
 #: What went wrong, as a log says it. ``None`` for a live measurement (the check judges the numbers).
 NO_SPACE, DENIED, SIGBUS, CREATE_FAILED = "no_space", "denied", "sigbus", "create_failed"

@@ -16,7 +16,7 @@ When ranks call different collectives (another op, shape, dtype, reduce op or
 root, a skipped or reordered call), every rank raises
 ``CollectiveMismatchError`` naming each rank's call and line of code, before
 the call reaches the backend. Each rank writes its progress to
-``$COMMDOCTOR_HOOKS_DIR/hooks-rank{N}.jsonl`` (commdoctor/records.py), which
+``$COMMDOCTOR_HOOKS_DIR/hooks-rank{N}.jsonl`` (commdoctor/core/records.py), which
 ``commdoctor logs`` and the hang diagnosis read. See docs/hooks.md.
 """
 

@@ -95,7 +95,7 @@ class Config:
             if not hasattr(c, k):
                 raise TypeError(f"install() got an unexpected keyword argument {k!r}")
             setattr(c, k, v)
-        from commdoctor.errors import CommDoctorError
+        from commdoctor.core.errors import CommDoctorError
 
         if c.mode not in MODES:
             raise CommDoctorError(f"commdoctor.hooks mode {c.mode!r}: choose one of {', '.join(MODES)}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.errors import CommDoctorError
+from commdoctor.core.errors import CommDoctorError
 
 
 class CollectiveMismatchError(CommDoctorError, RuntimeError):

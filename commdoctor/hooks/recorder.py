@@ -3,7 +3,7 @@
 Promise: standard library only; the training thread only appends a tuple to a
 deque (well under a microsecond). A background thread, every ``interval``
 seconds (50 ms), formats the lines (schema ``commdoctor.hooks/1``, see
-commdoctor/records.py), writes and flushes them, notices completed calls by
+commdoctor/core/records.py), writes and flushes them, notices completed calls by
 polling their work handles, and writes this rank's progress to the store when
 it changed, at most every ``store_interval`` seconds (0.5 s), and at once on
 ``flush(force=True)`` and at close. Writing the store on every call would cost
@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from commdoctor import records
+from commdoctor.core import records
 
 #: Fields of one call, in this order, as the training thread queues them.
 #: (group, seq, op, reduce_op, dtype, shapes_json, peer, root, device, async_op, site)

@@ -22,7 +22,7 @@ from operator import itemgetter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from commdoctor import records
+from commdoctor.core import records
 
 FACT = "hook_records"
 #: Per group and rank, how many past entries are kept to find where ranks first disagree.
@@ -280,7 +280,7 @@ def _signature(lines: list[bytes]) -> _Signature | None:
 
 def _read_lines(path: str) -> list[bytes] | None:
     """The file's lines, or None when it is too large to hold (then it is streamed)."""
-    from commdoctor.safeopen import open_input
+    from commdoctor.core.safeopen import open_input
 
     with open_input(path) as f:
         data = f.read(BULK_MAX + 1)

@@ -25,12 +25,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-from commdoctor.errors import CommDoctorError
-from commdoctor.model import Evidence
+from commdoctor.core.errors import CommDoctorError
+from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
 from commdoctor.parsing.scan import Scanner, make_prefilter
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
-from commdoctor.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
+from commdoctor.core.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
 
 #: Causes that stop a job while its processes connect (store, names, interfaces, ports).
 SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",

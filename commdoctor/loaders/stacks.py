@@ -23,10 +23,10 @@ import os
 import re
 from typing import Any, Iterable
 
-from commdoctor.docschema import clean_stacks
+from commdoctor.loaders.docschema import clean_stacks
 from commdoctor.parsing.stacks import StackBudget, parse_pyspy_doc, parse_pyspy_text
-from commdoctor.safeopen import parse_json, read_limited
-from commdoctor.snapshot import HangSnapshot, RankView
+from commdoctor.core.safeopen import parse_json, read_limited
+from commdoctor.facts.snapshot import HangSnapshot, RankView
 
 _RANK_RE = re.compile(r"rank[_-]?(\d+)|(\d+)(?=\.[A-Za-z]+$)|(\d+)$")
 MAX_BYTES = 64 << 20
@@ -101,7 +101,7 @@ def load_snapshot(paths: Iterable[str], budget: StackBudget | None = None) -> Ha
             left_out.append(f)
             continue
         try:
-            # One way in (commdoctor.safeopen): size cap, a FIFO waited on only briefly, devices refused.
+            # One way in (commdoctor.core.safeopen): size cap, a FIFO waited on only briefly, devices refused.
             data = read_limited(f, min(MAX_BYTES, bytes_left))
         except OSError as e:
             snap.notes.append(f"{f}: {e.strerror or e}, skipped")

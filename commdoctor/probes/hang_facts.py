@@ -16,7 +16,7 @@ import socket
 from typing import Any
 
 from commdoctor.loaders.hang_logs import HangLogs, load_hang_logs
-from commdoctor.snapshot import HangSnapshot
+from commdoctor.facts.snapshot import HangSnapshot
 
 
 def _extra(ctx: Any) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def _rank_env(ctx: Any) -> list[dict[str, str]]:
 def records_dirs(ctx: Any) -> list[str]:
     x = _extra(ctx)
     dirs = list(x.get("records") or ())
-    from commdoctor.records import ENV_DIR
+    from commdoctor.core.records import ENV_DIR
 
     for env in _rank_env(ctx):
         d = env.get(ENV_DIR)
@@ -74,7 +74,7 @@ def hook_progress(ctx: Any) -> dict[int, Any]:
     """Each rank's progress (``records.read_progress``'s answer), read by the records loader: it reads
     a 1,024-rank job's files in bulk where ``read_progress`` parses every line."""
     from commdoctor.loaders import hook_records
-    from commdoctor.records import FILE_PREFIX
+    from commdoctor.core.records import FILE_PREFIX
 
     files: list[str] = []
     for p in records_dirs(ctx):

@@ -22,7 +22,7 @@ import time
 from datetime import timedelta
 from typing import Any, Sequence
 
-from commdoctor.jobctx import Job
+from commdoctor.core.jobctx import Job
 from commdoctor.probes.net import with_deadline
 
 

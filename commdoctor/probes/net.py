@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence, TypeVar
 
-from commdoctor.netselect import INET, INET6, IfAddr, Interface, classify
+from commdoctor.core.netselect import INET, INET6, IfAddr, Interface, classify
 from commdoctor.probes.proc import run_bounded
 
 T = TypeVar("T")
@@ -481,7 +481,7 @@ def torchrun_agents(timeout: float = 3.0) -> list[dict[str, Any]]:
     """torchrun / torch.distributed.run processes on this host, with their command lines."""
     import psutil
 
-    from commdoctor.rendezvous import TORCHRUN_MARKERS
+    from commdoctor.core.rendezvous import TORCHRUN_MARKERS
 
     def scan() -> list[dict[str, Any]]:
         rows = []
@@ -587,7 +587,7 @@ def gpu_present() -> bool:
 
 def rendezvous_facts(ctx: Any) -> dict[str, Any]:
     """The job's rendezvous endpoints, each resolved, marked local or not, with its route."""
-    from commdoctor import netselect, rendezvous
+    from commdoctor.core import netselect, rendezvous
 
     budget: Budget = ctx.fact("net_budget")
     env: dict[str, str] = ctx.fact("net_env")
@@ -597,7 +597,7 @@ def rendezvous_facts(ctx: Any) -> dict[str, Any]:
     agents = [] if given else torchrun_agents(timeout=min(3.0, budget.left()))
     eps = rendezvous.endpoints(env, agents)
     if agents and "PET_NNODES" not in env:
-        from commdoctor.rendezvous import parse_torchrun_argv
+        from commdoctor.core.rendezvous import parse_torchrun_argv
 
         nn = [a for a in (parse_torchrun_argv(x.get("cmdline") or []) or {} for x in agents) if a.get("nnodes")]
         if nn:

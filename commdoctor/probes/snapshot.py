@@ -16,7 +16,7 @@ from typing import Sequence
 from commdoctor.probes.procs import Job, assign_ranks, describe, discover, inspect_pid
 from commdoctor.probes.stacks import take_stacks
 from commdoctor.parsing.stacks import RankState
-from commdoctor.snapshot import HangSnapshot, RankView
+from commdoctor.facts.snapshot import HangSnapshot, RankView
 
 
 def expected_local_ranks(job: Job) -> list[int]:

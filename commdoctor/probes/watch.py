@@ -53,7 +53,7 @@ def hooks_env() -> dict[str, str]:
 
 def prepare_env(base: Mapping[str, str], watch_dir: str, agent: bool = True) -> tuple[dict[str, str], dict[str, str]]:
     """(environment for the job, the variables commdoctor set in it)."""
-    from commdoctor.records import ENV_DIR
+    from commdoctor.core.records import ENV_DIR
 
     env = dict(base)
     wanted: dict[str, str] = {
@@ -174,7 +174,7 @@ class Watcher:
         return tuple(sig) if sig else None
 
     def _records(self) -> tuple[Any, ...] | None:
-        from commdoctor.records import read_progress
+        from commdoctor.core.records import read_progress
 
         d = os.path.join(self.watch_dir, "records")
         if not os.path.isdir(d) or not os.listdir(d):

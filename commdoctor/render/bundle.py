@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from commdoctor import records as hook_records
-from commdoctor.model import Report
+from commdoctor.core import records as hook_records
+from commdoctor.core.model import Report
 from commdoctor.render import excerpts
 from commdoctor.render.redact import Redactor
 from commdoctor.render.report import Excerpt, Material

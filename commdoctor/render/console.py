@@ -15,8 +15,8 @@ from typing import IO, Iterable
 from rich.console import Console
 from rich.text import Text
 
-from commdoctor.model import Report, Stage
-from commdoctor.pipeline import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
+from commdoctor.core.model import Report, Stage
+from commdoctor.pipeline.run import CheckFinished, CheckStarted, Event, NodeReported, RunFinished, RunStarted
 from commdoctor.render import progress
 from commdoctor.render.theme import STYLE, glyphs
 from commdoctor.render.views import nodes_view, not_applicable, result_view, summary_view

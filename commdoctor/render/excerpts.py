@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Mapping
 
 from commdoctor.parsing.lines import RAW_TROUBLE, RAW_TROUBLE_PREFILTER, raw_owner
-from commdoctor.safeopen import kind_of, open_input
+from commdoctor.core.safeopen import kind_of, open_input
 
 CHUNK = 4 << 20  # bytes read at a time
 CONTEXT_BYTES = 64 << 10  # how far back/forward a window may reach for its lines

@@ -9,8 +9,8 @@ import json
 import sys
 from typing import IO, Iterable
 
-from commdoctor.model import Report
-from commdoctor.pipeline import CheckFinished, Event, RunFinished
+from commdoctor.core.model import Report
+from commdoctor.pipeline.run import CheckFinished, Event, RunFinished
 
 
 def dumps(report: Report) -> str:

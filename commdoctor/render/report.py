@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from commdoctor.model import Finding, Report, Severity, Status
+from commdoctor.core.model import Finding, Report, Severity, Status
 
 # -- the document tree ----------------------------------------------------------
 

@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Callable, Mapping, Sequence
 
-from commdoctor.model import Report
+from commdoctor.core.model import Report
 from commdoctor.render import bundle as B
 from commdoctor.render.redact import Redactor
 from commdoctor.render.report import Material

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commdoctor.model import Severity, Status
+from commdoctor.core.model import Severity, Status
 
 
 @dataclass(frozen=True)

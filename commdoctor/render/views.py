@@ -11,8 +11,8 @@ from typing import Any, Mapping
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from commdoctor.model import CheckResult, Finding, Report, Severity, Status
-from commdoctor.model import Evidence, Remedy  # for the views added for the TUI
+from commdoctor.core.model import CheckResult, Finding, Report, Severity, Status
+from commdoctor.core.model import Evidence, Remedy  # for the views added for the TUI
 from commdoctor.render.theme import ASCII, STYLE, Glyphs, severity_glyph, status_key
 
 

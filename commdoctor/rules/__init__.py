@@ -3,7 +3,7 @@
 Promise: ``SIGNATURES`` (every line rule, in evaluation order), ``BY_ID``,
 ``MODEL_RULES`` (rules over the run model) and ``CODES`` (what each finding
 code says) are plain data gathered from the family modules below; importing
-this package imports only the standard library and commdoctor.model.
+this package imports only the standard library and commdoctor.core.model.
 Adding a rule is one row in its family's table plus a test with a real line
 and a near-miss (tests/logs/test_rule_rows.py).
 """

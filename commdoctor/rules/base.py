@@ -1,7 +1,7 @@
 """What a log rule is: one row that says what it matches, what that means and which finding it gives.
 
 Promise: pure data types and small helpers, standard library and
-commdoctor.model only (loaders, parsing and checks may all import this; it
+commdoctor.core.model only (loaders, parsing and checks may all import this; it
 imports none of them). A ``Signature`` is one rule row: the literal words that
 must appear (a cheap substring test done first), a bounded regular
 expression written from the library's own format string, the cause it points
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from commdoctor.model import Evidence, Severity
+from commdoctor.core.model import Evidence, Severity
 
 ROOT, CONSEQUENCE, CONTEXT = "root", "consequence", "context"
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

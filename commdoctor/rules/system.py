@@ -13,7 +13,7 @@ import ipaddress
 import re
 from typing import Any
 
-from commdoctor.ifvars import iface_env
+from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
     group, hits, sig,

@@ -105,7 +105,7 @@ def _flight_verdict(m: Any) -> _FlightSays | None:
 
 
 def _fr_evidence(m: Any, entries: dict[int, str]) -> list[Any]:
-    from commdoctor.model import Evidence
+    from commdoctor.core.model import Evidence
 
     files: dict[int, str] = {}
     for f in m.flight_files:

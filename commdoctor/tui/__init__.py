@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from commdoctor.model import Report
+from commdoctor.core.model import Report
 
 
 def run_events(events: Iterable[object], *, heading: str = "", logs: Sequence[str] = (),

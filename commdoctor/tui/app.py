@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Sequence
 
 from textual.binding import Binding
 
-from commdoctor.model import CheckResult, Finding, Report
+from commdoctor.core.model import CheckResult, Finding, Report
 from commdoctor.render.theme import glyphs
 from commdoctor.tui import export as export_mod
 from commdoctor.tui.host import ScreenHost

@@ -15,7 +15,7 @@ import os
 import tempfile
 from typing import Sequence
 
-from commdoctor.model import Report
+from commdoctor.core.model import Report
 
 
 def target(source: str | None, report: Report, cwd: str | None = None) -> tuple[str, str]:

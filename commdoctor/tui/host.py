@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.app import App
 
-from commdoctor.model import CheckResult, Finding
+from commdoctor.core.model import CheckResult, Finding
 from commdoctor.render.theme import Glyphs
 from commdoctor.tui.state import RankRow, RunState
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.message import Message
 
-from commdoctor.pipeline import CheckFinished, CheckStarted, NodeReported, RunFinished, RunStarted
+from commdoctor.pipeline.run import CheckFinished, CheckStarted, NodeReported, RunFinished, RunStarted
 
 
 class PipelineMessage(Message):

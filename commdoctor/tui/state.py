@@ -1,6 +1,6 @@
 """What the TUI knows about a run, built only from pipeline events or a saved report.
 
-Promise: standard library and commdoctor.model only (no textual, no rich), so
+Promise: standard library and commdoctor.core.model only (no textual, no rich), so
 every rule of what the screens show (order, live status, elapsed time, rank
 data, cited log lines) is testable without a terminal. Nothing here diagnoses:
 it reshapes what the checks already said.
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from commdoctor.model import CheckResult, Evidence, Finding, Report, Stage, Status
+from commdoctor.core.model import CheckResult, Evidence, Finding, Report, Stage, Status
 
 #: Check rows that have no Status yet.
 PENDING, RUNNING = "pending", "running"
@@ -82,7 +82,7 @@ class RunState:
 
     def apply(self, event: Any) -> None:
         import commdoctor.checks  # noqa: F401 - pipeline must not be the first import (circular on main)
-        from commdoctor.pipeline import CheckFinished, CheckStarted, RunFinished, RunStarted
+        from commdoctor.pipeline.run import CheckFinished, CheckStarted, RunFinished, RunStarted
 
         if isinstance(event, RunStarted):
             for name, stage, title in event.checks:

@@ -17,7 +17,7 @@ import pytest
 from commdoctor.checks import BUILTIN_CHECKS
 from commdoctor.loaders.logs import load_logs
 from commdoctor.parsing.lines import clean
-from commdoctor.pipeline import Context, Facts, Options, RunFinished, plan, run_checks
+from commdoctor.pipeline.run import Context, Facts, Options, RunFinished, plan, run_checks
 
 CORPUS = Path("/work/shared/corpus")
 if not CORPUS.is_dir():  # CI has shared/ beside the checkout

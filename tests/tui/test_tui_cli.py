@@ -97,7 +97,7 @@ def _args(**kw: object) -> argparse.Namespace:
 
 def test_tui_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
     from commdoctor.commands.common import tui_wanted
-    from commdoctor.errors import CommDoctorError
+    from commdoctor.core.errors import CommDoctorError
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
@@ -116,7 +116,7 @@ def test_layering_the_tui_stays_out_of_headless_paths() -> None:
     """Model, pipeline and the TUI's pure modules import no textual; printing a report imports no textual."""
     code = (
         "import sys, io, contextlib\n"
-        "import commdoctor.checks, commdoctor.pipeline, commdoctor.model\n"
+        "import commdoctor.checks, commdoctor.pipeline.run, commdoctor.core.model\n"
         "import commdoctor.tui.state, commdoctor.tui.logindex, commdoctor.tui.export\n"
         "bad = [m for m in ('textual', 'rich') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -132,7 +132,7 @@ def test_layering_the_tui_stays_out_of_headless_paths() -> None:
 
 
 def test_export_writes_the_support_report_next_to_the_input(tmp_path: Path) -> None:
-    from commdoctor.model import Report
+    from commdoctor.core.model import Report
     from commdoctor.tui import export
 
     rep = Report.from_dict(json.loads((FIXTURES / "hang-16ranks.json").read_text()))
@@ -154,7 +154,7 @@ def test_export_writes_the_support_report_next_to_the_input(tmp_path: Path) -> N
 
 def test_export_still_writes_json_when_rendering_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug in the renderer must not lose the user's report; the message says it is not redacted."""
-    from commdoctor.model import Report
+    from commdoctor.core.model import Report
     from commdoctor.render import support
     from commdoctor.tui import export
 

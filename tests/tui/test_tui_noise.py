@@ -17,8 +17,8 @@ def test_live_logs_run_drops_the_checks_it_was_not_given_input_for(monkeypatch: 
     import commdoctor.checks  # noqa: F401 - pipeline must not be the first import
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.loaders.logs import load_logs
-    from commdoctor.model import Severity
-    from commdoctor.pipeline import Context, Facts, Options, plan, run_checks
+    from commdoctor.core.model import Severity
+    from commdoctor.pipeline.run import Context, Facts, Options, plan, run_checks
     from commdoctor.tui.app import CommDoctorApp
     from commdoctor.tui.widgets.checks import ChecksTable
 

@@ -160,7 +160,7 @@ def test_export_writes_the_report_next_to_the_input(canned: Any) -> None:
         await until(pilot, lambda: bool(app.exported), what="the export")
 
     drive(app, script)
-    from commdoctor.model import Report
+    from commdoctor.core.model import Report
 
     outs = sorted(Path(p) for p in app.exported)
     assert [p.name for p in outs] == [f"hang-16ranks-support.{x}" for x in ("html", "json", "md")]
@@ -199,10 +199,10 @@ def test_live_run_shows_status_while_checks_run() -> None:
     """Real pipeline events, real checks: a check that blocks shows RUNNING with its elapsed time."""
     import commdoctor.checks  # noqa: F401
     from commdoctor.checks.base import Check, Rule
-    from commdoctor.model import Severity
+    from commdoctor.core.model import Severity
     from commdoctor.checks.env import LauncherCheck, ShmCheck
-    from commdoctor.model import Stage
-    from commdoctor.pipeline import Context, Facts, Options, plan, run_checks
+    from commdoctor.core.model import Stage
+    from commdoctor.pipeline.run import Context, Facts, Options, plan, run_checks
     from commdoctor.probes import live_providers
     from commdoctor.tui.app import CommDoctorApp
 
@@ -259,7 +259,7 @@ def test_live_run_shows_status_while_checks_run() -> None:
 def test_a_broken_event_source_is_shown_not_fatal() -> None:
     """If the pipeline itself raises (a bug), the TUI says so and keeps what it had."""
     import commdoctor.checks  # noqa: F401
-    from commdoctor.pipeline import CheckFinished, RunStarted
+    from commdoctor.pipeline.run import CheckFinished, RunStarted
     from commdoctor.tui.app import CommDoctorApp
     from tuikit import fixture_report
 

@@ -152,7 +152,7 @@ def test_logs_filtered_by_rank(snap_compare: Any) -> None:
 def test_live_run_in_progress(snap_compare: Any) -> None:
     """Pipeline events replayed from the canned run, held while the 8th check runs (clock fixed)."""
     import commdoctor.checks  # noqa: F401 - the pipeline cannot be imported first (circular on main)
-    from commdoctor.pipeline import CheckFinished, CheckStarted, RunStarted
+    from commdoctor.pipeline.run import CheckFinished, CheckStarted, RunStarted
     from commdoctor.tui.app import CommDoctorApp
 
     report = fixture_report("run-mixed")

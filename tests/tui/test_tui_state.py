@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import commdoctor.checks  # noqa: F401 - the pipeline cannot be imported first (circular on main)
-from commdoctor.model import CheckResult, Evidence, Finding, Report, Severity, Stage, Status
-from commdoctor.pipeline import CheckFinished, CheckStarted, Context, Facts, Options, RunFinished, RunStarted, plan, run_checks
+from commdoctor.core.model import CheckResult, Evidence, Finding, Report, Severity, Stage, Status
+from commdoctor.pipeline.run import CheckFinished, CheckStarted, Context, Facts, Options, RunFinished, RunStarted, plan, run_checks
 from commdoctor.tui.state import (PENDING, RUNNING, RunState, cited_lines, cited_ranks, hosts_of, ranks_of,
                                   resolve_source, sorted_findings)
 from tuikit import FIXTURES, fixture_report

@@ -15,7 +15,7 @@ FIXTURES = REPO / "fixtures" / "tui"
 
 def fixture_report(name: str) -> Any:
     """A canned report (fixtures/tui/NAME.json, made by fixtures/tui/make.py; see PROVENANCE.md)."""
-    from commdoctor.model import Report
+    from commdoctor.core.model import Report
 
     return Report.from_dict(json.loads((FIXTURES / f"{name}.json").read_text()))
 

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from commdoctor.model import CheckResult, Finding
+from commdoctor.core.model import CheckResult, Finding
 from commdoctor.render.theme import Glyphs
 from commdoctor.render.views import (evidence_view, finding_detail_view, rank_view, remedy_shell, remedy_view,
                                      result_view)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from commdoctor.model import Status
+from commdoctor.core.model import Status
 from commdoctor.render.theme import STYLE, Glyphs, live_glyph, status_key
 from commdoctor.tui.state import PENDING, RUNNING, CheckRow, RunState
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from commdoctor.model import Finding
+from commdoctor.core.model import Finding
 from commdoctor.render.theme import STYLE, Glyphs, severity_glyph
 
 

@@ -25,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Label, Select, Static
 
-from commdoctor.model import Finding
+from commdoctor.core.model import Finding
 from commdoctor.render.theme import STYLE
 from commdoctor.tui.logindex import LEVELS, FilterScan, LogFilter, LogIndex, level_of, parse_ranks
 

@@ -28,8 +28,8 @@ from commdoctor.core.context import CheckRun as CheckRun
 from commdoctor.core.context import Context as Context
 from commdoctor.core.context import Facts as Facts
 from commdoctor.core.context import Options as Options
-from commdoctor.errors import SkipCheck
-from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
+from commdoctor.core.errors import SkipCheck
+from commdoctor.core.model import CheckResult, Finding, Report, Severity, Stage, Status
 
 
 # -- events -------------------------------------------------------------------

@@ -4,7 +4,7 @@ Promise: a source of facts, not a pipeline. ``NodeRun.exchange`` does the
 cross-node steps before the local checks, ``NodeRun.gather`` publishes this
 node's report and, on node 0, gathers every node's as the ``multinode`` fact;
 the checks that judge them (commdoctor.checks.multinode) run in the one
-pipeline (``commdoctor.pipeline.run_gathered``), chosen by ``commdoctor run``.
+pipeline (``commdoctor.pipeline.run.run_gathered``), chosen by ``commdoctor run``.
 Every wait has a deadline, so a node that never comes, or stops half
 way, becomes a finding naming it and what was last seen of it, never a hang.
 The exchange goes through the job's own store (commdoctor.probes.jobstore):
@@ -47,11 +47,11 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from commdoctor.jobctx import Job
-from commdoctor.model import CheckResult, Finding, Report, Severity, Stage, Status
+from commdoctor.core.jobctx import Job
+from commdoctor.core.model import CheckResult, Finding, Report, Severity, Stage, Status
 
 if TYPE_CHECKING:
-    from commdoctor.pipeline import Gathered
+    from commdoctor.pipeline.run import Gathered
 
 #: Settings each node publishes, for the cross-node settings check to compare (which may differ: SETTING_EXEMPT
 #: in commdoctor.checks.multinode).
@@ -132,8 +132,8 @@ def node_label(info: dict[str, Any] | None, node: int, job: Job) -> str:
 
 
 def _choices(job: Job, ifaces_raw: list[dict[str, Any]], env: dict[str, str], gpu: bool) -> dict[str, Any]:
-    """The interface and address NCCL and gloo will use on this node (commdoctor.netselect's rules)."""
-    from commdoctor import netselect as ns
+    """The interface and address NCCL and gloo will use on this node (commdoctor.core.netselect's rules)."""
+    from commdoctor.core import netselect as ns
     from commdoctor.checks.net import resolved_list
     from commdoctor.probes import net
 
@@ -475,7 +475,7 @@ class NodeRun:
         fact and the report merging every node's results; elsewhere the ``multinode_node`` fact (whether
         this node's results reached node 0) and this node's own report.
         """
-        from commdoctor.pipeline import Context, Facts, Gathered
+        from commdoctor.pipeline.run import Context, Facts, Gathered
 
         job = self.job
         self.stage("local checks done")
@@ -527,7 +527,7 @@ class NodeRun:
     # -- node 0: gather and compare ------------------------------------------------------------------
 
     def gather_nodes(self, local: Report) -> Gathered:
-        from commdoctor.pipeline import Context, Facts, Gathered
+        from commdoctor.pipeline.run import Context, Facts, Gathered
 
         job = self.job
         members = list((self.roster or {}).get("members") or [])
@@ -690,7 +690,7 @@ def merge_results(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> li
 
 def node_events(local: Report, nodes: Sequence[dict[str, Any]], me: int) -> list[Any]:
     """For each other node, one result holding what it found that this node did not (for the console and TUI)."""
-    from commdoctor.pipeline import NodeReported
+    from commdoctor.pipeline.run import NodeReported
 
     mine = {(f.code, f.title, f.detail) for r in local.results for f in r.findings}
     out = []

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 import msgspec
 
-from commdoctor.model import CAUSES, CheckResult, Evidence, Finding, Remedy, Report
+from commdoctor.core.model import CAUSES, CheckResult, Evidence, Finding, Remedy, Report
 
 # Numbers a reader turns into per-rank work are bounded like the hooks' records (records.MAX_WORLD):
 # a claimed world or rank of 2**62 is damage, and would otherwise cost memory per claimed rank.
@@ -125,13 +125,13 @@ def _finding(obj: Any, where: str, problems: list[str]) -> Finding | None:
 
 
 def _sev(name: str) -> Any:
-    from commdoctor.model import Severity
+    from commdoctor.core.model import Severity
 
     return Severity(name)
 
 
 def _result(obj: Any, where: str, problems: list[str]) -> CheckResult | None:
-    from commdoctor.model import Stage, Status
+    from commdoctor.core.model import Stage, Status
 
     r = _fit(obj, ResultDoc, where, problems)
     if r is None:
@@ -149,7 +149,7 @@ def report_from_doc(doc: Any) -> tuple[Report, list[str]]:
     Raises ``ValueError`` when the document is not a report at all (not an object, no
     readable ``schema_version``, a schema of another major version).
     """
-    from commdoctor.model import SCHEMA_VERSION
+    from commdoctor.core.model import SCHEMA_VERSION
 
     if not isinstance(doc, dict):
         raise ValueError(f"a JSON {type(doc).__name__}, not a report object")
@@ -309,7 +309,7 @@ def load_report(path: str) -> tuple[Any, list[str]]:
     result, finding or evidence line is left out and named; the rest is kept
     (this module's types).
     """
-    from commdoctor.safeopen import parse_json, read_limited
+    from commdoctor.core.safeopen import parse_json, read_limited
 
     doc, notes = parse_json(read_limited(path))
     report, problems = report_from_doc(doc)

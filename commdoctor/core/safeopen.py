@@ -13,7 +13,7 @@ of losing the last buffered block; it also ends a stream whose output passes
 ``MAX_RATIO`` times its compressed input (a decompression bomb).
 ``parse_json`` is the one way in for JSON documents: size capped,
 NaN/Infinity refused, nesting and element counts bounded, lone surrogates
-repaired; ``commdoctor.docschema.load_report`` then types a saved report item by item.
+repaired; ``commdoctor.loaders.docschema.load_report`` then types a saved report item by item.
 """
 
 from __future__ import annotations

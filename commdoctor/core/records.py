@@ -266,7 +266,7 @@ def iter_entries(path: str, max_line: int = 1 << 20) -> Iterator[tuple[str, int,
     ``iter_lines`` yields it. A call line costs one regex match and a dict look-up instead of a JSON
     parse and a field-by-field check.
     """
-    from commdoctor.safeopen import open_input
+    from commdoctor.core.safeopen import open_input
 
     memo: dict[bytes, Any] = {}
     with open_input(path) as f:

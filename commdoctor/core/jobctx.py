@@ -210,7 +210,7 @@ def _detect(env: Mapping[str, str], agent_argv: Sequence[str] | None) -> Job | N
         expected = nn
         argv_nn = None
         if agent_argv:
-            from commdoctor.rendezvous import parse_torchrun_argv
+            from commdoctor.core.rendezvous import parse_torchrun_argv
 
             parsed = parse_torchrun_argv(agent_argv) or {}
             argv_nn = parsed.get("nnodes")
