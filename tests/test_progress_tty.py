@@ -152,7 +152,7 @@ dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, w
 x = torch.ones(4)
 for _ in range(3):
     dist.all_reduce(x)
-time.sleep(5)
+time.sleep(10)  # well past --hang-after 3 even when the watcher starts slowly (a first run compiles bytecode)
 """
 
 
