@@ -8,39 +8,23 @@ fixtures/hang/nccl/mismatch3 (an H100, threads without frames) is read too.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from tuikit import REPO, make_app, run_cli, screen_text, showing
+from tuikit import REPO, drive, make_app, run_cli, screen_text, showing, until
 
 HANG = REPO / "fixtures" / "hang"
+SIZE = (110, 36)
 SECRET = "hf_Zq8xLmP3vR7tY2uW9kJ4nB6cD1eF5gH0aS"
 
 
-def drive(app: Any, script: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (110, 36)) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            await script(pilot)
-
-    asyncio.run(asyncio.wait_for(main(), timeout=120))
-
-
-async def until(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def told(app: Any, words: str) -> bool:
@@ -88,7 +72,7 @@ def test_ranks_tab_shows_each_ranks_state_call_site_and_frames(hang_report: Path
         assert "{'" not in text
         await pilot.press("escape")
 
-    drive(app, script)
+    drive(app, script, SIZE)
 
 
 def test_ranks_tab_of_a_live_nccl_report_picks_the_thread_that_waits(tmp_path: Path) -> None:
@@ -115,7 +99,7 @@ def test_ranks_tab_of_a_live_nccl_report_picks_the_thread_that_waits(tmp_path: P
         text = screen_text(app)
         assert "synchronize (torch/cuda/__init__.py:1162)" in text and "<module> (job.py:71)" in text
 
-    drive(app, script)
+    drive(app, script, SIZE)
 
 
 def test_s_writes_the_redacted_support_report_that_report_writes(hang_report: Path, tmp_path: Path) -> None:
@@ -133,7 +117,7 @@ def test_s_writes_the_redacted_support_report_that_report_writes(hang_report: Pa
         await until(pilot, lambda: bool(app.exported), what="the support report")
         await until(pilot, lambda: told(app, "Support report (redacted)"), what="the message")
 
-    drive(app, script)
+    drive(app, script, SIZE)
     md, html, js = (work / f"hang-support.{x}" for x in ("md", "html", "json"))
     assert sorted(app.exported) == sorted(map(str, (md, html, js)))
     text = md.read_text()
@@ -208,7 +192,7 @@ def test_keys_on_a_real_hang_report_do_what_the_docs_say(hang_report: Path, tmp_
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running, what="the app to exit")
 
-    drive(app, script)
+    drive(app, script, SIZE)
     assert app.return_value == 0
 
 

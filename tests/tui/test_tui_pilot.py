@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import threading
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from tuikit import make_app, screen_text, showing
-
-SIZE = (100, 30)
+from tuikit import drive, make_app, screen_text, showing, until
 
 
-def drive(app: Any, script: Callable[[Any], Awaitable[None]], size: tuple[int, int] = SIZE) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            await script(pilot)
 
-    asyncio.run(asyncio.wait_for(main(), timeout=120))
-
-
-async def until(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    """Wait (bounded) for ``cond``, letting the app process messages meanwhile."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def test_select_a_finding_shows_detail_evidence_and_remedy(canned: Any) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "tui"
@@ -55,3 +56,23 @@ def showing(app: Any, screen_cls: type) -> bool:
     """The active screen is a ``screen_cls`` and is mounted (keys sent before that can be lost)."""
     scr = app.screen
     return isinstance(scr, screen_cls) and scr.is_mounted and bool(scr.query("Footer"))
+
+
+def drive(app: Any, script: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (100, 30)) -> None:
+    """Run ``script(pilot)`` against ``app`` in a headless terminal of ``size`` (bounded: 120 s)."""
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(asyncio.wait_for(main(), timeout=120))
+
+
+async def until(pilot: Any, cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    """Wait (bounded) for ``cond``, letting the app process messages meanwhile."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        if loop.time() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await pilot.pause(0.05)
