@@ -125,7 +125,8 @@ class GatherCheck(Check):
                                error=d["store_error"])
             return
         waited = (d.get("roster") or {}).get("waited_s")
-        ok = []
+        ok: list[str] = []
+        running: list[str] = []  # the run was interrupted before these reported (their heartbeat still going)
         for n in d["nodes"]:
             i = n["node"]
             who = n["host"] if n["host"] == f"node-{i:02d}" else f"{n['host']} (node {i})"
@@ -145,6 +146,10 @@ class GatherCheck(Check):
                     ago += f"; its heartbeat stopped for {STALE_S:g} s"
                 yield self.finding("MN002", who=who, stage=stage, ago=ago, hosts=[n["host"]],
                                    evidence=[Evidence("store", f"node/{i}/last = {last}")])
+            elif n["status"] == "running":
+                last = n.get("last") or {}
+                running.append(f"{n['host']} (last stage '{last.get('stage') or '?'}', {last.get('after_s', '?')} s "
+                               "after its start)")
             else:
                 ok.append(n["host"])
         one_node = job.get("expected_nodes", 2) <= 1
@@ -164,7 +169,8 @@ class GatherCheck(Check):
             run.summary(f"{came} of {lws} processes on {', '.join(ok) or '?'} checked in "
                         f"({job.get('launcher', '?')} job on one node)")
         else:
-            run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}")
+            run.summary(f"{len(ok)} of {len(d['nodes'])} nodes reported: {', '.join(ok) or 'none'}"
+                        + (f"; the run was interrupted before {', '.join(running)} reported" if running else ""))
 
 
 class OneNodeGatherCheck(GatherCheck):

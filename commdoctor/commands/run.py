@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Sequence
 
 from commdoctor.commands import watch
 from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
@@ -12,8 +12,9 @@ from commdoctor.core.errors import CommDoctorError, ExitCode
 from commdoctor.core.model import Report, Severity
 
 if TYPE_CHECKING:
+    from commdoctor.checks.base import Check
     from commdoctor.core.jobctx import Job
-    from commdoctor.pipeline.run import Options
+    from commdoctor.pipeline.run import Event, Options
 
 BACKENDS = ("gloo", "nccl", "mpi", "ucc")
 
@@ -99,6 +100,131 @@ def job_of(args: argparse.Namespace) -> Job | None:
     return job
 
 
+class _Stop:
+    """SIGTERM and SIGINT during a job's run: the first one ends the run early, with what was seen so far.
+
+    While the run's own code is working (``armed``: joining, probing, waiting, the local checks) the signal
+    raises KeyboardInterrupt there, so a wait ends at once; while a sink prints it is only recorded, and the
+    run stops at the next step. Later signals are ignored: ``timeout`` and torchrun may each send one, and
+    the report they would cut short is the one being printed (it takes no more than a second or two).
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raised = False
+        self.armed = False
+        self.on_signal: Callable[[], None] = lambda: None
+
+    def install(self) -> None:
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                signal.signal(sig, self._handler)
+            except (ValueError, OSError):  # not the main thread (an embedding caller): the defaults stay
+                return
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            return
+        self.signum = signum
+        self.on_signal()
+        if self.armed:
+            self.raised = True
+            raise KeyboardInterrupt
+
+
+def _signame(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _stoppable(events: Generator[Event, None, None], stop: _Stop, node: Any, then: Sequence[Check], ctx: Any,
+               argv: Sequence[str], finish: bool) -> Iterator[Event]:
+    """``events`` until a signal stops the run; then (``finish``: node 0) the report of what was seen.
+
+    A signal inside the local checks is the pipeline's own business (it ends them and marks the report
+    interrupted; the gather then waits for nobody). Anywhere else (joining, the mesh, the gather, or a
+    signal recorded while a sink printed) the rest of the run is given up and node 0 gathers at once,
+    without waiting: the other nodes that reported, the local results so far, the cross-node checks on
+    what the store holds, marked interrupted (exit 130).
+    """
+    import socket
+    import sys
+    from datetime import datetime, timezone
+
+    from commdoctor import __version__
+    from commdoctor.pipeline.run import CheckFinished, NodeReported, RunFinished, RunStarted, run_checks
+
+    local: list[Any] = []
+    started = False
+    while True:
+        if stop.signum is not None and not stop.raised and node.gathered is None:
+            break  # recorded while a sink printed, before the gather: stop here
+        stop.armed = True
+        try:
+            ev = next(events)
+        except StopIteration:
+            return
+        except KeyboardInterrupt:
+            break
+        finally:
+            stop.armed = False
+        if isinstance(ev, RunStarted):
+            started = True
+        elif isinstance(ev, CheckFinished) and not isinstance(ev, NodeReported) and node.gathered is None:
+            local.append(ev.result)
+        elif isinstance(ev, RunFinished) and stop.signum is not None:
+            ev.report.interrupted = True
+        yield ev
+        if isinstance(ev, RunFinished):
+            return
+    events.close()
+    node.interrupt()
+    if not finish:
+        return
+    if not started:
+        yield RunStarted(tuple((c.name, c.stage, c.title) for c in then))
+    got = node.gathered
+    if got is None:
+        rep = Report(tool_version=__version__, mode=ctx.options.mode,
+                     created=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=socket.gethostname(),
+                     argv=list(argv), environment={"python": sys.version.split()[0], "platform": sys.platform},
+                     results=local, interrupted=True)
+        for r in local:
+            env = r.data.get("environment")
+            if isinstance(env, dict):
+                rep.environment.update(env)
+        got = node.gather(rep)
+        yield from got.events
+    done = {r.check for r in got.report.results}
+    for ev in run_checks([c for c in then if c.name not in done], got.context, argv):
+        if isinstance(ev, CheckFinished):
+            got.report.results.append(ev.result)
+            yield ev
+    got.report.interrupted = True
+    yield RunFinished(got.report)
+
+
+def _announce(data: dict[str, Any], opts: Options, say: Callable[[str], None]) -> None:
+    """Node 0, as soon as the mesh is judged: say on stderr which node blocks which port, before the local
+    checks (tens of seconds on a busy host) and before any launcher limit. The report says it again."""
+    from dataclasses import replace
+
+    from commdoctor.checks.multinode import ReachCheck
+    from commdoctor.pipeline.run import Context, Facts, run_one
+
+    mctx = Context(options=replace(opts, mode="multinode"), facts=Facts())
+    mctx.facts.provide("multinode", data)
+    for f in run_one(ReachCheck(), mctx).findings:
+        if f.severity is Severity.ERROR:
+            say(f"node 0: {f.code} {f.title} (the report follows the local checks)")
+
+
 def _process_start() -> float | None:
     """When this process started, on the monotonic clock (the deadline counts the interpreter's start-up too)."""
     import time
@@ -151,7 +277,6 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     from commdoctor import __version__
     from commdoctor.probes import multinode
     from dataclasses import replace
-    from typing import Iterator
 
     from commdoctor.checks import BUILTIN_CHECKS
     from commdoctor.checks.base import Check
@@ -170,6 +295,10 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
 
     if not job.leader:
         return multinode.checkin(job, say)
+    # From here on a SIGTERM (torchrun passing on its own, Slurm, `timeout`) or Ctrl-C ends the run with the
+    # report of what was seen so far, on node 0; the other nodes leave quietly (docs/multinode.md).
+    stop = _Stop()
+    stop.install()
     opts = options_from(args)
     opts.extra["json"] = bool(getattr(args, "json", False))  # no progress meters with --json
     if not job.single_node:  # across nodes the cross-node test measures the network; on one node this is it
@@ -188,11 +317,14 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         judges, mode = [c() for c in MN_CHECKS], "multinode"
     then = plan(judges, replace(opts, mode=mode))
 
-    def node_events() -> Iterator[Event]:
+    def node_events() -> Generator[Event, None, None]:
         node.exchange(ctx)
         yield from run_gathered(checks, ctx, then, node.gather, argv_of(args))
 
-    events = node_events()
+    if job.coordinator and not job.single_node:
+        node.on_mesh = lambda data: _announce(data, opts, say)
+    stop.on_signal = node.interrupt
+    events = _stoppable(node_events(), stop, node, then, ctx, argv_of(args), finish=job.coordinator)
     if job.coordinator:
         if job.single_node:
             heading = (f"commdoctor {__version__}: checking this host for a {job.world_size}-process "
@@ -206,14 +338,17 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     from commdoctor.pipeline.run import RunFinished
 
     report: Report | None = None
+    seen = list(events)  # this node prints one line (and its JSON with --json); node 0 prints everyone's results
+    if stop.signum is not None:  # stopped by the launcher: node 0 reports; this node leaves quietly
+        say(f"node {job.node} ({node.host}): stopped ({_signame(stop.signum)}) after '{node.last_stage}'; "
+            "node 0 reports what it has")
+        return ExitCode.INTERRUPTED
     if args.json:
         from commdoctor.commands.common import emit
 
-        report = emit(events, args)
+        report = emit(iter(seen), args)
     else:
-        for ev in events:  # this node prints one line; node 0 prints everyone's results
-            if isinstance(ev, RunFinished):
-                report = ev.report
+        report = next((ev.report for ev in seen if isinstance(ev, RunFinished)), None)
     if report is None:  # the event stream always ends with RunFinished; this is a bug if reached
         raise CommDoctorError("the multi-node run ended without a report", exit_code=ExitCode.INTERNAL)
     code = exit_code(report, opts.fail_on)

@@ -76,8 +76,9 @@ class JobStore:
         except ValueError:
             return None
 
-    def wait(self, keys: Sequence[str], deadline: float, poll: float = 0.2) -> set[str]:
-        """Poll until every key exists or ``deadline`` (monotonic) passes; the keys that exist."""
+    def wait(self, keys: Sequence[str], deadline: float, poll: float = 0.2,
+             stop: threading.Event | None = None) -> set[str]:
+        """Poll until every key exists, ``deadline`` (monotonic) passes or ``stop`` is set; the keys that exist."""
         have: set[str] = set()
         while True:
             for k in keys:
@@ -85,9 +86,12 @@ class JobStore:
                     with self._lock:
                         if self.store.check([k]):
                             have.add(k)
-            if len(have) == len(keys) or time.monotonic() >= deadline:
+            if len(have) == len(keys) or time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                 return have
-            time.sleep(poll)
+            if stop is not None:
+                stop.wait(poll)
+            else:
+                time.sleep(poll)
 
 
 def versions() -> dict[str, Any]:

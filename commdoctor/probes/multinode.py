@@ -191,6 +191,39 @@ class NodeRun:
         self.gone: set[int] = set()  # nodes whose heartbeat stopped
         self.posted = False  # this node's report is in the store
         self.post_error: str | None = None
+        # Set when the launcher stops the run (SIGTERM, Ctrl-C): every wait below ends at once, and node 0
+        # reports what it has (docs/multinode.md, "When the launcher stops the run").
+        self.stop = threading.Event()
+        self.interrupted_at: float | None = None  # seconds after t0
+        #: Node 0, once the mesh is judged: called with what is known of every node (the ``multinode`` fact's
+        #: shape, no reports yet), so a fault that stops the job is said at once, not after the local checks.
+        self.on_mesh: Callable[[dict[str, Any]], None] | None = None
+        self.gathered: Gathered | None = None
+
+    def interrupt(self) -> None:
+        """The run was stopped: end every wait now, and keep the store's own operations short."""
+        if self.stop.is_set():
+            return
+        self.interrupted_at = round(time.monotonic() - self.t0, 3)
+        self.stop.set()
+        self.notes.append(f"the run was interrupted {self.interrupted_at:.1f} s after this node's start, "
+                          f"during '{self.last_stage}'")
+        if self.store is not None:
+            try:
+                from datetime import timedelta
+
+                self.store.raw.set_timeout(timedelta(seconds=2))  # a store going away costs 2 s, not 10
+            except Exception:  # noqa: BLE001 - the store may be gone already
+                pass
+
+    def _peek(self, key: str) -> Any:
+        """``store.peek`` that never raises: a store that went away (the launcher stopping) reads as empty."""
+        if self.store is None:
+            return None
+        try:
+            return self.store.peek(key)
+        except Exception:  # noqa: BLE001 - what was not read is reported as not seen
+            return None
 
     # -- store helpers ---------------------------------------------------------------------------
 
@@ -228,18 +261,18 @@ class NodeRun:
             for i in nodes:
                 if i in have or i in self.gone:
                     continue
-                if self.store.peek(self.key(i, what)) is not None:
+                if self._peek(self.key(i, what)) is not None:
                     have.add(i)
                     continue
-                beat = self.store.peek(self.key(i, "alive"))
+                beat = self._peek(self.key(i, "alive"))
                 prev = self._seen.get(i)
                 if prev is None or prev[0] != beat:
                     self._seen[i] = (beat, now)
                 elif now - prev[1] > STALE_S:
                     self.gone.add(i)
-            if all(i in have or i in self.gone for i in nodes) or now >= deadline:
+            if all(i in have or i in self.gone for i in nodes) or now >= deadline or self.stop.is_set():
                 return have
-            time.sleep(0.2)
+            self.stop.wait(0.2)
 
     def open_store(self) -> bool:
         from commdoctor.probes.jobstore import JobStore, StoreError
@@ -306,7 +339,7 @@ class NodeRun:
             # Node 0 waits join_timeout from its own start; ours may have begun a little earlier or later, so
             # this node waits a little longer (part of the mesh step's share) than node 0's join can last.
             got = self.store.wait(["roster"], min(self.t0 + self.join_timeout + 15.0,
-                                                  self.budget.until(keep - KEEP_MESH_S / 2)))
+                                                  self.budget.until(keep - KEEP_MESH_S / 2)), stop=self.stop)
             self.roster = self.store.peek("roster") if got else None
 
     def _wait_joins(self, keys: Sequence[str], deadline: float) -> set[str]:
@@ -319,9 +352,9 @@ class NodeRun:
         show = not self.options.extra.get("json") and sys.stderr.isatty()
         with progress(len(keys), "waiting for the nodes to join", enabled=show) as meter:
             while True:
-                have = self.store.wait(keys, min(deadline, time.monotonic() + 1.0))
+                have = self.store.wait(keys, min(deadline, time.monotonic() + 1.0), stop=self.stop)
                 meter.update(len(have))
-                if len(have) == len(keys) or time.monotonic() >= deadline:
+                if len(have) == len(keys) or time.monotonic() >= deadline or self.stop.is_set():
                     return have
 
     # -- phase 2: reachability and clock ---------------------------------------------------------
@@ -408,11 +441,29 @@ class NodeRun:
             if len(chosen) < 2:
                 chosen = []
             self.store.put("bwplan", {"members": chosen, "excluded": [i for i in members if i not in chosen]})
+            if self.on_mesh is not None:
+                try:
+                    self.on_mesh(self.preview())
+                except Exception as e:  # noqa: BLE001 - an early word is a courtesy; the report still comes
+                    self.notes.append(f"could not judge the mesh early: {type(e).__name__}: {e}")
             return chosen
-        if not self.store.wait(["bwplan"], self.budget.until(KEEP_BANDWIDTH_S / 3 + KEEP_LOCAL_S + KEEP_REPORT_S, 40.0)):
+        if not self.store.wait(["bwplan"], self.budget.until(KEEP_BANDWIDTH_S / 3 + KEEP_LOCAL_S + KEEP_REPORT_S, 40.0),
+                               stop=self.stop):
             return []
         plan = self.store.peek("bwplan") or {}
         return [int(x) for x in plan.get("members") or ()]
+
+    def preview(self) -> dict[str, Any]:
+        """Node 0, after the mesh: what is known of each member so far, in the ``multinode`` fact's shape (the
+        checks that judge reachability, interfaces and versions can run on it; no node has reported yet)."""
+        job = self.job
+        nodes = []
+        for i in (self.roster or {}).get("members") or ():
+            info = self.info if i == job.node else self._peek(self.key(i, "info"))
+            nodes.append({"node": i, "info": info, "host": node_label(info, i, job), "mesh": self._peek(self.key(i, "mesh")),
+                          "status": "joined", "stages": {}, "report": None})
+        return {"job": self.job_section(), "roster": self.roster, "nodes": nodes, "store_error": self.store_error,
+                "local_node": job.node, "checkins": {}}
 
     def bandwidth(self, members: list[int]) -> None:
         from commdoctor.probes.jobstore import pair_bandwidth
@@ -422,7 +473,22 @@ class NodeRun:
             return
         # gloo's timeout bounds each exchange; what is left before the local checks' share bounds the test.
         gloo_s = self.budget.seconds(KEEP_LOCAL_S + KEEP_REPORT_S, 20.0, 1.0)
-        res = pair_bandwidth(self.store, members.index(me), len(members), timeout=gloo_s)
+        # In a thread: gloo blocks in C++ (its constructor, each wait) where no signal handler runs, and the
+        # main thread must stay free to hear the launcher stop the run. Each pair is bounded by gloo_s.
+        box: dict[str, Any] = {}
+
+        def test() -> None:
+            try:
+                box["res"] = pair_bandwidth(self.store, members.index(me), len(members), timeout=gloo_s)
+            except Exception as e:  # noqa: BLE001 - recorded as the test's error
+                box["error"] = f"{type(e).__name__}: {e}"
+
+        t = threading.Thread(target=test, name="commdoctor-bandwidth", daemon=True)
+        t.start()
+        rounds = max(1, len(members) - 1 + len(members) % 2)
+        t.join(gloo_s * (rounds + 1) + 5.0)
+        res = box.get("res") or {"member": members.index(me), "size": len(members), "pairs": {},
+                                 "error": box.get("error") or "the pair test overran its deadline"}
         # Pairs by node index, not by position in the group.
         res["pairs"] = {str(members[int(k)]): v for k, v in res["pairs"].items()}
         res["members"] = members
@@ -436,11 +502,42 @@ class NodeRun:
 
     # -- before the local checks: join, reachability, bandwidth ------------------------------------------
 
+    @staticmethod
+    def _prefetch(ctx: Any) -> None:
+        """Start the local checks' slowest fact now, in the background: the torch probe imports torch in a child
+        process (seconds, more on a busy host), which overlaps with joining and the mesh instead of adding to
+        the local checks. Facts are computed once; the check that asks later waits for this computation."""
+        def get() -> None:
+            try:
+                ctx.fact("torch")
+            except BaseException:  # noqa: BLE001 - the check that asks sees the same error
+                pass
+
+        if ctx.facts.has("torch"):
+            threading.Thread(target=get, name="commdoctor-prefetch-torch", daemon=True).start()
+
+    def _known_store(self, ctx: Any) -> None:
+        """This process is a client of the job's store already: that is the TCPStore handshake the rendezvous
+        checks would make again in a child process (which must import torch first, 10 s and more on a busy
+        host, and then reads as "not a TCPStore" when it runs out of time). The handshake fact reuses it."""
+        st = self.store
+        hs: dict[str, Any] = {"ok": True, "connect_s": st.connect_s, "via": "this process's connection to the job's store"}
+        try:
+            import torch
+
+            hs["torch"] = torch.__version__
+            hs["num_keys"] = int(st.raw.num_keys())
+        except Exception:  # noqa: BLE001 - the count is a detail
+            pass
+        ctx.facts.provide("net_store_known", {f"{self.job.master_addr}:{self.job.master_port}": hs})
+
     def exchange(self, ctx: Any) -> None:
         """Open the job's store and do every cross-node step that comes before the local checks (1-4 in
         the module docstring). Failures are kept in ``notes``/``store_error``: the local checks still run."""
         job = self.job
+        self._prefetch(ctx)
         if self.open_store():
+            self._known_store(ctx)
             try:
                 if job.single_node:
                     self.say(f"rank {job.rank} (local rank 0 of {job.local_world_size} on {self.host}): checks this "
@@ -478,6 +575,8 @@ class NodeRun:
         from commdoctor.pipeline.run import Context, Facts, Gathered
 
         job = self.job
+        if local.interrupted:
+            self.interrupt()
         self.stage("local checks done")
         local.job = self.job_section()
         if self.store is not None:
@@ -492,8 +591,10 @@ class NodeRun:
             self._hb_stop.set()
             facts = Facts()
             facts.provide("multinode_node", self.own_view())
-            return Gathered(Context(options=replace(self.options, mode="node"), facts=facts), local)
-        return self.gather_nodes(local)
+            self.gathered = Gathered(Context(options=replace(self.options, mode="node"), facts=facts), local)
+            return self.gathered
+        self.gathered = self.gather_nodes(local)
+        return self.gathered
 
     def fit_local_checks(self) -> None:
         """Shorten the local checks' own limits (``--timeout``, ``--pg-timeout``) to what is left of the run.
@@ -581,8 +682,11 @@ class NodeRun:
         keys = [f"checkin/{r}" for rs in want.values() for r in rs]
         # They check in at start: long since done, late (the join timeout, from our own start, covers a slow
         # start as it does for nodes), or never.
-        have = self.store.wait(keys, min(max(self.t0 + self.join_timeout, time.monotonic() + 5.0),
-                                         self.budget.until(KEEP_REPORT_S - 2.0)))
+        try:
+            have = self.store.wait(keys, min(max(self.t0 + self.join_timeout, time.monotonic() + 5.0),
+                                             self.budget.until(KEEP_REPORT_S - 2.0)), stop=self.stop)
+        except Exception:  # noqa: BLE001 - a store gone away (the launcher stopping): nobody seen checking in
+            have = set()
         for i, rs in want.items():
             gone = [r for r in rs if f"checkin/{r}" not in have]
             if gone:
@@ -592,8 +696,7 @@ class NodeRun:
 
     def node_record(self, i: int, local: Report) -> dict[str, Any]:
         """What node 0 knows of node ``i``: its info, stages, mesh and bandwidth results, and its report."""
-        st = self.store
-        peek = (lambda k: st.peek(k)) if st is not None else (lambda k: None)
+        peek = self._peek
         info = self.info if i == self.job.node else peek(self.key(i, "info"))
         label = node_label(info, i, self.job) if i < self.job.nnodes else f"node-{i:02d}"
         rec: dict[str, Any] = {"node": i, "info": info, "host": label,
@@ -615,8 +718,13 @@ class NodeRun:
             rec["why"] = f"the launcher started {self.job.nnodes} nodes of the {self.job.expected_nodes} asked for"
         elif info is None and rec["last"] is None:
             rec["status"] = "never joined"
+            if self.stop.is_set():
+                rec["why"] = (f"nothing was seen of it in the {self.interrupted_at or 0:.1f} s before the run was "
+                              "interrupted")
         elif rep is None:
-            rec["status"] = "stopped"
+            # Stopped by the launcher, node 0 cannot tell a node still at work from one that hung, unless its
+            # heartbeat had already stopped: "running" says only that no report had come yet.
+            rec["status"] = "running" if self.stop.is_set() and i not in self.gone else "stopped"
         else:
             rec["status"] = "reported"
         return rec

@@ -653,12 +653,19 @@ def store_facts(ctx: Any) -> dict[str, Any]:
     """A TCPStore handshake with each endpoint that accepted a connection."""
     budget: Budget = ctx.fact("net_budget")
     reach = ctx.fact("net_reach")
+    # Inside a job (commdoctor.probes.multinode) this process is already a client of the job's store: its
+    # handshake, keyed "host:port", stands for the one a child process would make again.
+    known: dict[str, Any] = ctx.fact("net_store_known") if ctx.facts.has("net_store_known") else {}
     out = []
     for item in reach["endpoints"]:
         ep = item["endpoint"]
         open_addrs = [c["address"] for c in item.get("connects") or () if c.get("outcome") == "open"]
         if not open_addrs or ep.get("kind") == "etcd":
             out.append({"endpoint": ep, "handshake": None})
+            continue
+        same = known.get(f"{ep.get('host')}:{ep.get('port')}")
+        if same is not None:
+            out.append({"endpoint": ep, "handshake": {**same, "address": open_addrs[0]}})
             continue
         if budget.left() < 2.0:
             # Too little of --timeout is left to import torch and shake hands: say so rather than fail.
