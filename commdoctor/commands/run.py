@@ -323,6 +323,8 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
 
     if job.coordinator and not job.single_node:
         node.on_mesh = lambda data: _announce(data, opts, say)
+    if any(c.name == "env.torch" for c in checks):
+        node.prefetch = ("torch",)  # its child process imports torch while this node waits for the others
     stop.on_signal = node.interrupt
     events = _stoppable(node_events(), stop, node, then, ctx, argv_of(args), finish=job.coordinator)
     if job.coordinator:

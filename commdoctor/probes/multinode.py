@@ -199,6 +199,8 @@ class NodeRun:
         #: shape, no reports yet), so a fault that stops the job is said at once, not after the local checks.
         self.on_mesh: Callable[[dict[str, Any]], None] | None = None
         self.gathered: Gathered | None = None
+        #: Facts of the local checks to start computing once joined (``commdoctor run`` names those its plan needs).
+        self.prefetch: tuple[str, ...] = ()
 
     def interrupt(self) -> None:
         """The run was stopped: end every wait now, and keep the store's own operations short."""
@@ -503,18 +505,20 @@ class NodeRun:
     # -- before the local checks: join, reachability, bandwidth ------------------------------------------
 
     @staticmethod
-    def _prefetch(ctx: Any) -> None:
-        """Start the local checks' slowest fact now, in the background: the torch probe imports torch in a child
-        process (seconds, more on a busy host), which overlaps with joining and the mesh instead of adding to
-        the local checks. Facts are computed once; the check that asks later waits for this computation."""
-        def get() -> None:
+    def _prefetch(ctx: Any, names: Sequence[str]) -> None:
+        """Start slow facts of the local checks now, in the background, once this node has joined: the torch
+        probe imports torch in a child process (seconds, over ten on a busy host), which then overlaps with
+        the wait for the roster and the mesh instead of adding to the local checks. Facts are computed once;
+        the check that asks later waits for this computation."""
+        def get(name: str) -> None:
             try:
-                ctx.fact("torch")
+                ctx.fact(name)
             except BaseException:  # noqa: BLE001 - the check that asks sees the same error
                 pass
 
-        if ctx.facts.has("torch"):
-            threading.Thread(target=get, name="commdoctor-prefetch-torch", daemon=True).start()
+        for name in names:
+            if ctx.facts.has(name):
+                threading.Thread(target=get, args=(name,), name=f"commdoctor-prefetch-{name}", daemon=True).start()
 
     def _known_store(self, ctx: Any) -> None:
         """This process is a client of the job's store already: that is the TCPStore handshake the rendezvous
@@ -535,7 +539,6 @@ class NodeRun:
         """Open the job's store and do every cross-node step that comes before the local checks (1-4 in
         the module docstring). Failures are kept in ``notes``/``store_error``: the local checks still run."""
         job = self.job
-        self._prefetch(ctx)
         if self.open_store():
             self._known_store(ctx)
             try:
@@ -547,6 +550,8 @@ class NodeRun:
                     self.say(f"node {job.node} ({self.host}): joined the job's store at "
                              f"{job.master_addr}:{job.master_port}")
                 self.join(ctx)
+                if self.prefetch:
+                    self._prefetch(ctx, self.prefetch)
                 self.wait_roster()
                 if self.roster and not job.single_node:
                     self.say(f"node {job.node}: {len(self.roster['members'])} of {job.expected_nodes} nodes present")
