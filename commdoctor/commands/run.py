@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterator, NoReturn, Sequence
 
 from commdoctor.commands import watch
 from commdoctor.commands.common import (add_output_arguments, add_tui_arguments, argv_of, emit_or_tui, exit_code,
@@ -132,6 +132,23 @@ class _Stop:
         if self.armed:
             self.raised = True
             raise KeyboardInterrupt
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit now, once the report is out: stopped by the launcher, the process must be gone before it loses
+    patience (torchrun and Slurm send SIGKILL after a grace period). A normal interpreter exit tears down
+    torch's objects and the abandoned checks' threads first, seconds on a busy host; nothing is left to
+    save (the report is flushed, the store belongs to the job) and the checks' child processes got the same
+    signal from the launcher (its process group) or end at their own deadlines."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(int(code))
 
 
 def _signame(signum: int) -> str:
@@ -336,7 +353,10 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         # The TUI only when asked: under a launcher several processes share one terminal.
         if args.tui is None:
             args.tui = False
-        return exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
+        code = exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
+        if stop.signum is not None:
+            _leave(code)
+        return code
     from commdoctor.pipeline.run import RunFinished
 
     report: Report | None = None
@@ -344,7 +364,7 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     if stop.signum is not None:  # stopped by the launcher: node 0 reports; this node leaves quietly
         say(f"node {job.node} ({node.host}): stopped ({_signame(stop.signum)}) after '{node.last_stage}'; "
             "node 0 reports what it has")
-        return ExitCode.INTERRUPTED
+        _leave(ExitCode.INTERRUPTED)
     if args.json:
         from commdoctor.commands.common import emit
 
