@@ -114,15 +114,27 @@ class _Stop:
         self.raised = False
         self.armed = False
         self.on_signal: Callable[[], None] = lambda: None
+        self._before: dict[int, Any] = {}
 
     def install(self) -> None:
         import signal
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                signal.signal(sig, self._handler)
+                self._before[sig] = signal.signal(sig, self._handler)
             except (ValueError, OSError):  # not the main thread (an embedding caller): the defaults stay
                 return
+
+    def restore(self) -> None:
+        """The handlers from before ``install`` (a run that ended by itself, in a process that goes on)."""
+        import signal
+
+        for sig, old in self._before.items():
+            try:
+                signal.signal(sig, old)
+            except (ValueError, OSError, TypeError):
+                pass
+        self._before.clear()
 
     def _handler(self, signum: int, frame: Any) -> None:
         if self.signum is not None:
@@ -356,6 +368,7 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         code = exit_code(emit_or_tui(events, args, heading=heading), opts.fail_on)
         if stop.signum is not None:
             _leave(code)
+        stop.restore()
         return code
     from commdoctor.pipeline.run import RunFinished
 
@@ -373,6 +386,7 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
         report = next((ev.report for ev in seen if isinstance(ev, RunFinished)), None)
     if report is None:  # the event stream always ends with RunFinished; this is a bug if reached
         raise CommDoctorError("the multi-node run ended without a report", exit_code=ExitCode.INTERNAL)
+    stop.restore()
     code = exit_code(report, opts.fail_on)
     v = report.verdict()
     if not node.posted:
