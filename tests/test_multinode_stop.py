@@ -91,20 +91,22 @@ class Proc:
         return "".join(line for _, line in (self.out if which == "out" else self.err))
 
 
-def test_sigterm_while_node_0_waits_for_a_node_gives_the_partial_report(tmp_path: Any) -> None:
-    """Node 1 never starts; node 0 waits for it (--join-timeout 60) and is sent SIGTERM: it prints the JSON
-    report of what it saw at once, marked interrupted, naming node 1 as never seen, and exits 130."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_while_node_0_waits_for_a_node_gives_the_partial_report(sig: signal.Signals, tmp_path: Any) -> None:
+    """Node 1 never starts; node 0 waits for it (--join-timeout 60) and is sent SIGTERM (a launcher) or SIGINT
+    (Ctrl-C): it prints the JSON report of what it saw at once, marked interrupted, naming node 1 as never
+    seen, and exits 130."""
     port = _free_port()
     p0 = Proc(0, port, tmp_path, "--json", "--join-timeout", "60")
     try:
         joined = p0.until(lambda ln: "joined the job's store" in ln)
         time.sleep(1.0)  # inside the join wait (60 s long), not at its start
-        p0.p.send_signal(signal.SIGTERM)
+        p0.p.send_signal(sig)
         took = p0.finish(30)
     finally:
         if p0.p.poll() is None:
             p0.p.kill()
-    print(f"\nSIGTERM {joined + 1:.1f} s after the start, during the join: exit {took:.2f} s later")
+    print(f"\n{sig.name} {joined + 1:.1f} s after the start, during the join: exit {took:.2f} s later")
     assert p0.p.returncode == 130, p0.text("err")[-3000:]
     assert took < AFTER_SIGNAL_S, f"node 0 took {took:.1f} s to print its report after SIGTERM"
     doc = json.loads(p0.text("out"))
