@@ -92,6 +92,8 @@ def test_node_nobody_reaches_is_named_before_the_deadline(nothing_in: tuple[dict
     a = out["cdmda"]
     print(f"\nb takes no connection in, --deadline {DEADLINE:g}: node 0 printed after {a.elapsed:.1f} s")
     doc = a.report()
+    # said on stderr as soon as the mesh was judged, before the local checks
+    assert "commdoctor: node 0: MN040 cdmda cannot reach cdmdb at 10.203.9.2" in a.err, a.err[-3000:]
     assert a.elapsed < DEADLINE + 8, f"node 0's report came after {a.elapsed:.1f} s"
     (f,) = codes(doc)["MN040"]
     assert "cdmdb" in f["hosts"], f
