@@ -662,12 +662,20 @@ def _transport_head(raw: bytes, key: bytes) -> bytes | None:
     line, was a quarter of the time on a folder of rank logs (bench/README.md, "Round 3"). None when
     the line holds bytes that ``clean`` would rewrite (it is then classified whole).
     """
-    line = raw[:-1] if raw.endswith(b"\r") else raw  # a CRLF file's lines: clean() drops the CR
-    if _NOT_PLAIN.search(line) is not None or not line.endswith(key):
+    if raw.endswith(b"\r"):  # a CRLF file's lines: clean() drops the CR
+        raw = raw[:-1]
+        if key.endswith(b"\r"):
+            key = key[:-1]
+    if _NOT_PLAIN.search(raw) is not None or not raw.endswith(key):
         return None
-    end = len(line) - len(key)
-    word = max(line.rfind(w, 0, end) for w in _TRANSPORT_WORDS)
-    return line[:word] if word >= 0 else line[:end]  # NCCL 2.0's "INFO 0 -> 1 via": the key follows the head
+    end = len(raw) - len(key)
+    # The word sits just before the key ("Channel 00/0 : "); any split works that is the same for every
+    # line (the cache is keyed by it, and _head_decides checks the message starts there), so look close.
+    for w in _TRANSPORT_WORDS:
+        word = raw.rfind(w, max(0, end - 24), end)
+        if word >= 0:
+            return raw[:word]
+    return raw[:end]  # NCCL 2.0's "INFO 0 -> 1 via": the key follows the head
 
 
 def _head_decides(rec: Record, text: str, n: int) -> bool:
@@ -685,7 +693,7 @@ def _head_decides(rec: Record, text: str, n: int) -> bool:
 
 def _parse_transport_key(key: bytes) -> tuple[str, str] | None:
     """("src->dst", transport kind) of what follows a transport line's channel, or None if it is not one."""
-    tail, _ = clean(key)
+    tail, _ = clean(key.split(b"\r", 1)[0])  # the key runs to the end of the line; its text, to a CR
     if tail is None:
         return None
     m = _TRANSPORT_KEY.match(tail.strip())

@@ -31,11 +31,13 @@ BLOCK = 256 << 10
 # COLLNET/..."). They repeat for every channel; a set of what they say is all the model keeps.
 TRANSPORT_RES = tuple(
     # One expression per leading word, each starting with a literal (the regex engine then finds
-    # candidates with a fast substring search), one unbounded but linear group: the rest of the line.
-    re.compile(word + rb" \d+(?:/\d+)? : ?(\d[^\r\n]*)")
+    # candidates with a fast substring search), one unbounded but linear group: the rest of the line,
+    # a CR included (a class of one byte runs ~30% faster than [^\r\n] in ``re``, and this expression
+    # reads a quarter of every rank log; the reader cuts a key at its CR).
+    re.compile(word + rb" \d+(?:/\d+)? : ?(\d[^\n]*)")
     for word in (b"Channel", b"Ring", b"CollNet")
 )
-TRANSPORT_OLD_RE = re.compile(rb"INFO (\d+ -> \d+ via [^\r\n]*)")
+TRANSPORT_OLD_RE = re.compile(rb"INFO (\d+ -> \d+ via [^\n]*)")
 
 
 @dataclass
