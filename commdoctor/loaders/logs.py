@@ -1002,6 +1002,10 @@ def _worker_main(paths: list[str], conn: Any) -> None:
     Nothing it meets may reach the user's terminal from here: a failure on a file sends None, and the
     parent reads that file itself, failing (or not) exactly as a run without workers would.
     """
+    import signal
+
+    # Ctrl-C reaches the whole process group: the reader stops the workers; a worker must not print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for path in paths:
             try:
@@ -1013,6 +1017,20 @@ def _worker_main(paths: list[str], conn: Any) -> None:
         pass
     finally:
         conn.close()
+
+
+#: Bytes a worker's pipe holds (Linux lets an unprivileged process ask for up to 1 MiB): about a hundred
+#: rank logs' results, so a worker goes on while the reader waits for the other one or for a core.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(conn: Any) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass  # a pipe of the default size (64 KiB) only means less running ahead
 
 
 def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
@@ -1036,6 +1054,7 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
     try:
         for k in range(n):
             r, w = ctx.Pipe(duplex=False)
+            _widen(w)
             p = ctx.Process(target=_worker_main, args=([files[i] for i in todo[k::n]], w), daemon=True,
                             name=f"commdoctor-logs-{k}")
             try:
