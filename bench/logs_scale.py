@@ -9,7 +9,9 @@ too. With the page cache warmed for both (``cat``), it then times in one run,
 each in a child measured with wait4 (wall, CPU = user+sys, peak RSS):
   1. ``grep -c WARN`` on the N files, and ``commdoctor logs --json FOLDER``;
   2. ``grep -c WARN`` on the single file, and ``commdoctor logs --json FILE``;
-and prints both ratios to grep (bytecode compiled beforehand, as an installed package has it). With --before, another checkout's commdoctor (say main's) is
+and prints both ratios to grep (bytecode compiled beforehand, as an installed package has it). CPU
+counts the worker processes a folder is scanned by (wait4 includes the children a child reaped);
+peak RSS is the largest one process, parent or worker. With --before, another checkout's commdoctor (say main's) is
 timed too, on the same files in the same run, right after this one, so the two can be compared
 side by side. The machine is shared: ratios taken in one
 run are what to compare; absolute seconds include the neighbours' load.
@@ -94,6 +96,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, nargs="+", default=[8, 64, 256, 1024], help="numbers of 1 MB rank files")
     ap.add_argument("--keep", metavar="DIR", help="generate into (or reuse) DIR and keep it")
     ap.add_argument("--before", metavar="CHECKOUT", help="also time the commdoctor of this checkout (e.g. /work/main)")
+    ap.add_argument("--one-process", action="store_true",
+                    help="also time the folder with --jobs 1 (no worker processes), to tell the workers' share")
     a = ap.parse_args()
     gen = next((g for g in GEN_CANDIDATES if g.exists()), None)
     if gen is None:
@@ -122,6 +126,9 @@ def main() -> int:
             cw = timed_child([*cd, str(whole)], env, root)
             print(row(f"{n:5d} files x 1 MB", gf, cf, mb))
             print(row(f"{'':5s} one {mb:6.0f} MB file", gw, cw, mb))
+            if a.one_process:
+                c1 = timed_child([*cd, "--jobs", "1", str(folder)], env, root)
+                print(row(f"{'':5s} folder, --jobs 1", gf, c1, mb))
             if env_before is not None:
                 bf = timed_child([*cd, str(folder)], env_before, root)
                 bw = timed_child([*cd, str(whole)], env_before, root)

@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="log files (plain, .gz, .bz2, .xz), directories (read recursively) or - for stdin")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="line search engine: hyperscan when installed (auto), or the standard library (re)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes that scan files (default: one per core for a folder of 32 MB or more; 1: this one only)")
     add_output_arguments(p)
 
 
@@ -51,7 +53,7 @@ def options_from(args: argparse.Namespace) -> Options:
         fail_on=Severity(args.fail_on),
         verbose=args.verbose,
         inputs=tuple(files),
-        extra={"engine": args.engine, "deadline_s": deadline, "skipped": skipped},
+        extra={"engine": args.engine, "deadline_s": deadline, "skipped": skipped, "jobs": getattr(args, "jobs", None)},
     )
 
 
@@ -98,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         with progress(total, "reading logs (bytes)", enabled=show) as meter:
             return load_logs(ctx.options.inputs, engine=ctx.options.extra.get("engine", "auto"),
                              skipped=ctx.options.extra.get("skipped", ()),
-                             on_bytes=meter.advance)
+                             on_bytes=meter.advance, jobs=ctx.options.extra.get("jobs"))
 
     facts = Facts({"log_model": load})
     checks = plan([c() for c in BUILTIN_CHECKS], opts)

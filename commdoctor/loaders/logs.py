@@ -23,12 +23,12 @@ import re
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
 from commdoctor.core.errors import CommDoctorError
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
-from commdoctor.parsing.scan import Scanner, make_prefilter
+from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
 
@@ -260,6 +260,8 @@ class _Builder:
         self._elastic_cur: ElasticFailure | None = None
         self._last_error_line: tuple[str, int] | None = None
         self._transport_keys: dict[bytes, tuple[str, str] | None] = {}
+        #: A transport line's record by what comes before its leading word (see _transport_head).
+        self._heads: dict[bytes, Record] = {}
 
     # -- helpers ---------------------------------------------------------------
     def rank_of(self, rec: Record) -> int | None:
@@ -627,14 +629,19 @@ class _Builder:
                 self._transport_keys[key] = parsed
         if parsed is None:
             return
-        text, _ = clean(raw)
-        if text is None:
-            return
         pair, kind = parsed
-        rec = classify(text)
+        label = f"{pair} {kind}"
+        head = _transport_head(raw, key)
+        rec = self._heads.get(head) if head is not None else None
+        if rec is None or (label not in self.m.transports and len(self.m.transports) < 4096):
+            text, _ = clean(raw)
+            if text is None:
+                return
+            rec = classify(text)
+            if head is not None and _head_decides(rec, text, len(head)) and len(self._heads) < 4096:
+                self._heads[head] = rec
         rank = self.rank_of(rec)
         ri = self.rank_info(rec, rank)
-        label = f"{pair} {kind}"
         if label not in self.m.transports and len(self.m.transports) < 4096:
             self.m.transports[label] = self.ev(src, line_no, rec, rank)
         self.m.transport_kinds[kind] = self.m.transport_kinds.get(kind, 0) + 1
@@ -642,9 +649,51 @@ class _Builder:
             ri.transports.add(kind)
 
 
+#: Bytes that clean() would change or drop (controls, DEL, anything not ASCII): a line holding one is classified whole.
+_NOT_PLAIN = re.compile(rb"[^\x20-\x7e]")
+_TRANSPORT_WORDS = (b"Channel ", b"Ring ", b"CollNet ")
+
+
+def _transport_head(raw: bytes, key: bytes) -> bytes | None:
+    """What a transport line says before its leading word ("host:pid:tid [dev] NCCL INFO "), or None.
+
+    A stream's transport lines are hundreds of lines with one or two such heads (its process and
+    thread), and the head alone decides who wrote the line: classifying each head once, not each
+    line, was a quarter of the time on a folder of rank logs (bench/README.md, "Round 3"). None when
+    the line holds bytes that ``clean`` would rewrite (it is then classified whole).
+    """
+    if raw.endswith(b"\r"):  # a CRLF file's lines: clean() drops the CR
+        raw = raw[:-1]
+        if key.endswith(b"\r"):
+            key = key[:-1]
+    if _NOT_PLAIN.search(raw) is not None or not raw.endswith(key):
+        return None
+    end = len(raw) - len(key)
+    # The word sits just before the key ("Channel 00/0 : "); any split works that is the same for every
+    # line (the cache is keyed by it, and _head_decides checks the message starts there), so look close.
+    for w in _TRANSPORT_WORDS:
+        word = raw.rfind(w, max(0, end - 24), end)
+        if word >= 0:
+            return raw[:word]
+    return raw[:end]  # NCCL 2.0's "INFO 0 -> 1 via": the key follows the head
+
+
+def _head_decides(rec: Record, text: str, n: int) -> bool:
+    """Whether ``rec``'s writer fields follow from the first ``n`` characters of ``text`` alone.
+
+    True for an NCCL INFO line whose header (launcher prefixes, host:pid:tid, device, "NCCL INFO ")
+    lies inside those characters and whose message is all the rest: classify() reads the header
+    from the start of the line and takes the message whole, so any line with the same head and a
+    plain tail gets the same host, pid, device, rank and task. rank_of() reads the message only for
+    records that are not NCCL's.
+    """
+    return (rec.kind == "nccl" and rec.level == "INFO" and rec.host is not None and rec.retcode is None
+            and len(text) > n and rec.msg == text[n:])
+
+
 def _parse_transport_key(key: bytes) -> tuple[str, str] | None:
     """("src->dst", transport kind) of what follows a transport line's channel, or None if it is not one."""
-    tail, _ = clean(key)
+    tail, _ = clean(key.split(b"\r", 1)[0])  # the key runs to the end of the line; its text, to a CR
     if tail is None:
         return None
     m = _TRANSPORT_KEY.match(tail.strip())
@@ -760,12 +809,15 @@ def _open(path: str, st: InputStat) -> BinaryIO:
 
 
 def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
-              skipped: Iterable[tuple[str, str]] = (), on_bytes: Callable[[int], None] | None = None) -> RunModel:
+              skipped: Iterable[tuple[str, str]] = (), on_bytes: Callable[[int], None] | None = None,
+              jobs: int | None = None) -> RunModel:
     """Read every input and build the run model (see the module docstring).
 
     ``skipped``: (path, why) pairs an earlier ``expand_all`` left out, to be reported with the rest.
     ``progress(stat)`` is called after each input; ``on_bytes(n)`` after each block of ``n`` bytes
-    read, whatever the engine (a meter for one big file).
+    read, whatever the engine (a meter for one big file; with worker processes, after each file).
+    ``jobs``: how many processes may scan files (None: as many as there are cores, for a large enough
+    set of files; 1: none but this one). The model is the same either way.
     """
     paths = list(paths)
     files, more = expand_all(paths)
@@ -773,51 +825,272 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
     skipped = [*skipped, *more]
     model = RunModel()
     b = _Builder(model)
+    sizes = _sizes(files)
+    if sum(max(s, 0) for s in sizes) > NUMPY_AFTER:
+        numpy_lines()  # before any worker starts, so that each of them has it without importing it again
     prefilter = make_prefilter(engine)
     model.engine = prefilter.name
     model.inputs += [InputStat(path=p, error=why) for p, why in skipped]
-    for path in files:
-        st = InputStat(path="<stdin>" if path == "-" else path)
-        model.inputs.append(st)
-        src = st.path
-        def on_transport(ln: int, raw: bytes, key: bytes, _s: str = src) -> None:
-            b.transport(_s, ln, raw, key)
-
-        scanner = Scanner(prefilter, on_transport=on_transport, on_block=on_bytes)
-        stream: BinaryIO | None = None
-        try:
-            stream = _open(path, st)
-            for line_no, raw in scanner.scan(stream):
-                text, flags = clean(raw)
-                if flags & 1:
-                    st.bad_encoding += 1
-                if flags & 4:
-                    st.ansi += 1
-                if text is None:
-                    st.skipped_binary += 1
-                    continue
-                if not text.strip():
-                    continue
-                b.line(src, line_no, text)
-        except (OSError, EOFError, ValueError, lzma.LZMAError, zlib_error()) as e:
-            st.error = f"{e.strerror}" if isinstance(e, OSError) and e.strerror and not e.filename else f"{type(e).__name__}: {e}"
-        finally:
-            if stream is not None and path != "-":
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        if not st.error and isinstance(stream, Salvaging) and stream.error:
-            st.error = f"{stream.error} (the lines before the damage were read)"
-        s = scanner.stats
-        st.bytes, st.lines, st.candidates, st.overlong, st.nul_bytes = s.bytes, s.lines, s.candidates, s.overlong, s.nul_bytes
-        model.lines_seen += s.lines
-        if progress is not None:
-            progress(st)
+    n = _workers(sizes, jobs)
+    results = _scan_in_workers(files, sizes, prefilter, n) if n > 1 else None
+    try:
+        for path in files:
+            _load_one(model, b, path, next(results) if results is not None else None, prefilter, progress, on_bytes)
+    finally:
+        if results is not None:
+            results.close()  # stops the workers now, whatever happened here
     b.finish()
     if fr_files:
         _read_flight(model, fr_files)
     return model
+
+
+def _load_one(model: RunModel, b: _Builder, path: str, got: _Scanned | None, prefilter: Prefilter,
+              progress: Any, on_bytes: Callable[[int], None] | None) -> None:
+    """One input into the model: from what a worker found, or (``got`` None) read here."""
+    if got is not None:
+        st, events = got
+        model.inputs.append(st)
+        for ev in events:
+            if len(ev) == 2:
+                _feed(b, st, *ev)
+            else:
+                b.transport(st.path, *ev)
+        if on_bytes is not None:
+            on_bytes(st.bytes)
+    else:
+        st = InputStat(path="<stdin>" if path == "-" else path)
+        model.inputs.append(st)
+        src = st.path
+
+        def on_line(ln: int, raw: bytes, _st: InputStat = st) -> None:
+            _feed(b, _st, ln, raw)
+
+        def on_transport(ln: int, raw: bytes, key: bytes, _s: str = src) -> None:
+            b.transport(_s, ln, raw, key)
+
+        _read_input(path, st, prefilter, on_line, on_transport, on_bytes)
+    model.lines_seen += st.lines
+    if progress is not None:
+        progress(st)
+
+
+def _feed(b: _Builder, st: InputStat, line_no: int, raw: bytes) -> None:
+    """One candidate line of input ``st`` into the model."""
+    text, flags = clean(raw)
+    if flags & 1:
+        st.bad_encoding += 1
+    if flags & 4:
+        st.ansi += 1
+    if text is None:
+        st.skipped_binary += 1
+        return
+    if not text.strip():
+        return
+    b.line(st.path, line_no, text)
+
+
+def _read_input(path: str, st: InputStat, prefilter: Prefilter, on_line: Callable[[int, bytes], None],
+                on_transport: Callable[[int, bytes, bytes], None], on_bytes: Callable[[int], None] | None) -> None:
+    """Scan one input: its candidate lines to ``on_line``, its new transport lines to ``on_transport``
+    (in the order the scanner finds them), its counts and any error into ``st``."""
+    scanner = Scanner(prefilter, on_transport=on_transport, on_block=on_bytes)
+    stream: BinaryIO | None = None
+    try:
+        stream = _open(path, st)
+        for line_no, raw in scanner.scan(stream):
+            on_line(line_no, raw)
+    except (OSError, EOFError, ValueError, lzma.LZMAError, zlib_error()) as e:
+        st.error = f"{e.strerror}" if isinstance(e, OSError) and e.strerror and not e.filename else f"{type(e).__name__}: {e}"
+    finally:
+        if stream is not None and path != "-":
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if not st.error and isinstance(stream, Salvaging) and stream.error:
+        st.error = f"{stream.error} (the lines before the damage were read)"
+    s = scanner.stats
+    st.bytes, st.lines, st.candidates, st.overlong, st.nul_bytes = s.bytes, s.lines, s.candidates, s.overlong, s.nul_bytes
+
+
+# -- scanning files in worker processes ------------------------------------------------------
+# A job's folder holds a file per rank. Each costs a few milliseconds of work in Python (its first
+# block searched for transport lines, every block's lines counted) that no C search removes, so a
+# 1,024-file folder is CPU-bound in one interpreter: on two cores, two processes halve its wall time.
+# Workers only scan: each returns a file's candidate and transport lines, in order, and the model is
+# built here from them exactly as from a file read here (rank joins and first-seen order depend on it).
+
+#: Total bytes below which a set of files is read here: forking and feeding workers costs more than it saves.
+PARALLEL_MIN_BYTES = 32 << 20
+PARALLEL_MIN_FILES = 4
+#: A file larger than this is read here, in its turn (its lines stream into the model; a worker's would be held).
+PARALLEL_MAX_FILE = 64 << 20
+#: Bytes of lines a worker holds for one file before it gives the file back to be read here (memory stays flat).
+WORKER_MAX_HELD = 8 << 20
+MAX_WORKERS = 8
+
+_worker_prefilter: Prefilter | None = None  # the parent's, inherited by each forked worker
+_Event = tuple[int, bytes] | tuple[int, bytes, bytes]
+_Scanned = tuple[InputStat, list[_Event]]
+
+
+def _sizes(files: list[str]) -> list[int]:
+    """Each input's size; -1 for stdin and for anything that is not a regular file (read here, never by a worker)."""
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f) if f != "-" else None
+        except OSError:
+            st = None
+        out.append(st.st_size if st is not None and stat.S_ISREG(st.st_mode) else -1)
+    return out
+
+
+def _workers(sizes: list[int], jobs: int | None) -> int:
+    """How many worker processes to scan with (1: none)."""
+    if jobs is None:
+        env = os.environ.get("COMMDOCTOR_JOBS", "")
+        jobs = int(env) if env.isdigit() else None
+    if jobs is not None and jobs <= 1:
+        return 1
+    small = [s for s in sizes if 0 <= s <= PARALLEL_MAX_FILE]
+    if jobs is None and (len(small) < PARALLEL_MIN_FILES or sum(small) < PARALLEL_MIN_BYTES):
+        return 1
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1  # a fresh interpreter per worker (spawn) costs more than a folder of logs saves
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs or cores, MAX_WORKERS, len(small)))
+
+
+def _scan_file(path: str) -> _Scanned | None:
+    """In a worker: one file's candidate lines and transport lines, in the order they were found,
+    or None when they came to more than WORKER_MAX_HELD bytes (the file is then read in the parent)."""
+    assert _worker_prefilter is not None
+    st = InputStat(path=path)
+    events: list[_Event] = []
+    held = [0]
+
+    class Full(Exception):
+        pass
+
+    def on_line(ln: int, raw: bytes) -> None:
+        events.append((ln, raw))
+        held[0] += len(raw)
+        if held[0] > WORKER_MAX_HELD:
+            raise Full
+
+    def on_transport(ln: int, raw: bytes, key: bytes) -> None:
+        events.append((ln, raw, key))
+        held[0] += len(raw)
+
+    try:
+        _read_input(path, st, _worker_prefilter, on_line, on_transport, None)
+    except Full:
+        return None
+    return st, events
+
+
+def _worker_main(paths: list[str], conn: Any) -> None:
+    """A worker: scan its share of the files in order and send each result (None: read it in the parent).
+
+    Nothing it meets may reach the user's terminal from here: a failure on a file sends None, and the
+    parent reads that file itself, failing (or not) exactly as a run without workers would.
+    """
+    import signal
+
+    # Ctrl-C reaches the whole process group: the reader stops the workers; a worker must not print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for path in paths:
+            try:
+                got = _scan_file(path)
+            except Exception:  # noqa: BLE001 - the parent reads this file again and reports what happens
+                got = None
+            conn.send(got)
+    except (OSError, EOFError):  # the parent is gone or stopped reading
+        pass
+    finally:
+        conn.close()
+
+
+#: Bytes a worker's pipe holds (Linux lets an unprivileged process ask for up to 1 MiB): about a hundred
+#: rank logs' results, so a worker goes on while the reader waits for the other one or for a core.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(conn: Any) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass  # a pipe of the default size (64 KiB) only means less running ahead
+
+
+def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
+                     n: int) -> Generator[_Scanned | None, None, None]:
+    """Per file, in order: what a worker found, or None (read this one here).
+
+    Worker k scans files k, k+n, k+2n... of those small enough and sends each result down its own
+    pipe as it goes; results are taken in file order, so a worker runs at most a pipe's worth ahead
+    (memory stays flat however many files). A worker that dies (killed, out of memory) leaves its
+    files to be read here; none is waited on past its death.
+    """
+    import multiprocessing
+
+    global _worker_prefilter
+    ctx = multiprocessing.get_context("fork")
+    todo = [i for i, s in enumerate(sizes) if 0 <= s <= PARALLEL_MAX_FILE]
+    owner = {i: j % n for j, i in enumerate(todo)}
+    conns: list[Any] = []
+    procs: list[Any] = []
+    _worker_prefilter = prefilter
+    try:
+        for k in range(n):
+            r, w = ctx.Pipe(duplex=False)
+            _widen(w)
+            p = ctx.Process(target=_worker_main, args=([files[i] for i in todo[k::n]], w), daemon=True,
+                            name=f"commdoctor-logs-{k}")
+            try:
+                p.start()
+            finally:
+                w.close()  # the worker holds the only writing end: its death reads as the end of the pipe
+            conns.append(r)
+            procs.append(p)
+    except OSError:  # no more processes to be had: those started work, the rest is read here
+        pass
+    finally:
+        _worker_prefilter = None
+    alive = [True] * len(procs)
+    try:
+        for i in range(len(files)):
+            who = owner.get(i)
+            got: _Scanned | None = None
+            if who is not None and who < len(procs) and alive[who]:
+                conn = conns[who]
+                try:
+                    while not conn.poll(1.0):
+                        if not procs[who].is_alive() and not conn.poll(0):
+                            raise EOFError
+                    got = conn.recv()
+                except (EOFError, OSError):
+                    alive[who] = False
+                    got = None
+            yield got
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+        for c in conns:
+            c.close()
 
 
 #: torch names a rank's flight-recorder dump PREFIX<rank> (TORCH_FR_DUMP_TEMP_FILE, default /tmp/nccl_trace_rank_).
