@@ -813,7 +813,7 @@ def load(paths: Iterable[str], progress: Any = None, workers: int | None = None)
     try:
         for pid, path in enumerate(files):
             if progress is not None:
-                progress("reading records", pid, len(files))
+                progress("reading files", pid, len(files))
             ld.read(path, pid, pool.get(pid))
     finally:
         pool.close()
