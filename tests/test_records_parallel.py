@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,33 @@ def test_a_large_file_of_tiny_lines_is_streamed_not_split(tmp_path: Path) -> Non
     q = tmp_path / "hooks-rank1.jsonl"
     q.write_bytes(b"ab\n" * 1000)
     assert hook_records._read_lines(str(q)) == [b"ab"] * 1000
+
+
+def _progress_view(ranks: dict[int, Any]) -> Any:
+    return {r: [p.host, p.pid, p.world_size, repr(p.last_entered), repr(p.last_completed), repr(p.mismatches),
+                p.warnings, os.path.basename(p.path or "")] for r, p in ranks.items()}
+
+
+def test_hang_reads_each_ranks_ends_as_the_full_reader_does(drawn: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """``progress_of`` (what ``hang --records`` reads) from heads and tails equals every line read, a mismatch
+    and a warning record in the middle of a file included."""
+    d = tmp_path / "set"
+    shutil.copytree(drawn["dir"], d)
+    extra = d / "hooks-rank1.jsonl"
+    lines = extra.read_bytes().split(b"\n")
+    mid = len(lines) // 2
+    lines.insert(mid, b'{"schema":"commdoctor.hooks/1","kind":"warning","rank":1,"message":"side channel lost",'
+                      b'"time":1764000001.5}')
+    lines.insert(mid, b'{"schema":"commdoctor.hooks/1","kind":"mismatch","rank":1,"group":"0","seq":3,'
+                      b'"message":"x","detail":{"kind":"fingerprint"},"time":1764000001.25}')
+    extra.write_bytes(b"\n".join(lines))
+    files = hook_records.find_files([str(d)])
+    full = hook_records.load(files, workers=1)
+    assert full is not None
+    monkeypatch.setattr(hook_records, "TAILS_FROM", 2)
+    seen: list[int] = []
+    tails = hook_records.progress_of(files, progress=lambda what, done, total: seen.append(done))
+    assert _progress_view(tails) == _progress_view(full.ranks), drawn["draw"]
+    assert tails[1].mismatches and tails[1].warnings == ["side channel lost"]
+    assert seen == list(range(len(files)))

@@ -86,8 +86,8 @@ def hook_progress(ctx: Any) -> dict[int, Any]:
             files += [os.path.join(p, n) for n in names if n.startswith(FILE_PREFIX) and n.endswith(".jsonl")]
         else:
             files.append(p)
-    rec = hook_records.load(files, progress=_progress(ctx, "hooks records")) if files else None
-    return rec.ranks if rec is not None else {}
+    return hook_records.progress_of(hook_records.find_files(files), progress=_progress(ctx, "hooks records")) \
+        if files else {}
 
 
 def fr_paths(ctx: Any) -> list[str]:
