@@ -750,10 +750,14 @@ class _Workers:
             status = 1
         if not ok or status != 0:
             return
+        data = b"".join(chunks)
+        chunks.clear()  # (not held twice while the answer is unpickled)
         try:
-            got = pickle.loads(b"".join(chunks))  # our own worker's answer, through our own pipe
+            got = pickle.loads(data)  # our own worker's answer, through our own pipe
         except Exception:  # noqa: BLE001 - a garbled answer: read those files here
             return
+        finally:
+            del data
         if isinstance(got, list) and len(got) == end - first:
             self.got.update(zip(range(first, end), got))
 
