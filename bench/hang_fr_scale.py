@@ -9,7 +9,7 @@ the whole CLI in a fresh interpreter, as a user runs it; it prints wall time, th
 process and whether the verdict named the odd rank with the right code.
 
     python bench/hang_fr_scale.py [--ranks 8,64,128,512,1024,4096] [--faults straggler,mismatch,same-status]
-        [--odd K]
+        [--odd K|random] [--at SEQ|random]
         [--scale-fr PATH/scale_fr.py] [--work DIR]
 
 Sets are large (about 255 KB per rank); each is deleted after its run.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import shutil
 import subprocess
@@ -45,11 +46,13 @@ def same_status(d: Path, n: int, odd: int) -> None:
     (d / f"nccl_trace_rank_{odd}").write_bytes(pickle.dumps(doc))
 
 
-def run_one(scale_fr: str, work: Path, n: int, fault: str, odd: int | None = None) -> tuple[float, float, str, bool]:
+def run_one(scale_fr: str, work: Path, n: int, fault: str, odd: int | None = None,
+            at: int | None = None) -> tuple[float, float, str, bool]:
     d = work / f"{fault}{n}"
     if odd is None:
         odd = n * 3 // 4 + 1 if n > 4 else n - 1
-    subprocess.run([sys.executable, scale_fr, str(SRC), str(d), str(n), "--odd", str(odd),
+    at = 2000 - 8 if at is None else at  # scale_fr.py's own default: the mismatch 8 calls before the end
+    subprocess.run([sys.executable, scale_fr, str(SRC), str(d), str(n), "--odd", str(odd), "--at", str(at),
                     "--fault", "mismatch" if fault == "same-status" else fault], check=True, capture_output=True)
     if fault == "same-status":
         same_status(d, n, odd)
@@ -64,7 +67,9 @@ def run_one(scale_fr: str, work: Path, n: int, fault: str, odd: int | None = Non
         rss_mb = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
         v = (json.loads(p.stdout).get("verdict") or {}) if p.stdout.strip() else {}
         ok = v.get("code") == WANT[fault] and v.get("ranks") == [odd]
-        return wall, rss_mb, f"{v.get('code')} ranks {v.get('ranks')}", ok
+        if fault == "mismatch":  # the sequence number, both calls, and which ranks called the odd one
+            ok = ok and f"#{at} is all_reduce" in v.get("title", "") and f"broadcast on rank {odd}" in v.get("title", "")
+        return wall, rss_mb, f"{v.get('code')} ranks {v.get('ranks')}" + (f" #{at}" if fault == "mismatch" else ""), ok
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -75,7 +80,9 @@ def main() -> int:
     ap.add_argument("--faults", default="straggler,mismatch,same-status")
     ap.add_argument("--scale-fr", default=str(REPO.parent.parent / "shared" / "tools" / "scale_fr.py"))
     ap.add_argument("--work", default=None)
-    ap.add_argument("--odd", type=int, default=None, help="the odd rank (default 3n/4 + 1)")
+    ap.add_argument("--odd", default=None, help="the odd rank (default 3n/4 + 1; 'random': drawn for each set)")
+    ap.add_argument("--at", default=None,
+                    help="the mismatch's sequence number (default 1992; 'random': drawn for each set, 2-1999)")
     a = ap.parse_args()
     if not os.path.exists(a.scale_fr):
         print(f"scale_fr.py not found at {a.scale_fr}: give --scale-fr", file=sys.stderr)
@@ -86,7 +93,9 @@ def main() -> int:
     bad = 0
     for n in (int(x) for x in a.ranks.split(",")):
         for fault in a.faults.split(","):
-            wall, rss, text, ok = run_one(a.scale_fr, work, n, fault, a.odd)
+            odd = random.randrange(n) if a.odd == "random" else None if a.odd is None else int(a.odd)
+            at = random.randrange(2, 2000) if a.at == "random" else None if a.at is None else int(a.at)
+            wall, rss, text, ok = run_one(a.scale_fr, work, n, fault, odd, at)
             bad += not ok
             print(f"{n:>6} {n * 2000:>9} {fault:>10} {wall:>8.2f} {wall / (n * 2000) * 1e6:>9.2f} {rss:>12.0f}  "
                   f"{text}{'' if ok else '  WRONG'}", flush=True)

@@ -22,7 +22,7 @@ Each command runs in a fresh interpreter, as a user runs it; the script prints w
 peak RSS of that process and whether the verdict is right.
 
     python bench/records_scale.py [--ranks 8,64,256,1024,4096] [--calls 2000] [--faults straggler,mismatch,silent]
-        [--odd K] [--work DIR] [--keep]
+        [--odd K|random] [--work DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def main() -> int:
     ap.add_argument("--ranks", default="8,64,256,1024,4096")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--faults", default="straggler,mismatch,silent")
-    ap.add_argument("--odd", type=int, default=None, help="the odd rank (default 3n/4 + 1)")
+    ap.add_argument("--odd", default=None, help="the odd rank (default 3n/4 + 1; 'random': drawn for each set)")
     ap.add_argument("--variants", type=int, default=8)
     ap.add_argument("--work", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the sets (under --work)")
@@ -210,7 +210,10 @@ def main() -> int:
     bad = 0
     for n in (int(x) for x in a.ranks.split(",")):
         for fault in a.faults.split(","):
-            odd = a.odd if a.odd is not None else (n * 3 // 4 + 1 if n > 4 else n - 1)
+            if a.odd == "random":
+                odd = random.randrange(n)
+            else:
+                odd = int(a.odd) if a.odd is not None else (n * 3 // 4 + 1 if n > 4 else n - 1)
             d = work / f"{fault}{n}"
             seq, op = make_set(d, n, a.calls, fault, odd, a.variants)
             files = list(d.iterdir())

@@ -628,8 +628,13 @@ class HangVerdictCheck(Check):
             if not seq_mismatch:
                 ev += seq_evidence(waiting, ("waiting",))
             for sv in seq_mismatch:
-                ev += [Evidence(f"{sv.source}:rank{r}", f"{sv.group_text} #{sv.mismatch_seq}: {t}", rank=r)
-                       for r, t in list(sv.mismatch.items())[:16]]
+                if len(sv.mismatch) > 8:  # one line per distinct call, the odd one first, not 16 alike ranks
+                    ev += [Evidence(f"{sv.source}:rank{rs[0]}", f"{sv.group_text} #{sv.mismatch_seq}: "
+                                                               f"{plural(rs)} {ranks_text(rs)}: {t}", rank=rs[0])
+                           for t, rs in sorted(_group_texts(sv.mismatch), key=lambda g: (len(g[1]), g[1][0]))[:16]]
+                else:
+                    ev += [Evidence(f"{sv.source}:rank{r}", f"{sv.group_text} #{sv.mismatch_seq}: {t}", rank=r)
+                           for r, t in sv.mismatch.items()]
             yield self.finding("HANG011", groups_text=groups_text, sites=sites, detail=detail,
                                ranks=sorted(odd) if odd else sorted(set(waiting) | {r for sv in seq_mismatch
                                                                                   for r in sv.mismatch}),

@@ -191,16 +191,17 @@ class HookMismatchCheck(Check):
     def _first_disagreement(g: GroupPicture) -> tuple[int, dict[int, Call]] | None:
         if len(g.history) < 2:
             return None
-        # Ranks with identical histories agree with each other at every seq: compare one rank per class.
+        # Ranks with identical histories agree with each other at every seq: compare one rank per class,
+        # and find the seq in each rank of a class at its representative's position (no index per rank).
         classes = g.classes()
         if len(classes) < 2:
             return None
         reps = [g.history[c[0]] for c in classes]
-        keys = [{s: g.key_of(h.sids[i]) for s, i in h.index().items()} for h in reps]
-        common = set.intersection(*(set(k) for k in keys))
+        index = [h.index() for h in reps]
+        common = set.intersection(*(set(ix) for ix in index))
         for seq in sorted(common):
-            if len({k[seq] for k in keys}) > 1:
-                return seq, {r: h[seq] for r, h in g.history.items()}
+            if len({g.key_of(h.sids[ix[seq]]) for h, ix in zip(reps, index)}) > 1:
+                return seq, {r: g.history[r].call_at(ix[seq]) for rs, ix in zip(classes, index) for r in rs}
         return None
 
     def _offline(self, rec: HookRecords, g: GroupPicture, seq: int, calls: dict[int, Call]) -> Finding:

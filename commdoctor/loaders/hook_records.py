@@ -14,11 +14,16 @@ record line that says so. ``register(facts, paths)`` provides the fact
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import pickle
 import re
+import select
+import signal
+import stat
+import time
 from array import array
+from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import itemgetter, not_, or_
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -76,25 +81,63 @@ class History(Mapping[int, Call]):
         self.seqs = array("q")
         self.sids = array("q")  # index into statics: (op, reduce_op, dtype, shapes, root, site)
         self.lines = array("q")
-        self.times = array("d")
+        self._times = array("d")
+        #: The times of a file read in bulk as it wrote them (``T}`` lines), parsed when first asked for:
+        #: the checks need one or two of a rank's two thousand.
+        self._raw: bytes | None = None
+        self._shared = False  # seqs and sids are the arrays of a file read line by line: copy before changing
         self.done = array("d")  # time of the exit record, NaN when none
         self.pids = array("l")  # index into paths
         self._index: dict[int, int] | None = None
 
+    @property
+    def times(self) -> array[float]:
+        if self._raw is not None:
+            self._times = array("d", map(float, self._raw.replace(b"}", b"").split()))
+            self._raw = None
+        return self._times
+
+    def time_at(self, i: int) -> float:
+        if self._raw is not None and -len(self.seqs) <= i < len(self.seqs):  # one number, not all of them
+            if i in (-1, len(self.seqs) - 1):
+                return float(self._raw.rpartition(b"\n")[2].rstrip(b"}"))
+            i %= len(self.seqs)
+            return float(self._raw.split(b"\n", i + 1)[i].rstrip(b"}"))
+        return self.times[i]
+
+    def _own(self) -> None:
+        if self._shared:
+            self.seqs, self.sids, self._shared = array("q", self.seqs), array("q", self.sids), False
+        self.times  # (parsed before anything is appended to them)
+
     def add(self, seq: int, sid: int, line: int, t: float, pid: int) -> None:
+        self._own()
         self.seqs.append(seq)
         self.sids.append(sid)
         self.lines.append(line)
-        self.times.append(t)
+        self._times.append(t)
         self.done.append(_NAN)
         self.pids.append(pid)
         self._index = None
 
-    def extend(self, seqs: array[int], sids: array[int], lines: array[int], times: array[float], pid: int) -> None:
-        self.seqs.extend(seqs)
-        self.sids.extend(sids)
-        self.lines.extend(lines)
-        self.times.extend(times)
+    def extend(self, seqs: array[int], sids: array[int], lines: array[int], times: array[float] | bytes,
+               pid: int) -> None:
+        """Append calls; ``times`` may be the file's own text of them (see ``_raw``), and when this history
+        is empty ``seqs`` and ``sids`` are kept as they are (shared with the file they were parsed from)."""
+        if not self.seqs and not self._raw:
+            self.seqs, self.sids, self._shared = seqs, sids, True
+            self.lines = lines  # (the caller's own array, made for this history)
+            if isinstance(times, bytes):
+                self._raw = times
+            else:
+                self._times = array("d", times)
+        else:
+            self._own()
+            self.seqs.extend(seqs)
+            self.sids.extend(sids)
+            self.lines.extend(lines)
+            self._times.extend(array("d", map(float, times.replace(b"}", b"").split())) if isinstance(times, bytes)
+                               else times)
         self.done.extend(array("d", [_NAN]) * len(seqs))
         self.pids.extend(array("l", [pid]) * len(seqs))
         self._index = None
@@ -111,7 +154,8 @@ class History(Mapping[int, Call]):
         """Drop all but the last ``n`` calls; True if any were dropped."""
         if len(self.seqs) <= n:
             return False
-        for arr in (self.seqs, self.sids, self.lines, self.times, self.done, self.pids):
+        self._own()
+        for arr in (self.seqs, self.sids, self.lines, self._times, self.done, self.pids):
             del arr[: len(arr) - n]
         self._index = None
         return True
@@ -129,7 +173,7 @@ class History(Mapping[int, Call]):
     def call_at(self, i: int) -> Call:
         op, reduce_op, dtype, shapes, root, site = self._statics[self.sids[i]]
         done = self.done[i]
-        return Call(self.rank, self.group, self.seqs[i], op, reduce_op, dtype, shapes, root, site, self.times[i],
+        return Call(self.rank, self.group, self.seqs[i], op, reduce_op, dtype, shapes, root, site, self.time_at(i),
                     self._paths[self.pids[i]], self.lines[i], None if done != done else done)
 
     def __getitem__(self, seq: int) -> Call:
@@ -162,8 +206,13 @@ class GroupPicture:
     def classes(self) -> list[list[int]]:
         """Ranks grouped by identical histories (same calls at the same seqs), largest class first."""
         by: dict[bytes, list[int]] = {}
+        seen: dict[tuple[int, int], bytes] = {}  # ranks read in bulk share their arrays: one signature each
         for r, h in sorted(self.history.items()):
-            by.setdefault(h.signature(), []).append(r)
+            k = (id(h.seqs), id(h.sids))
+            sig = seen.get(k)
+            if sig is None:
+                sig = seen[k] = h.signature()
+            by.setdefault(sig, []).append(r)
         return sorted(by.values(), key=lambda rs: (-len(rs), rs[0]))
 
     def key_of(self, sid: int) -> tuple[Any, ...]:
@@ -218,6 +267,8 @@ def find_files(paths: Iterable[str]) -> list[str]:
 
 #: Files larger than this are read line by line (a records file rotates at 64 MiB).
 BULK_MAX = 256 << 20
+#: Past this size a file of lines shorter than any record's (48 bytes on average) is streamed, not split.
+SHORT_LINES_FROM = 8 << 20
 MAX_LINE = 1 << 20
 _PE = b'{"schema":"commdoctor.hooks/1","kind":"enter","seq":'
 _PX = b'{"schema":"commdoctor.hooks/1","kind":"exit","seq":'
@@ -237,59 +288,134 @@ class _Shape:
 
 @dataclass
 class _Signature:
+    """What one pass of C loops over a file's lines says (``_scan``): enough to read it in bulk.
+
+    Picklable and small (a few arrays and strings), so a worker process can scan files and send it back."""
+
     key: tuple[int, int]
     rank: int
-    enters: list[int]  # line indexes
-    exits: list[int]
-    times_e: list[bytes]
-    times_x: list[bytes]
+    enters: array[int]  # line numbers (1-based) of the enter lines
+    exits: array[int]  # line numbers of the exit lines
+    te: bytes  # each enter line's time as written, one "T}" a line (History parses them when asked)
+    top: float  # the latest time on a call or heartbeat line
+    last_e: bytes  # the last enter line and the last exit line (b"": none), for the rank's progress
+    last_x: bytes
+    others: list[tuple[int, bytes]]  # every other line (header, warnings, damage): number, bytes
 
 
-def _signature(lines: list[bytes]) -> _Signature | None:
+#: The lines ``_scan`` takes apart: calls, and heartbeats (``alive``: only their time counts).
+_PA = b'{"schema":"commdoctor.hooks/1","kind":"alive","rank":'
+_TIMED = (_PE, _PX, _PA)
+#: Where the second letter of the kind is in those lines (n: enter, x: exit, l: alive), as selectors.
+_KIND_AT = len(b'{"schema":"commdoctor.hooks/1","kind":"e')
+_SEL_E = bytes(int(c == ord("n")) for c in range(256))
+_SEL_X = bytes(int(c == ord("x")) for c in range(256))
+_SEL_A = bytes(int(c == ord("l")) for c in range(256))
+#: Unix times of 2001-2286 in JSON's decimal form, as the recorder writes them: every one has ten digits
+#: before the point, so the largest sorts last as text too.
+_T10 = re.compile(rb'(?:1[0-9]{9}\.[0-9]{1,30}\}\n)*')
+#: What each call line's rank becomes in the digest: eight characters, longer than any rank (seven digits).
+_NO_RANK = b',"rank":########,'
+
+
+def _short_lines(data: bytes) -> bool:
+    """True when no line of ``data`` is longer than ``MAX_LINE`` (a newline in every half of it)."""
+    step = MAX_LINE // 2
+    return all(data.find(b"\n", i, i + step) >= 0 for i in range(0, len(data) - step + 1, step))
+
+
+def _scan(lines: list[bytes]) -> _Signature | None:
     """A digest of a file's call lines with times and the file's rank left out: two files with equal
     digests made the same calls in the same order. None when the file is not the recorder's plain output.
 
-    Every step is a C loop (map, compress, join): this runs on every file of a 1,024-rank job."""
-    is_e = list(map(bytes.startswith, lines, repeat(_PE)))
-    is_x = list(map(bytes.startswith, lines, repeat(_PX)))
-    enters = list(compress(range(len(lines)), is_e))
-    if not enters:
+    Every step is a C loop over the lines (map, compress, join, translate) or over the whole text: this
+    runs on every file of a 1,024-rank job, and a Python step per line would cost more than the rest."""
+    n = len(lines)
+    is_t = list(map(bytes.startswith, lines, repeat(_TIMED)))
+    numbers = list(compress(range(1, n + 1), is_t))
+    timed = list(compress(lines, is_t))
+    if not timed:
         return None
-    exits = list(compress(range(len(lines)), is_x))
-    calls = list(compress(lines, is_e)) + list(compress(lines, is_x))
-    parts = list(map(bytes.rpartition, calls, repeat(b',"time":')))
-    if not all(map(itemgetter(1), parts)):
-        return None
+    kinds = bytes(map(bytes.__getitem__, timed, repeat(_KIND_AT)))
+    sel_e, sel_x, sel_a = kinds.translate(_SEL_E), kinds.translate(_SEL_X), kinds.translate(_SEL_A)
+    parts = list(map(bytes.rpartition, timed, repeat(b',"time":')))
     heads = list(map(itemgetter(0), parts))
     tails = list(map(itemgetter(2), parts))
-    m = _RANK.search(heads[0])
+    eh = list(compress(heads, sel_e))
+    m = _RANK.search(eh[0]) if eh else None
     if m is None:
         return None
-    ne = len(enters)
+    rank = m.group(1)
+    ah = list(compress(heads, sel_a))
+    if ah and ah.count(_PA + rank) != len(ah):
+        return None  # a heartbeat of another form or rank: line by line
     # Exits in sorted order: calls complete in an order that depends on timing (an async call's exit is
     # written when its work is seen done), and what a file's exits give (each group's last completed seq)
     # does not depend on their order. Enters keep theirs: that order is what the check compares.
-    text = b"\n".join(heads[:ne]) + b"\x00" + b"\n".join(sorted(heads[ne:]))
-    if b'"rank":#' in text or _TIMES.fullmatch(b"\n".join(tails) + b"\n") is None:
+    xh = sorted(compress(heads, sel_x))
+    text = b"\n".join(eh) + b"\x00" + b"\n".join(xh)
+    token = b',"rank":' + rank + b","
+    keyed = text.replace(token, _NO_RANK)
+    if len(keyed) - len(text) != (len(eh) + len(xh)) * (len(_NO_RANK) - len(token)):
+        return None  # a call line without its rank, or with a second one: line by line
+    times = b"\n".join(tails) + b"\n"  # (an empty tail: no time on the line, and the check below fails)
+    if _T10.fullmatch(times) is not None:
+        top = float(max(times.split(b"}\n")))
+    elif _TIMES.fullmatch(times) is not None:  # other times, still JSON's decimal form
+        top = max(map(float, times.replace(b"}\n", b"\n").split()))
+    else:
         return None
-    text = text.replace(b',"rank":' + m.group(1) + b",", b',"rank":#,')
-    # The interpreter's own (seeded) hash and the length: a collision needs 2^64 tries and the seed.
-    return _Signature((hash(text), len(text)), int(m.group(1)), enters, exits,
-                      tails[:ne], tails[ne:])
+    enters = array("q", compress(numbers, sel_e))
+    exits = array("q", compress(numbers, sel_x))
+    others = [(i + 1, lines[i]) for i in compress(range(n), map(not_, is_t))]
+    # The interpreter's own (seeded) hash and the length: a collision needs 2^64 tries and the seed. A forked
+    # worker keeps its parent's seed, so keys made there compare with the parent's.
+    return _Signature((hash(keyed), len(keyed)), int(rank), enters, exits, b"\n".join(compress(tails, sel_e)), top,
+                      lines[enters[-1] - 1], lines[exits[-1] - 1] if exits else b"", others)
+
+
+def _is_call(x: Any) -> bool:
+    """An enter or exit record, whichever way its line was parsed."""
+    return type(x) is tuple or (type(x) is dict and x.get("kind") in ("enter", "exit"))
 
 
 def _read_lines(path: str) -> list[bytes] | None:
-    """The file's lines, or None when it is too large to hold (then it is streamed)."""
+    """The file's lines, or None when it is too large to hold as lines (then it is streamed): over
+    ``BULK_MAX`` bytes, or large and made of lines far shorter than any record's (a list of millions of tiny
+    lines costs some 40 bytes each)."""
     from commdoctor.core.safeopen import open_input
 
     with open_input(path) as f:
         data = f.read(BULK_MAX + 1)
-    if len(data) > BULK_MAX:
+    if len(data) > BULK_MAX or (len(data) > SHORT_LINES_FROM and data.count(b"\n") > len(data) // 48):
         return None
-    lines = data.split(b"\n")
+    lines = _Lines(data.split(b"\n"))
     if lines[-1] == b"":
         lines.pop()
+    lines.short = len(data) <= MAX_LINE or _short_lines(data)
     return lines
+
+
+class _Lines(list[bytes]):
+    """A file's lines, knowing whether any is longer than ``MAX_LINE`` (a line so long is damage)."""
+
+    short = False
+
+
+def _scan_if_short(lines: list[bytes]) -> _Signature | None:
+    return _scan(lines) if getattr(lines, "short", False) else None
+
+
+def _scan_path(path: str) -> _Signature | None | bool:
+    """``_scan`` of a file, for a worker: False when the parent must read it itself (not a regular file,
+    unreadable, too large to hold); None when it is not the recorder's plain output."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a named pipe is read once, by the parent
+        lines = _read_lines(path)
+        return False if lines is None else _scan_if_short(lines)
+    except (OSError, ValueError, TypeError, MemoryError):
+        return False
 
 
 class _Loader:
@@ -428,24 +554,37 @@ class _Loader:
         else:
             self.line(n, x, path, pid)
 
-    def read(self, path: str, pid: int) -> None:
+    def read(self, path: str, pid: int, scanned: _Signature | None | bool = False) -> None:
+        """One file. ``scanned``: what a worker's ``_scan_path`` said of it (False: nothing, read it here)."""
         self.fold.begin(path)
         try:
-            lines = _read_lines(path)
-            if lines is None:  # too large to hold: line by line
-                for n, x in enumerate(records.iter_entries(path, MAX_LINE), 1):
-                    self.item(n, x, path, pid)
-            else:
-                self.read_lines(lines, path, pid)
+            if not (isinstance(scanned, _Signature) and self.bulk(scanned, path, pid)):
+                lines = _read_lines(path)
+                if lines is None:  # too large to hold: line by line
+                    for n, x in enumerate(records.iter_entries(path, MAX_LINE), 1):
+                        self.item(n, x, path, pid)
+                elif scanned is False:
+                    self.read_lines(lines, path, pid, _scan_if_short(lines))
+                else:  # scanned here or by a worker, and not read in bulk
+                    self.read_lines(lines, path, pid, scanned if isinstance(scanned, _Signature) else None, tried=True)
         except OSError:
             self.bad += 1
         self.fold.end()
 
-    def read_lines(self, lines: list[bytes], path: str, pid: int) -> None:
-        sig = _signature(lines) if max(map(len, lines), default=0) <= MAX_LINE else None
-        shape = self.shapes.get(sig.key) if sig is not None else None
-        if sig is not None and shape is not None and records._rank(sig.rank) is not None:
-            self.like(shape, sig, lines, path, pid)
+    def bulk(self, sig: _Signature, path: str, pid: int) -> bool:
+        """Read a file in bulk when a file with the same calls was read line by line; False: it was not."""
+        shape = self.shapes.get(sig.key)
+        if shape is None or records._rank(sig.rank) is None:
+            return False
+        memo = self.memo
+        items = [(n, records.parse_line(raw, memo)) for n, raw in sig.others]
+        if any(_is_call(x) for _, x in items):
+            return False  # a call in a form the scan did not see (another key order, spaces): line by line
+        self.like(shape, sig, path, pid, items)
+        return True
+
+    def read_lines(self, lines: list[bytes], path: str, pid: int, sig: _Signature | None, tried: bool = False) -> None:
+        if sig is not None and not tried and self.bulk(sig, path, pid):
             return
         # Read every line; when the file is the recorder's plain output of one rank, keep its shape.
         parse, memo = records.parse_line, self.memo
@@ -455,14 +594,13 @@ class _Loader:
         exits = set(sig.exits) if sig is not None else set()
         completed: dict[str, int] = {}
         j = 0
-        for i, raw in enumerate(lines):
-            n = i + 1
+        for n, raw in enumerate(lines, 1):
             if len(raw) > MAX_LINE:
                 x: Any = None
             else:
                 x = parse(raw, memo)
             if type(x) is tuple:
-                if plain and (x[3]["rank"] != sig.rank or (i not in enters and i not in exits)):  # type: ignore[union-attr]
+                if plain and (x[3]["rank"] != sig.rank or (n not in enters and n not in exits)):  # type: ignore[union-attr]
                     plain = False
                 self.call(n, x, pid, collect if plain else None, j)
                 if x[0] == "enter":
@@ -471,46 +609,41 @@ class _Loader:
                     gname = str(x[3]["group"])
                     completed[gname] = max(completed.get(gname, -1), x[1])
             else:
-                if plain and (i in enters or i in exits):
-                    plain = False
+                if plain and (n in enters or n in exits or _is_call(x)):
+                    plain = False  # a call line the fast path did not take: another file may differ there
                 self.item(n, x, path, pid)
         if sig is not None and sig.key not in self.shapes:
             self.shapes[sig.key] = _Shape(sig.rank, {g: (array("q", v[0]), array("q", v[1]), array("q", v[2]))
                                                      for g, v in (collect or {}).items()}, completed) if plain else None
 
-    def like(self, shape: _Shape, sig: _Signature, lines: list[bytes], path: str, pid: int) -> None:
-        """A file whose call lines are another file's, but for its rank and times: those come from it."""
+    def like(self, shape: _Shape, sig: _Signature, path: str, pid: int, items: list[tuple[int, Any]]) -> None:
+        """A file whose call lines are another file's, but for its rank and times: those come from it, with
+        its line numbers and its other lines (``items``, parsed)."""
+        memo = self.memo
         rank = sig.rank
-        te = list(map(float, map(bytes.rstrip, sig.times_e, repeat(b"}"))))
-        tx = list(map(float, map(bytes.rstrip, sig.times_x, repeat(b"}"))))
-        top = max(max(te, default=-_INF), max(tx, default=-_INF))
-        if top > -_INF:
-            self.seen(rank, top)
+        if sig.top > -_INF:
+            self.seen(rank, sig.top)
+        enters = sig.enters
         for gname, (pos, seqs, sids) in shape.groups.items():
             g = self.groups.setdefault(gname, GroupPicture(gname))
             h = self.hist(g, rank)
-            enters = sig.enters
-            h.extend(seqs, sids, array("q", map(int.__add__, map(enters.__getitem__, pos), repeat(1))),
-                     array("d", map(te.__getitem__, pos)), pid)
+            if len(pos) == len(enters):  # (positions rise: these are all of them, in order)
+                h.extend(seqs, sids, enters, sig.te, pid)
+            else:
+                te = array("d", map(float, sig.te.replace(b"}", b"").split()))
+                h.extend(seqs, sids, array("q", map(enters.__getitem__, pos)), array("d", map(te.__getitem__, pos)), pid)
             if len(h.seqs) > 2 * KEEP:
                 self.cut = h.keep_last(KEEP) or self.cut
         for gname, seq in shape.completed.items():
             g = self.groups.setdefault(gname, GroupPicture(gname))
             if seq > g.completed.get(rank, -1):
                 g.completed[rank] = seq
-        memo = self.memo
-        for idx in (sig.enters, sig.exits):  # the progress: this rank's last enter and exit
-            if idx:
-                x = records.parse_line(lines[idx[-1]], memo)
-                if type(x) is tuple:
-                    self.fold.call(rank, x)
-        other = [True] * len(lines)
-        for idx in (sig.enters, sig.exits):
-            for i in idx:
-                other[i] = False
-        for i in compress(range(len(lines)), other):
-            raw = lines[i]
-            self.item(i + 1, None if len(raw) > MAX_LINE else records.parse_line(raw, memo), path, pid)
+        for raw in (sig.last_e, sig.last_x):  # the progress: this rank's last enter and exit
+            x = records.parse_line(raw, memo) if raw else None
+            if type(x) is tuple:
+                self.fold.call(rank, x)
+        for n, x in items:
+            self.item(n, x, path, pid)
 
     def result(self) -> HookRecords:
         # A group seen only in exit records (its enter lines damaged or cut off) tells no check where a rank is.
@@ -525,7 +658,145 @@ class _Loader:
                            backend=self.backend)
 
 
-def load(paths: Iterable[str], progress: Any = None) -> HookRecords | None:
+#: Below this many files, or bytes, every file is read in this process (a worker costs a fork and a pipe).
+PARALLEL_FILES = 48
+PARALLEL_BYTES = 32 << 20
+#: A worker that has not answered this long after the reader finished its own share is given up on
+#: (its files are read here): seconds, or this many times what the reader's own share took.
+WORKER_WAIT_S = 20.0
+
+
+def workers_default() -> int:
+    """Processes to read with: the CPUs this process may run on, at most 4 (``COMMDOCTOR_RECORDS_WORKERS``)."""
+    try:
+        return max(1, min(16, int(os.environ["COMMDOCTOR_RECORDS_WORKERS"])))
+    except (KeyError, ValueError):
+        pass
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(4, n))
+
+
+class _Workers:
+    """Files scanned (``_scan_path``) by forked worker processes while the reader reads its own share.
+
+    The reader takes the first files; each worker a later slice, sent back as one pickle through a pipe
+    when done. Whatever goes wrong with a worker (no fork, a crash, a garbled answer, past its wait) only
+    means its files are read here, as they would be with one process."""
+
+    def __init__(self, files: list[str], n: int) -> None:
+        self.got: dict[int, _Signature | None | bool] = {}
+        self.pending: list[tuple[int, int, int, int]] = []  # (first, end, pid, fd)
+        self.t0 = time.monotonic()
+        self.own = len(files)
+        if n < 2 or len(files) < PARALLEL_FILES or not hasattr(os, "fork"):
+            return
+        total = 0
+        for f in files:
+            try:
+                total += os.stat(f).st_size
+            except OSError:
+                pass
+        if total < PARALLEL_BYTES:
+            return
+        # The reader also does the bulk reading of every file and the line-by-line reads: a smaller share.
+        self.own = cut = max(1, int(len(files) * 0.8 / n))
+        step = -(-(len(files) - cut) // (n - 1))
+        for first in range(cut, len(files), step):
+            end = min(len(files), first + step)
+            started = _fork_scan(files[first:end])
+            if started is None:
+                break  # (the files no worker took are read here: ``get`` says False for them)
+            self.pending.append((first, end, *started))
+        if not self.pending:
+            self.own = len(files)
+
+    def get(self, i: int) -> _Signature | None | bool:
+        if i < self.own:
+            return False
+        if i not in self.got:
+            while self.pending and self.pending[0][0] <= i:
+                self._collect(*self.pending.pop(0))
+        return self.got.pop(i, False)
+
+    def _collect(self, first: int, end: int, pid: int, fd: int) -> None:
+        limit = time.monotonic() + max(WORKER_WAIT_S, 2.0 * (time.monotonic() - self.t0))
+        chunks: list[bytes] = []
+        ok = False
+        try:
+            while True:
+                left = limit - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    break
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    ok = True
+                    break
+                chunks.append(b)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        if not ok:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            _, status = os.waitpid(pid, 0)
+        except OSError:
+            status = 1
+        if not ok or status != 0:
+            return
+        data = b"".join(chunks)
+        chunks.clear()  # (not held twice while the answer is unpickled)
+        try:
+            got = pickle.loads(data)  # our own worker's answer, through our own pipe
+        except Exception:  # noqa: BLE001 - a garbled answer: read those files here
+            return
+        finally:
+            del data
+        if isinstance(got, list) and len(got) == end - first:
+            self.got.update(zip(range(first, end), got))
+
+    def close(self) -> None:
+        for first, end, pid, fd in self.pending:
+            self._collect(first, end, pid, fd)
+        self.pending.clear()
+
+
+def _fork_scan(paths: list[str]) -> tuple[int, int] | None:
+    """Fork a worker that scans ``paths`` and writes the list of answers to a pipe: (its pid, the read end)."""
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the worker: scan, answer, leave without running the parent's exit handlers
+        code = 1
+        try:
+            os.close(r)
+            data = pickle.dumps([_scan_path(p) for p in paths], protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        except BaseException:  # noqa: BLE001 - the parent reads these files itself
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def load(paths: Iterable[str], progress: Any = None, workers: int | None = None) -> HookRecords | None:
     """Everything the records say, or None when ``paths`` hold no records file.
 
     One pass over each file (the ranks' progress is folded in the same pass). The recorder's call
@@ -533,18 +804,116 @@ def load(paths: Iterable[str], progress: Any = None) -> HookRecords | None:
     (``History``). A file whose call lines are, but for the rank and the times, those of a file
     already read (ranks of one job that made the same calls) is read in bulk: its times, line
     numbers and other lines from it, the parsed calls from the first. So the cost is one parse per
-    distinct history plus a few byte operations per line, and memory a few bytes a call.
+    distinct history plus a few C loops over each file's lines, and memory a few bytes a call.
+    Many files (a job of hundreds of ranks) are scanned by ``workers`` processes (default: one per
+    CPU, at most 4; forked, each scanning a slice of the files while this one reads its own).
     ``progress(what, done, total)``, when given, is called before each file (the callers' meters).
     """
     files = find_files(paths)
     if not files:
         return None
     ld = _Loader(files)
-    for pid, path in enumerate(files):
-        if progress is not None:
-            progress("reading records", pid, len(files))
-        ld.read(path, pid)
+    pool = _Workers(files, workers_default() if workers is None else workers)
+    try:
+        for pid, path in enumerate(files):
+            if progress is not None:
+                progress("reading files", pid, len(files))
+            ld.read(path, pid, pool.get(pid))
+    finally:
+        pool.close()
     return ld.result()
+
+
+#: From this many files, ``progress_of`` reads each file's head and tail, not every line.
+TAILS_FROM = 48
+_KINDS_ANYWHERE = (b'"mismatch"', b'"warning"')  # records a rank's progress keeps wherever they are
+
+
+def progress_of(files: list[str], progress: Any = None) -> dict[int, records.RankProgress]:
+    """Each rank's progress (what ``records.read_progress`` and ``load(...).ranks`` give) for the hang
+    diagnosis, which needs each rank's last enter and exit, its header and its mismatch and warning records.
+
+    From ``TAILS_FROM`` files on, a file is not read line by line: its first line, the lines that hold
+    "mismatch" or "warning" (found by a byte search) and its lines from the end back to its last enter and
+    last exit (heartbeats skipped unparsed) are parsed; ``bad_lines`` then counts only the damaged lines
+    among those. A job of 1,024 ranks costs a byte search per file, not a parse of four million lines."""
+    files = list(files)
+    if len(files) < TAILS_FROM:
+        rec = load(files, progress)
+        return rec.ranks if rec is not None else {}
+    from commdoctor.core.safeopen import open_input
+
+    fold = records.ProgressFold()
+    memo: dict[bytes, Any] = {}
+    for k, path in enumerate(files):  # (``find_files``' list: a rotated file before its successor)
+        if progress is not None:
+            progress("reading files", k, len(files))
+        fold.begin(path)
+        try:
+            with open_input(path) as f:
+                data = f.read(BULK_MAX + 1)
+        except OSError:
+            fold.bad()
+            fold.end()
+            continue
+        _fold_ends(fold, data[:BULK_MAX], memo)
+        fold.end()
+    return fold.result()
+
+
+def _line_at(data: bytes, i: int) -> tuple[int, int]:
+    """The bounds of the line holding offset ``i``."""
+    start = data.rfind(b"\n", 0, i) + 1
+    end = data.find(b"\n", i)
+    return start, len(data) if end < 0 else end
+
+
+def _fold_ends(fold: records.ProgressFold, data: bytes, memo: dict[bytes, Any]) -> None:
+    def take(raw: bytes) -> Any:
+        x = None if len(raw) > MAX_LINE else records.parse_line(raw, memo)
+        if x is None:
+            if raw.strip():
+                fold.bad()
+        elif isinstance(x, dict):
+            fold.line(x)
+        return x
+
+    first = _line_at(data, 0)
+    starts = {first[0]}
+    take(data[first[0]:first[1]])
+    # Mismatch and warning records, in file order, wherever they are.
+    found = set()
+    for word in _KINDS_ANYWHERE:
+        i = data.find(word, first[1])
+        while i >= 0:
+            b, e = _line_at(data, i)
+            found.add((b, e))
+            i = data.find(word, e)
+    for b, e in sorted(found):
+        if b not in starts:
+            starts.add(b)
+            x = records.parse_line(data[b:e], memo) if e - b <= MAX_LINE else None
+            if type(x) is dict and x.get("kind") in ("mismatch", "warning"):
+                fold.line(x)
+    # From the end back to the last enter and the last exit (the progress needs those two).
+    want = {"enter", "exit"}
+    end = len(data)
+    while want and end > first[1]:
+        b = data.rfind(b"\n", 0, end - 1) + 1 if end > 0 else 0
+        raw = data[b:end]
+        end = b
+        if b in starts or raw.startswith(_PA) or not raw.strip(b"\n"):
+            continue  # the first line (read), a heartbeat, an empty end
+        x = records.parse_line(raw, memo) if len(raw) <= MAX_LINE else None
+        if type(x) is tuple:
+            if x[0] in want:
+                want.discard(x[0])
+                fold.call(x[3]["rank"], x)
+        elif type(x) is dict and x.get("kind") in want:
+            want.discard(x["kind"])
+            fold.line(x)
+        elif x is None and raw.strip():
+            fold.bad()
 
 
 def register(facts: Any, paths: Iterable[str], progress: Any = None) -> bool:

@@ -86,8 +86,8 @@ def hook_progress(ctx: Any) -> dict[int, Any]:
             files += [os.path.join(p, n) for n in names if n.startswith(FILE_PREFIX) and n.endswith(".jsonl")]
         else:
             files.append(p)
-    rec = hook_records.load(files, progress=_progress(ctx)) if files else None
-    return rec.ranks if rec is not None else {}
+    return hook_records.progress_of(hook_records.find_files(files), progress=_progress(ctx, "hooks records")) \
+        if files else {}
 
 
 def fr_paths(ctx: Any) -> list[str]:
@@ -116,9 +116,9 @@ def flight_recorder(ctx: Any) -> tuple[list[Any], list[str]] | None:
     return load_dumps_at_scale(paths, progress=_progress(ctx))
 
 
-def _progress(ctx: Any) -> Any:
-    """A meter for reading flight-recorder dumps (render/progress.py: on a terminal, after a second,
-    inside the console's status line); None with --json or when stderr is not a terminal."""
+def _progress(ctx: Any, source: str = "flight recorder") -> Any:
+    """A meter for reading flight-recorder dumps or hooks records (render/progress.py: on a terminal, after a
+    second, inside the console's status line); None with --json or when stderr is not a terminal."""
     import sys
 
     from commdoctor.render.progress import Progress
@@ -132,7 +132,7 @@ def _progress(ctx: Any) -> Any:
         if m is None:
             for old in meters.values():
                 old.clear()
-            m = meters[what] = Progress(total, f"flight recorder: {what}", enabled=True)
+            m = meters[what] = Progress(total, f"{source}: {what}", enabled=True)
         m.update(done + 1)
         if done + 1 >= total:
             m.clear()
