@@ -162,6 +162,23 @@ def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"var": var, "values": ", ".join(sorted(vals)[:4])})]
 
 
+def _graph_file(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL_GRAPH_FILE in a job that failed: NCCL imports fixed rings and trees from that XML instead of searching
+    (graph/search.cc reads it in ncclTopoCompute), and one written for another machine or GPU count breaks the
+    communicator (graph/search.cc "XML Import Channel : dev N not found", or a failed init with no line of its own).
+    NCCL's developers keep it for experiments, not production; images ship it in /etc/nccl.conf."""
+    vals = m.env.get("NCCL_GRAPH_FILE")
+    if not vals or not (m.unmatched_errors or any(not c.weak and not c.consequence for c in found)):
+        return []
+    path = sorted(vals)[0]
+    return [Cand("LOG071", "other", 5, 10**9, list(vals.values())[:2],
+                 detail=f"NCCL_GRAPH_FILE={path} makes NCCL use the rings and trees written in that file instead of "
+                        "computing them for this machine; a file made for another GPU count or topology fails here. "
+                        "Unset it (check /etc/nccl.conf and ~/.nccl.conf too).",
+                 alts=[("nccl_internal_bug", "if the job still fails with NCCL_GRAPH_FILE unset, the error lines before "
+                                             "this one name the cause")])]
+
+
 SIGNATURES = (
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
@@ -263,7 +280,10 @@ SIGNATURES = (
        "collective_mismatch", ROOT, 2, "a peer sent more data than this rank posted for: the ranks' operations or settings differ",
        build=_socket_truncated),
     sig("nccl_error_class", ("internal error", "ncclInternalError"),
-       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report",
+       # torch's "NCCL error in: ..., internal error - please report ...", NCCL's own class line, and nccl-tests'
+       # NCCLCHECK ("%s: Test NCCL failure %s:%d '%s / %s'" with ncclGetErrorString(ncclInternalError)).
+       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report"
+       r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        code="LOG070", params=lambda hs: {"what": "NCCL reported an internal error and no other line says why"},
        alts=[("other", "NCCL also returns 'internal error' for setups it rejects (topology files, "
@@ -293,6 +313,7 @@ SIGNATURES = (
 MODEL_RULES = (
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
+    ModelRule("graph_file", _graph_file, "NCCL_GRAPH_FILE set in a job that failed"),
 )
 
 CODES = (

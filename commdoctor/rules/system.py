@@ -192,7 +192,8 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     evs = list(per.values())[:6]
     who = sorted({e.rank for e in evs if e.rank is not None})
     what = (f"first error of rank(s) {', '.join(map(str, who))}" if who else "first error")
-    return [Cand("LOG080", "other", 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
+    # No cause: naming one for lines no rule understands would be a guess (the finding quotes them instead).
+    return [Cand("LOG080", None, 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
                  ranks=set(who), hosts={e.host for e in evs if e.host})]
 
 
@@ -201,7 +202,10 @@ SIGNATURES = (
     sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
        r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
-       code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"}),
+       code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"},
+       # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
+       # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
+       fails=True),
     sig("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
                            "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
@@ -406,7 +410,7 @@ CODES = (
          cause="peer_process_died"),
     Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
          "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
-         cause="other", env=NCCL_DEBUG_ENV),
+         env=NCCL_DEBUG_ENV),
     Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
