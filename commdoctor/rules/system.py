@@ -179,6 +179,16 @@ def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                           "`nvidia-smi topo -p2p r` and a driver update tell them apart")])]
 
 
+def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A port some process could not bind, less the ports torch then listened on after all ("The server socket has
+    started to listen on ..." follows a failed address when another address of the port worked)."""
+    got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
+    hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    if not hs:
+        return []
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port") or "?"})]
+
+
 def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Errors no rule knows: never "healthy". Quote the first error of each rank (or file) that logged one."""
     told = {(x.source, x.line) for c in found for x in c.evidence}
@@ -202,10 +212,13 @@ SIGNATURES = (
     sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
        r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
-       code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"},
+       code="LOG010", build=_port_in_use,
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
        # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
        fails=True),
+    ctx("store_listening", ("has started to listen on",),
+        r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
+        "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
     sig("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
                            "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"

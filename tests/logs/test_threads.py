@@ -59,6 +59,11 @@ def test_port_taken_said_only_at_warning_level_is_the_port(tmp_path: Path) -> No
     p.write_text("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:38429 (errno: 98 - Address "
                  "already in use).\n" * 3)
     assert _causes(diagnose_file(p))[:1] == ["port_conflict"]
+    r = tmp_path / "listened.log"  # the port's other address worked: torch says so, and the job ran
+    r.write_text("[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:50002 (errno: 98 - Address "
+                 "already in use).\n[I socket.cpp:800] [c10d] The server socket has started to listen on "
+                 "0.0.0.0:50002.\n[job] rank 0 step 9 loss 0.0905\n")
+    assert _causes(diagnose_file(r)) == []
     q = tmp_path / "ok.log"  # a working job's own connection-retry warnings do not fail it
     q.write_text("[W socket.cpp:663] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 111 - "
                  "Connection refused).\n[job] rank 1 step 9 loss 0.0905\n")
