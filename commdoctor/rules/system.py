@@ -238,7 +238,8 @@ SIGNATURES = (
        r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)"
        r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME",
        "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address",
-       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"}),
+       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"},
+       exclude=("gloo_hostname_address",)),
     sig("connect_loopback", ("127.", "::1", "localhost"),
        r"(?:connect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
        "hostname_resolution", ROOT, 1, "a peer advertised a loopback address, so others cannot reach it",

@@ -37,6 +37,11 @@ ROWS = [
     ("port_in_use", "[W socket.cpp:426] [c10d] The server socket has failed to listen on [::]:38429 (errno: 98 - "
      "Address already in use).",  # OpenDriveLab/DriveLM#40
      "[I socket.cpp:426] [c10d] The server socket has started to listen on [::]:38429."),
+    # gloo device.cc: GLOO_ENFORCE(rp != nullptr, ...) after looking up the host name; ifa != nullptr is the interface.
+    ("gloo_hostname_address", "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:127] "
+     "rp != nullptr. Unable to find address for: dgx-1.ai",  # msr-fiddle/pipedream#32
+     "  what():  [enforce fail at /tmp/pip-install-3dvzdqhs/horovod/third_party/gloo/gloo/transport/tcp/device.cc:88] "
+     "ifa != nullptr. Unable to find address for: eth0"),  # horovod/horovod#1341: an interface, not a name
     ("mpi_cma_fallback_note", "not available due to restrictive ptrace settings.",  # help-btl-vader.txt, 3rd line
      "[n1:17396] 3 more processes have sent help message help-btl-tcp.txt / client connect fail"),
 ]
@@ -119,6 +124,7 @@ FIXTURES = [
     ("drivelm-40-srun-port", "port_conflict", ()),
     ("nccl-1240-graph-file-azure", "other", ()),
     ("ompi-4948-vader-cma-docker", "other", ()),
+    ("pipedream-32-gloo-hostname-unresolvable", "hostname_resolution", ()),
     # Rank 0's view only: a late rank and a rank-0-only barrier read alike; the abort is what followed, not the cause.
     ("autocast-381-rank0-only-barrier", "collective_timeout_straggler", ("collective_mismatch",)),
     # The posted lines cannot tell the thread's cause (a small /dev/shm): quoted as unrecognised, no cause, not healthy.
