@@ -179,6 +179,23 @@ def _graph_file(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                                              "this one name the cause")])]
 
 
+def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """ncclSocketInit refusing an address "with family N": a handle from a peer whose NCCL lays it out differently, or
+    (NVIDIA/nccl#1837, reproduced by its reporter) an address never filled in because NCCL_SOCKET_IFNAME matched no
+    interface and NCCL went on without one: then no "Bootstrap : Using <iface>" line appears."""
+    ifname = m.env.get("NCCL_SOCKET_IFNAME")
+    if ifname and not any(hi.bootstrap for hi in m.hosts.values()) and len(m.versions) < 2:
+        val = sorted(ifname)[0]
+        return [cand("LOG021", "wrong_interface", 2, hs, params={"iface": val},
+                     detail=f"NCCL_SOCKET_IFNAME={val} matched no interface on this host (no 'Bootstrap : Using' line "
+                            "follows it), so NCCL later connected to an address it never filled in.",
+                     alts=[("version_mismatch", "ranks on different NCCL versions exchange handles this NCCL cannot read "
+                                                "and fail the same way: compare the 'NCCL version' lines per host")])]
+    return [cand("LOG040", "version_mismatch", 3, hs, params={"what": "a peer sent a connection handle this NCCL cannot read"},
+                 alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per "
+                                             "host), a corrupted handle points at NCCL or at the framework broadcasting it")])]
+
+
 SIGNATURES = (
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
@@ -244,10 +261,8 @@ SIGNATURES = (
        code="LOG040", params=lambda hs: {"what": "NCCL itself found ranks on different versions"}),
     sig("bad_family", ("is neither AF_INET",),
        r"with family (?P<fam>\d+) is neither AF_INET",
-       "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read",
-       code="LOG040", params=lambda hs: {"what": "a peer sent a connection handle this NCCL cannot read"},
-       alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per host), a "
-                                   "corrupted handle points at NCCL or at the framework broadcasting it")]),
+       "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read, or NCCL found no interface",
+       build=_bad_family),
     sig("msg_truncated", ("Message truncated",),
        r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
        "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size",

@@ -119,12 +119,28 @@ def test_abort_after_a_watchdog_timeout_is_the_consequence(tmp_path: Path) -> No
     assert _causes(diagnose_file(q))[:1] == ["peer_process_died"]
 
 
+def test_unreadable_address_family_after_an_interface_setting_that_matched_nothing(tmp_path: Path) -> None:
+    """NVIDIA/nccl#1837: NCCL_SOCKET_IFNAME naming no interface leaves the address unset ("family 59936"); with a
+    'Bootstrap : Using' line the interface was found, and an unreadable handle means a peer on another NCCL."""
+    bad = ("[trainer0|0]:ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor "
+           "AF_INET6(10)\n")
+    env = "[trainer3]:twshared1016:1958:1958 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n"
+    p = tmp_path / "noiface.log"
+    p.write_text(env + bad)
+    first = next(f for f in diagnose_file(p)["findings"] if f["cause"])
+    assert first["cause"] == "wrong_interface" and "eth2" in first["title"]
+    q = tmp_path / "found.log"
+    q.write_text(env + "twshared1016:1958:1958 [3] NCCL INFO Bootstrap : Using eth2:10.0.0.7<0>\n" + bad)
+    assert _causes(diagnose_file(q))[:1] == ["version_mismatch"]
+
+
 # (fixture, the first cause `commdoctor logs --json` must give, causes that must be among the first three)
 FIXTURES = [
     ("drivelm-40-srun-port", "port_conflict", ()),
     ("nccl-1240-graph-file-azure", "other", ()),
     ("ompi-4948-vader-cma-docker", "other", ()),
     ("pipedream-32-gloo-hostname-unresolvable", "hostname_resolution", ()),
+    ("nccl-1837-ifname-missing-bad-family", "wrong_interface", ()),
     # Rank 0's view only: a late rank and a rank-0-only barrier read alike; the abort is what followed, not the cause.
     ("autocast-381-rank0-only-barrier", "collective_timeout_straggler", ("collective_mismatch",)),
     # The posted lines cannot tell the thread's cause (a small /dev/shm): quoted as unrecognised, no cause, not healthy.
