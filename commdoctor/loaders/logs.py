@@ -369,7 +369,8 @@ class _Builder:
         only in a job that failed."""
         m = self.m
         said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
-        failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said)
+        failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said) \
+            or any(hs and hs[0].sig.fails for hs in m.warn_hits.values())
         # Warnings say how connecting went (retries, lookups): they matter when the job failed while connecting
         # (an error line says so), or when no rule explains its errors; not when it failed later, having connected.
         connecting = any(s.cause in SETUP_CAUSES for s in said)

@@ -78,8 +78,12 @@ _GLOG = re.compile(
 _PYGLOG = re.compile(
     r"(?P<lvl>[IWEF])\d{4} [\d:.]{6,30} \d{1,10} (?P<file>[\w.\-/]{1,200}\.py):(?P<line>\d{1,7})\] ?(?P<msg>.*)"
 )
+# NCCL's result class, which torch prints on the line after "NCCL error in: ..." and NCCL-based programs print alone
+# ("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."), reads
+# like an exception of its own: the class names what failed.
 _EXC = re.compile(
-    r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt)"
+    r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt"
+    r"|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error)"
     r"(?::\s?(?P<msg>.*))?$"
 )
 _TRACEBACK = "Traceback (most recent call last):"

@@ -40,7 +40,7 @@ class Cand:
     """One explanation the logs support, before it becomes a Finding."""
 
     code: str
-    cause: str
+    cause: str | None  # None: a failure whose cause the logs do not tell (LOG080)
     tier: int  # 1 = specific root cause ... 9 = unexplained error
     seq: int  # when it was first seen (global line order)
     evidence: list[Evidence]
@@ -79,6 +79,7 @@ class Signature:
     phase: int = PHASE_LINES
     read_by: str = ""  # a root signature without a code of its own: the rule whose build reads it
     harmless: bool = False  # a context note that a working job prints at error level: not an unrecognised error
+    fails: bool = False  # printed at warning level, yet says on its own that the job could not go on (counts as a failure)
 
     def search(self, text: str) -> re.Match[str] | None:
         for n in self.needles:

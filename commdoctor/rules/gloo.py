@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, sig
+from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, group, sig
 
 
 def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -38,6 +38,17 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 SIGNATURES = (
+    # gloo/transport/tcp/device.cc: with no interface named, gloo resolves this host's name and binds to the first
+    # address it can; GLOO_ENFORCE(rp != nullptr, "Unable to find address for: ", attr.hostname) when none works.
+    # The interface lookup words its failure the same way but checks ifa (a row of the system family reads that).
+    sig("gloo_hostname_address", ("rp != nullptr",),
+       r"rp != nullptr\. Unable to find address for:? ?(?P<host>\S{1,255})",
+       "hostname_resolution", ROOT, 1, "gloo found no address of this host's name it could bind to",
+       code="LOG015", params=lambda hs: {"what": f"host name {group(hs, 'host') or '?'} (to an address of this host)"},
+       detail="With no GLOO_SOCKET_IFNAME, gloo looks up the machine's own host name and binds to one of the addresses "
+              "it gets; the name resolved to nothing this host can bind (a name missing from /etc/hosts or DNS, or one "
+              "pointing at another machine). Fix the name, or set GLOO_SOCKET_IFNAME to the routable interface.",
+       alts=[("wrong_interface", "naming the interface (GLOO_SOCKET_IFNAME) sidesteps the name lookup altogether")]),
     sig("family_mismatch", ("ss_family",),
        r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)",
        "hostname_resolution", ROOT, 1, "the host name resolves to an address of another family (IPv6 ::1 against IPv4)",

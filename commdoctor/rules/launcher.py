@@ -57,8 +57,9 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
     if who is not None:
         abrt = who.signal == "SIGABRT" or who.exitcode == -6
     else:
+        # "Aborted (core dumped)" is how a shell or srun reports a child ended by SIGABRT.
         abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
-                                or h.groups.get("code") == "-6" for h in hs)
+                                or h.groups.get("code") == "-6" or h.groups.get("abrt") for h in hs)
     if not abrt:
         return False
     return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
@@ -105,7 +106,7 @@ SIGNATURES = (
               "the wrong variable, asks CUDA for a device that does not exist."),
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
-       r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|\(core dumped\)",
+       r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, group, hits, sig
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, sig
 
 
 def _signal_name(num: str | None) -> str:
@@ -185,6 +185,22 @@ SIGNATURES = (
        alts=[("ib_misconfig", "when the hosts share an InfiniBand/RoCE fabric, a device list or GID that differs between "
                               "hosts (UCX_NET_DEVICES=mlx5_0:1 on one, mlx5_1:1 on the other) leaves no common transport"),
              ("firewall_or_port_blocked", "UCX's TCP transport and its connection setup need open ports between the hosts")]),
+    # btl/vader (Open MPI 3-4) copies between processes on one host with process_vm_readv/writev (CMA) and, when
+    # the call fails, prints opal_output "Read %ld, expected %lu, errno = %d" ("Wrote ..." for a put; smsc/cma in
+    # Open MPI 5 says "CMA read/wrote ..."). errno 1 (EPERM): the kernel refused the cross-process copy, which a
+    # container's seccomp profile or missing CAP_SYS_PTRACE does; every message larger than vader's eager limit fails.
+    sig("mpi_cma_denied", ("expected",),
+       r"(?:\bRead|\bWrote|CMA (?:read|wrote)) -1, expected \S{1,40}, errno ?= ?1\b",
+       "other", ROOT, 2, "Open MPI's shared-memory transport was refused the cross-process copy (process_vm_readv, EPERM)",
+       code="LOG083",
+       detail="The kernel refused process_vm_readv/writev between two ranks on this host (errno 1, EPERM). Docker's "
+              "default seccomp profile and containers without CAP_SYS_PTRACE do this; the vader BTL then fails every "
+              "large message."),
+    # help-btl-vader.txt "cma-permission-denied": vader checked the ptrace settings, found CMA unusable and fell back
+    # to another single-copy mechanism. Jobs that print it run correctly (only slower).
+    ctx("mpi_cma_fallback_note", ("restrictive ptrace settings", "cma-permission-denied"),
+        r"not available due to restrictive ptrace settings|help-btl-vader\.txt / cma-permission-denied",
+        "Open MPI found CMA unusable (ptrace settings) and fell back to another copy mechanism (harmless)", harmless=True),
     sig("mpirun_signal", ("noticed that process rank",),
        # (?<!\w): the tool's name starts a word, as in the mpi_daemon_connect row (linear on a run of word characters).
        r"(?<!\w)(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
@@ -223,6 +239,10 @@ CODES = (
     Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
          "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
          cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG083", "mpi-cma-denied", E, "the kernel refused Open MPI's cross-process memory copy (CMA, EPERM)",
+         "Allow process_vm_readv in the container (docker run --cap-add=SYS_PTRACE, or a seccomp profile that permits "
+         "it), or turn single-copy off: --mca btl_vader_single_copy_mechanism none (Open MPI 5: --mca smsc ^cma)",
+         cause="other", env={"OMPI_MCA_btl_vader_single_copy_mechanism": "none"}),
     Code("LOG063", "mpi-runtime-unreachable", E, "the MPI launcher's runtime failed between nodes: {what}",
          "Check that every node runs the same MPI install on the same path and that the nodes reach each other on the "
          "interface the runtime uses (pin it: oob_tcp_if_include for Open MPI, -iface / HYDRA_IFACE for Hydra)",

@@ -162,6 +162,40 @@ def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"var": var, "values": ", ".join(sorted(vals)[:4])})]
 
 
+def _graph_file(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL_GRAPH_FILE in a job that failed: NCCL imports fixed rings and trees from that XML instead of searching
+    (graph/search.cc reads it in ncclTopoCompute), and one written for another machine or GPU count breaks the
+    communicator (graph/search.cc "XML Import Channel : dev N not found", or a failed init with no line of its own).
+    NCCL's developers keep it for experiments, not production; images ship it in /etc/nccl.conf."""
+    vals = m.env.get("NCCL_GRAPH_FILE")
+    if not vals or not (m.unmatched_errors or any(not c.weak and not c.consequence for c in found)):
+        return []
+    path = sorted(vals)[0]
+    return [Cand("LOG071", "other", 5, 10**9, list(vals.values())[:2],
+                 detail=f"NCCL_GRAPH_FILE={path} makes NCCL use the rings and trees written in that file instead of "
+                        "computing them for this machine; a file made for another GPU count or topology fails here. "
+                        "Unset it (check /etc/nccl.conf and ~/.nccl.conf too).",
+                 alts=[("nccl_internal_bug", "if the job still fails with NCCL_GRAPH_FILE unset, the error lines before "
+                                             "this one name the cause")])]
+
+
+def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """ncclSocketInit refusing an address "with family N": a handle from a peer whose NCCL lays it out differently, or
+    (NVIDIA/nccl#1837, reproduced by its reporter) an address never filled in because NCCL_SOCKET_IFNAME matched no
+    interface and NCCL went on without one: then no "Bootstrap : Using <iface>" line appears."""
+    ifname = m.env.get("NCCL_SOCKET_IFNAME")
+    if ifname and not any(hi.bootstrap for hi in m.hosts.values()) and len(m.versions) < 2:
+        val = sorted(ifname)[0]
+        return [cand("LOG021", "wrong_interface", 2, hs, params={"iface": val},
+                     detail=f"NCCL_SOCKET_IFNAME={val} matched no interface on this host (no 'Bootstrap : Using' line "
+                            "follows it), so NCCL later connected to an address it never filled in.",
+                     alts=[("version_mismatch", "ranks on different NCCL versions exchange handles this NCCL cannot read "
+                                                "and fail the same way: compare the 'NCCL version' lines per host")])]
+    return [cand("LOG040", "version_mismatch", 3, hs, params={"what": "a peer sent a connection handle this NCCL cannot read"},
+                 alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per "
+                                             "host), a corrupted handle points at NCCL or at the framework broadcasting it")])]
+
+
 SIGNATURES = (
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
@@ -227,10 +261,8 @@ SIGNATURES = (
        code="LOG040", params=lambda hs: {"what": "NCCL itself found ranks on different versions"}),
     sig("bad_family", ("is neither AF_INET",),
        r"with family (?P<fam>\d+) is neither AF_INET",
-       "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read",
-       code="LOG040", params=lambda hs: {"what": "a peer sent a connection handle this NCCL cannot read"},
-       alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per host), a "
-                                   "corrupted handle points at NCCL or at the framework broadcasting it")]),
+       "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read, or NCCL found no interface",
+       build=_bad_family),
     sig("msg_truncated", ("Message truncated",),
        r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
        "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size",
@@ -263,7 +295,10 @@ SIGNATURES = (
        "collective_mismatch", ROOT, 2, "a peer sent more data than this rank posted for: the ranks' operations or settings differ",
        build=_socket_truncated),
     sig("nccl_error_class", ("internal error", "ncclInternalError"),
-       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report",
+       # torch's "NCCL error in: ..., internal error - please report ...", NCCL's own class line, and nccl-tests'
+       # NCCLCHECK ("%s: Test NCCL failure %s:%d '%s / %s'" with ncclGetErrorString(ncclInternalError)).
+       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report"
+       r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        code="LOG070", params=lambda hs: {"what": "NCCL reported an internal error and no other line says why"},
        alts=[("other", "NCCL also returns 'internal error' for setups it rejects (topology files, "
@@ -293,6 +328,7 @@ SIGNATURES = (
 MODEL_RULES = (
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
+    ModelRule("graph_file", _graph_file, "NCCL_GRAPH_FILE set in a job that failed"),
 )
 
 CODES = (

@@ -179,6 +179,16 @@ def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                           "`nvidia-smi topo -p2p r` and a driver update tell them apart")])]
 
 
+def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A port some process could not bind, less the ports torch then listened on after all ("The server socket has
+    started to listen on ..." follows a failed address when another address of the port worked)."""
+    got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
+    hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    if not hs:
+        return []
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port") or "?"})]
+
+
 def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Errors no rule knows: never "healthy". Quote the first error of each rank (or file) that logged one."""
     told = {(x.source, x.line) for c in found for x in c.evidence}
@@ -192,7 +202,8 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     evs = list(per.values())[:6]
     who = sorted({e.rank for e in evs if e.rank is not None})
     what = (f"first error of rank(s) {', '.join(map(str, who))}" if who else "first error")
-    return [Cand("LOG080", "other", 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
+    # No cause: naming one for lines no rule understands would be a guess (the finding quotes them instead).
+    return [Cand("LOG080", None, 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
                  ranks=set(who), hosts={e.host for e in evs if e.host})]
 
 
@@ -201,7 +212,13 @@ SIGNATURES = (
     sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
        r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
-       code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"}),
+       code="LOG010", build=_port_in_use,
+       # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
+       # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
+       fails=True),
+    ctx("store_listening", ("has started to listen on",),
+        r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
+        "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
     sig("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
                            "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"
@@ -221,7 +238,8 @@ SIGNATURES = (
        r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)"
        r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME",
        "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address",
-       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"}),
+       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"},
+       exclude=("gloo_hostname_address",)),
     sig("connect_loopback", ("127.", "::1", "localhost"),
        r"(?:connect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
        "hostname_resolution", ROOT, 1, "a peer advertised a loopback address, so others cannot reach it",
@@ -406,7 +424,7 @@ CODES = (
          cause="peer_process_died"),
     Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
          "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
-         cause="other", env=NCCL_DEBUG_ENV),
+         env=NCCL_DEBUG_ENV),
     Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
