@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
@@ -234,6 +235,7 @@ class RunModel:
     flight: list[Any] = field(default_factory=list)  # flight-recorder group states (loaders.flight_recorder.analyze)
     flight_files: list[str] = field(default_factory=list)
     flight_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the inputs were read, when it went other than planned
     lines_seen: int = 0
     engine: str = ""
 
@@ -832,7 +834,7 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
     model.engine = prefilter.name
     model.inputs += [InputStat(path=p, error=why) for p, why in skipped]
     n = _workers(sizes, jobs)
-    results = _scan_in_workers(files, sizes, prefilter, n) if n > 1 else None
+    results = _scan_in_workers(files, sizes, prefilter, n, model.notes) if n > 1 else None
     try:
         for path in files:
             _load_one(model, b, path, next(results) if results is not None else None, prefilter, progress, on_bytes)
@@ -929,8 +931,17 @@ PARALLEL_MAX_FILE = 64 << 20
 #: Bytes of lines a worker holds for one file before it gives the file back to be read here (memory stays flat).
 WORKER_MAX_HELD = 8 << 20
 MAX_WORKERS = 8
+#: Seconds a worker may send nothing (no result, no sign of life) before it is taken for stuck, stopped,
+#: and its files read here. A working worker sends a sign of life at least once a second of scanning
+#: (after each block past that), so only one that makes no progress at all (a lock it inherited held
+#: by a thread that no longer exists in it, a read that never returns) comes near this.
+WORKER_SILENT_S = 10.0
+#: Seconds of scanning between a worker's signs of life.
+BEAT_S = 1.0
+_BEAT = 0  # a sign of life down a worker's pipe (results are a tuple or None)
 
 _worker_prefilter: Prefilter | None = None  # the parent's, inherited by each forked worker
+_worker_beat: Callable[[int], None] | None = None  # in a worker: sends its signs of life
 _Event = tuple[int, bytes] | tuple[int, bytes, bytes]
 _Scanned = tuple[InputStat, list[_Event]]
 
@@ -990,7 +1001,7 @@ def _scan_file(path: str) -> _Scanned | None:
         held[0] += len(raw)
 
     try:
-        _read_input(path, st, _worker_prefilter, on_line, on_transport, None)
+        _read_input(path, st, _worker_prefilter, on_line, on_transport, _worker_beat)
     except Full:
         return None
     return st, events
@@ -1006,6 +1017,16 @@ def _worker_main(paths: list[str], conn: Any) -> None:
 
     # Ctrl-C reaches the whole process group: the reader stops the workers; a worker must not print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _worker_beat
+    last = [time.monotonic()]
+
+    def beat(_n: int) -> None:  # after each block scanned: a sign of life once a second
+        now = time.monotonic()
+        if now - last[0] >= BEAT_S:
+            last[0] = now
+            conn.send(_BEAT)
+
+    _worker_beat = beat
     try:
         for path in paths:
             try:
@@ -1013,6 +1034,7 @@ def _worker_main(paths: list[str], conn: Any) -> None:
             except Exception:  # noqa: BLE001 - the parent reads this file again and reports what happens
                 got = None
             conn.send(got)
+            last[0] = time.monotonic()
     except (OSError, EOFError):  # the parent is gone or stopped reading
         pass
     finally:
@@ -1033,14 +1055,16 @@ def _widen(conn: Any) -> None:
         pass  # a pipe of the default size (64 KiB) only means less running ahead
 
 
-def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
-                     n: int) -> Generator[_Scanned | None, None, None]:
+def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter, n: int,
+                     notes: list[str] | None = None) -> Generator[_Scanned | None, None, None]:
     """Per file, in order: what a worker found, or None (read this one here).
 
     Worker k scans files k, k+n, k+2n... of those small enough and sends each result down its own
     pipe as it goes; results are taken in file order, so a worker runs at most a pipe's worth ahead
     (memory stays flat however many files). A worker that dies (killed, out of memory) leaves its
-    files to be read here; none is waited on past its death.
+    files to be read here; none is waited on past its death. One that sends nothing, not even a sign
+    of life, for WORKER_SILENT_S is stopped and its files read here too, with a line in ``notes``:
+    workers are forked from a check's thread, so one may inherit a lock that nobody will release.
     """
     import multiprocessing
 
@@ -1073,16 +1097,19 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
             who = owner.get(i)
             got: _Scanned | None = None
             if who is not None and who < len(procs) and alive[who]:
-                conn = conns[who]
-                try:
-                    while not conn.poll(1.0):
-                        if not procs[who].is_alive() and not conn.poll(0):
-                            raise EOFError
-                    got = conn.recv()
-                except (EOFError, OSError):
+                got = _take(conns[who], procs[who])
+                if got is _STUCK:
                     alive[who] = False
                     got = None
-            yield got
+                    procs[who].kill()
+                    procs[who].join(5)
+                    if notes is not None:
+                        notes.append(f"a worker process sent nothing for {WORKER_SILENT_S:g} s while scanning {files[i]};"
+                                     f" it was stopped and its files were read in the main process")
+                elif got is _GONE:
+                    alive[who] = False
+                    got = None
+            yield got  # type: ignore[misc]
     finally:
         for p in procs:
             if p.is_alive():
@@ -1091,6 +1118,30 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
             p.join(5)
         for c in conns:
             c.close()
+
+
+_STUCK: Any = object()  # the worker sent nothing for WORKER_SILENT_S
+_GONE: Any = object()  # the worker is dead, its pipe empty
+
+
+def _take(conn: Any, proc: Any) -> Any:
+    """A worker's next result (a file's scan or None), skipping its signs of life; _STUCK or _GONE."""
+    quiet_until = time.monotonic() + WORKER_SILENT_S
+    try:
+        while True:
+            left = quiet_until - time.monotonic()
+            if left <= 0:
+                return _STUCK
+            if not conn.poll(min(1.0, left)):
+                if not proc.is_alive() and not conn.poll(0):
+                    return _GONE
+                continue
+            got = conn.recv()
+            if type(got) is not int:
+                return got
+            quiet_until = time.monotonic() + WORKER_SILENT_S
+    except (EOFError, OSError):
+        return _GONE
 
 
 #: torch names a rank's flight-recorder dump PREFIX<rank> (TORCH_FR_DUMP_TEMP_FILE, default /tmp/nccl_trace_rank_).
