@@ -146,3 +146,43 @@ def test_hang_reads_each_ranks_ends_as_the_full_reader_does(drawn: dict[str, Any
     assert _progress_view(tails) == _progress_view(full.ranks), drawn["draw"]
     assert tails[1].mismatches and tails[1].warnings == ["side channel lost"]
     assert seen == list(range(len(files)))
+
+
+def test_a_worker_stuck_on_a_lock_it_inherited_is_given_up_on(drawn: dict[str, Any],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker forked while another thread held a lock blocks on it forever: after WORKER_WAIT_S past the
+    reader's own share it is killed and its files read here, with the answer one process gives."""
+    import threading
+    import time
+
+    one = _norm(hook_records.load([str(drawn["dir"])], workers=1))
+    got = _parallel(monkeypatch)
+    held = threading.Lock()
+    taken, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with held:
+            taken.set()
+            done.wait(120)
+
+    real = hook_records._scan_path
+
+    def locks(path: str) -> Any:
+        held.acquire(timeout=60)  # in the worker nobody is left to release it (bounded: a test never hangs)
+        return real(path)
+
+    monkeypatch.setattr(hook_records, "_scan_path", locks)
+    monkeypatch.setattr(hook_records, "WORKER_WAIT_S", 1.0)
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert taken.wait(10)
+    try:
+        t0 = time.monotonic()
+        two = _norm(hook_records.load([str(drawn["dir"])], workers=2))
+        took = time.monotonic() - t0
+    finally:
+        done.set()
+        t.join(10)
+    assert took < 40, (took, drawn["draw"])  # the wait was bounded, not the worker's 60 s
+    assert got == [0], drawn["draw"]
+    assert two == one, drawn["draw"]
