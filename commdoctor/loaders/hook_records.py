@@ -667,16 +667,18 @@ WORKER_WAIT_S = 20.0
 
 
 def workers_default() -> int:
-    """Processes to read with: the CPUs this process may run on, at most 4 (``COMMDOCTOR_RECORDS_WORKERS``)."""
+    """Processes to read with: the CPUs this process may run on, at most 4 (``COMMDOCTOR_RECORDS_WORKERS``).
+
+    Not fewer on a busy machine (as the logs reader does): a records worker sends one answer, not a stream,
+    and at load 15-16 on 2 cores two processes still took 11-20 % less wall time than one for 2-10 % more
+    CPU (bench/README.md, "Round 4")."""
     try:
         return max(1, min(16, int(os.environ["COMMDOCTOR_RECORDS_WORKERS"])))
     except (KeyError, ValueError):
         pass
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(4, n))
+    from commdoctor.loaders.cpus import usable_cpus
+
+    return max(1, min(4, usable_cpus()))
 
 
 class _Workers:

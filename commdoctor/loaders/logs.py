@@ -972,11 +972,13 @@ def _workers(sizes: list[int], jobs: int | None) -> int:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1  # a fresh interpreter per worker (spawn) costs more than a folder of logs saves
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(jobs or cores, MAX_WORKERS, len(small)))
+    if jobs is None:
+        from commdoctor.loaders.cpus import spare_cpus
+
+        jobs = spare_cpus()  # on a busy machine a second process only shares our CPU, for more work in all
+        if jobs <= 1:
+            return 1
+    return max(1, min(jobs, MAX_WORKERS, len(small)))
 
 
 def _scan_file(path: str) -> _Scanned | None:
