@@ -651,8 +651,9 @@ class _Builder:
             ri.transports.add(kind)
 
 
-#: Bytes that clean() would change or drop (controls, DEL, anything not ASCII): a line holding one is classified whole.
-_NOT_PLAIN = re.compile(rb"[^\x20-\x7e]")
+#: Bytes that clean() keeps as they are (printable ASCII): a line holding any other (controls, DEL, anything not
+#: ASCII) is classified whole.
+_PLAIN = bytes(range(0x20, 0x7f))  # deleted by translate: what is left of a line is what clean() would change
 _TRANSPORT_WORDS = (b"Channel ", b"Ring ", b"CollNet ")
 
 
@@ -668,7 +669,7 @@ def _transport_head(raw: bytes, key: bytes) -> bytes | None:
         raw = raw[:-1]
         if key.endswith(b"\r"):
             key = key[:-1]
-    if _NOT_PLAIN.search(raw) is not None or not raw.endswith(key):
+    if raw.translate(None, _PLAIN) or not raw.endswith(key):
         return None
     end = len(raw) - len(key)
     # The word sits just before the key ("Channel 00/0 : "); any split works that is the same for every
