@@ -3,9 +3,10 @@
 On a busy machine a second process of ours does not get a second CPU: it shares ours (and the
 scheduler groups processes by session, so it takes little from the neighbours either), while
 forking it and sending its results back costs more CPU. Measured on a 2-core machine at load
-average 15-17 (bench/README.md, "Round 4"): for a 1,024-file log folder one process was as fast
-or faster in wall time than two, for 12-36 % less CPU, so the logs reader takes workers only for
-spare CPUs. (The hooks records reader, whose workers send one answer each, still gained there.)
+average 14-19 (bench/README.md, "Round 4"): for a 1,024-file log folder one process was as fast
+or faster in wall time than two, for 12-36 % less CPU; for 1,024 ranks of hooks records two
+processes cost 3-29 % more CPU and were slower in four runs of six. So both readers take workers
+only for spare CPUs (``--jobs`` / ``COMMDOCTOR_JOBS`` and ``COMMDOCTOR_RECORDS_WORKERS`` still decide).
 """
 
 from __future__ import annotations

@@ -685,18 +685,17 @@ WORKER_WAIT_S = 20.0
 
 
 def workers_default() -> int:
-    """Processes to read with: the CPUs this process may run on, at most 4 (``COMMDOCTOR_RECORDS_WORKERS``).
-
-    Not fewer on a busy machine (as the logs reader does): a records worker sends one answer, not a stream,
-    and at load 15-16 on 2 cores two processes still took 11-20 % less wall time than one for 2-10 % more
-    CPU (bench/README.md, "Round 4")."""
+    """Processes to read with (``COMMDOCTOR_RECORDS_WORKERS``): the CPUs this process may run on that the
+    machine's load leaves free, at most 4. On a busy machine a worker only shares our CPU: at load 14-19
+    on 2 cores, two processes took 3-29 % more CPU than one and were slower in wall time in four runs of
+    six (bench/README.md, "Round 4")."""
     try:
         return max(1, min(16, int(os.environ["COMMDOCTOR_RECORDS_WORKERS"])))
     except (KeyError, ValueError):
         pass
-    from commdoctor.loaders.cpus import usable_cpus
+    from commdoctor.loaders.cpus import spare_cpus
 
-    return max(1, min(4, usable_cpus()))
+    return max(1, min(4, spare_cpus()))
 
 
 class _Workers:
@@ -826,7 +825,8 @@ def load(paths: Iterable[str], progress: Any = None, workers: int | None = None)
     numbers and other lines from it, the parsed calls from the first. So the cost is one parse per
     distinct history plus a few C loops over each file's lines, and memory a few bytes a call.
     Many files (a job of hundreds of ranks) are scanned by ``workers`` processes (default: one per
-    CPU, at most 4; forked, each scanning a slice of the files while this one reads its own).
+    CPU the machine's load leaves free, at most 4; forked, each scanning a slice of the files while this
+    one reads its own).
     ``progress(what, done, total)``, when given, is called before each file (the callers' meters).
     """
     files = find_files(paths)

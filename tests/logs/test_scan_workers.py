@@ -270,19 +270,23 @@ def test_a_slow_worker_that_shows_signs_of_life_is_waited_for(tmp_path: Path, mo
 def test_the_default_takes_workers_only_for_cpus_the_load_leaves_free(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a busy machine a worker only shares our CPU (bench/README.md, "Round 4"): the default is one process
     there, and one per free CPU on an idle machine; --jobs / COMMDOCTOR_JOBS still decide when given."""
-    from commdoctor.loaders import cpus
+    from commdoctor.loaders import cpus, hook_records
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.delenv("COMMDOCTOR_JOBS", raising=False)
+    monkeypatch.delenv("COMMDOCTOR_RECORDS_WORKERS", raising=False)
     big = [1 << 20] * 64  # a folder worth forking for
     for load, spare in ((0.0, 2), (0.4, 2), (1.0, 1), (1.7, 1), (16.0, 1)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert cpus.spare_cpus() == spare, load
         assert logs._workers(big, None) == spare, load
         assert logs._workers(big, 2) == 2  # asked for: whatever the load
+        assert hook_records.workers_default() == spare, load  # the records reader likewise
     monkeypatch.setenv("COMMDOCTOR_JOBS", "2")
     assert logs._workers(big, None) == 2
+    monkeypatch.setenv("COMMDOCTOR_RECORDS_WORKERS", "2")
+    assert hook_records.workers_default() == 2
     # Affinity narrower than the machine: the load is the machine's, taken as a share of all its CPUs.
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
