@@ -1112,7 +1112,7 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter, n
                 elif got is _GONE:
                     alive[who] = False
                     got = None
-            yield got  # type: ignore[misc]
+            yield got
     finally:
         for p in procs:
             if p.is_alive():
