@@ -22,16 +22,34 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def spare_cpus() -> int:
-    """The usable CPUs less their share of the machine's load (the last minute's average), rounded, at least 1.
+def others_running(loadavg: str | None = None) -> int | None:
+    """Threads of the machine that are runnable right now, less this one (``/proc/loadavg``'s 4th field,
+    "running/total"); None where that is not to be had. ``loadavg``: the file's text (for tests)."""
+    try:
+        if loadavg is None:
+            with open("/proc/loadavg") as f:
+                loadavg = f.read(200)
+        return max(0, int(loadavg.split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
-    A 2-core machine at load 0.3 gives 2, at load 1 (one other busy process) 1, at load 16 1.
-    The load average counts the whole machine, so it is taken as a fraction of all its CPUs.
+
+def spare_cpus() -> int:
+    """The usable CPUs less their share of the machine's load, rounded, at least 1.
+
+    The load is the last minute's average, or the threads runnable right now less this one when fewer
+    (the average still holds a run of ours that has just ended: run twice on an idle machine, the second
+    run would see load 1 and keep to one process). It counts the whole machine, so it is taken as a
+    fraction of all its CPUs. A 2-core machine at load 0.3 gives 2, at load 1 (one other busy process) 1,
+    at load 16 1.
     """
     n = usable_cpus()
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return n
+    now = others_running()
+    if now is not None:
+        load = min(load, float(now))
     busy = min(1.0, max(0.0, load) / max(1, os.cpu_count() or n))
     return max(1, min(n, int(n * (1.0 - busy) + 0.5)))

@@ -277,6 +277,11 @@ def test_the_default_takes_workers_only_for_cpus_the_load_leaves_free(monkeypatc
     monkeypatch.delenv("COMMDOCTOR_JOBS", raising=False)
     monkeypatch.delenv("COMMDOCTOR_RECORDS_WORKERS", raising=False)
     big = [1 << 20] * 64  # a folder worth forking for
+    assert cpus.others_running("0.50 0.40 0.30 3/120 999\n") == 2  # runnable now, less this process
+    assert cpus.others_running("junk") is None
+    real_now = cpus.others_running()
+    assert real_now is None or real_now >= 0
+    monkeypatch.setattr(cpus, "others_running", lambda: None)  # the average alone first
     for load, spare in ((0.0, 2), (0.4, 2), (1.0, 1), (1.7, 1), (16.0, 1)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert cpus.spare_cpus() == spare, load
@@ -293,3 +298,11 @@ def test_the_default_takes_workers_only_for_cpus_the_load_leaves_free(monkeypatc
     assert cpus.spare_cpus() == 1
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     assert cpus.spare_cpus() == 2
+    # The average still counting a run of ours that just ended, nothing else runnable now: both CPUs.
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 0.8, 0.5))
+    monkeypatch.setattr(cpus, "others_running", lambda: 0)
+    assert cpus.spare_cpus() == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (16.0, 16.0, 16.0))
+    monkeypatch.setattr(cpus, "others_running", lambda: 12)  # busy both ways
+    assert cpus.spare_cpus() == 1
