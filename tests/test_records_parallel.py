@@ -146,3 +146,92 @@ def test_hang_reads_each_ranks_ends_as_the_full_reader_does(drawn: dict[str, Any
     assert _progress_view(tails) == _progress_view(full.ranks), drawn["draw"]
     assert tails[1].mismatches and tails[1].warnings == ["side channel lost"]
     assert seen == list(range(len(files)))
+
+
+def test_a_worker_stuck_on_a_lock_it_inherited_is_given_up_on(drawn: dict[str, Any],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker forked while another thread held a lock blocks on it forever: after WORKER_WAIT_S past the
+    reader's own share it is killed and its files read here, with the answer one process gives."""
+    import threading
+    import time
+
+    one = _norm(hook_records.load([str(drawn["dir"])], workers=1))
+    got = _parallel(monkeypatch)
+    held = threading.Lock()
+    taken, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with held:
+            taken.set()
+            done.wait(120)
+
+    real = hook_records._scan_path
+
+    def locks(path: str) -> Any:
+        held.acquire(timeout=60)  # in the worker nobody is left to release it (bounded: a test never hangs)
+        return real(path)
+
+    monkeypatch.setattr(hook_records, "_scan_path", locks)
+    monkeypatch.setattr(hook_records, "WORKER_WAIT_S", 1.0)
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert taken.wait(10)
+    try:
+        t0 = time.monotonic()
+        two = _norm(hook_records.load([str(drawn["dir"])], workers=2))
+        took = time.monotonic() - t0
+    finally:
+        done.set()
+        t.join(10)
+    assert took < 40, (took, drawn["draw"])  # the wait was bounded, not the worker's 60 s
+    assert got == [0], drawn["draw"]
+    assert two == one, drawn["draw"]
+
+
+def test_a_file_is_read_whole_up_to_the_cap_whatever_its_size_said(tmp_path: Path) -> None:
+    """``_read_capped`` asks for a file's size so as not to make a 256 MB buffer for a 1 MB file; it still
+    reads what a file holds past that size (it grew), a pipe (no size) up to the cap, and says "more"."""
+    import io
+    import threading
+
+    p = tmp_path / "r.jsonl"
+    body = b"x" * 5000 + b"\n"
+    for cap, want in ((10000, body), (5001, body), (5000, body), (100, body[:101])):
+        p.write_bytes(body)
+        with open(p, "rb") as f:
+            assert hook_records._read_capped(f, cap) == want, cap
+    p.write_bytes(b"")
+    with open(p, "rb") as f:
+        assert hook_records._read_capped(f, 100) == b""
+    # A file that grows between the size asked and the read: what it holds is read, to the cap.
+    p.write_bytes(body)
+    with open(p, "rb") as f, open(p, "ab") as g:
+        real = os.fstat
+        grown: list[bool] = []
+
+        def fstat_then_grow(fd: int) -> Any:
+            st = real(fd)
+            if not grown:
+                g.write(b"y" * 3000)
+                g.flush()
+                grown.append(True)
+            return st
+
+        try:
+            os.fstat = fstat_then_grow  # type: ignore[assignment]
+            got = hook_records._read_capped(f, 100000)
+        finally:
+            os.fstat = real  # type: ignore[assignment]
+    assert got == body + b"y" * 3000
+    # A pipe: no size to go by, read to its end.
+    r, w = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(w, "wb") as out:
+            out.write(body * 30)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    with io.BufferedReader(io.FileIO(r, "rb")) as f:
+        assert hook_records._read_capped(f, 1 << 20) == body * 30
+    t.join(10)

@@ -102,6 +102,10 @@ class LogInputsCheck(Check):
                     f"{sum(s.candidates for s in m.inputs)} parsed (search: {m.engine})")
         run.data["inputs"] = [s.to_dict() for s in m.inputs]
         run.data["engine"] = m.engine
+        if m.notes:  # how the reading went when not as planned (a stuck worker process; its files read here)
+            run.data["notes"] = list(m.notes)
+            for note in m.notes:
+                run.detail(note)
         for s in m.inputs:
             run.detail(f"{s.path}: {s.bytes} bytes, {s.lines} lines, {s.candidates} parsed"
                        + (f", {s.compression}" if s.compression else ""))

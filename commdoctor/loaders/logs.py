@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
@@ -234,6 +235,7 @@ class RunModel:
     flight: list[Any] = field(default_factory=list)  # flight-recorder group states (loaders.flight_recorder.analyze)
     flight_files: list[str] = field(default_factory=list)
     flight_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the inputs were read, when it went other than planned
     lines_seen: int = 0
     engine: str = ""
 
@@ -650,8 +652,9 @@ class _Builder:
             ri.transports.add(kind)
 
 
-#: Bytes that clean() would change or drop (controls, DEL, anything not ASCII): a line holding one is classified whole.
-_NOT_PLAIN = re.compile(rb"[^\x20-\x7e]")
+#: Bytes that clean() keeps as they are (printable ASCII): a line holding any other (controls, DEL, anything not
+#: ASCII) is classified whole.
+_PLAIN = bytes(range(0x20, 0x7f))  # deleted by translate: what is left of a line is what clean() would change
 _TRANSPORT_WORDS = (b"Channel ", b"Ring ", b"CollNet ")
 
 
@@ -667,7 +670,7 @@ def _transport_head(raw: bytes, key: bytes) -> bytes | None:
         raw = raw[:-1]
         if key.endswith(b"\r"):
             key = key[:-1]
-    if _NOT_PLAIN.search(raw) is not None or not raw.endswith(key):
+    if raw.translate(None, _PLAIN) or not raw.endswith(key):
         return None
     end = len(raw) - len(key)
     # The word sits just before the key ("Channel 00/0 : "); any split works that is the same for every
@@ -833,7 +836,7 @@ def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
     model.engine = prefilter.name
     model.inputs += [InputStat(path=p, error=why) for p, why in skipped]
     n = _workers(sizes, jobs)
-    results = _scan_in_workers(files, sizes, prefilter, n) if n > 1 else None
+    results = _scan_in_workers(files, sizes, prefilter, n, model.notes) if n > 1 else None
     try:
         for path in files:
             _load_one(model, b, path, next(results) if results is not None else None, prefilter, progress, on_bytes)
@@ -930,8 +933,17 @@ PARALLEL_MAX_FILE = 64 << 20
 #: Bytes of lines a worker holds for one file before it gives the file back to be read here (memory stays flat).
 WORKER_MAX_HELD = 8 << 20
 MAX_WORKERS = 8
+#: Seconds a worker may send nothing (no result, no sign of life) before it is taken for stuck, stopped,
+#: and its files read here. A working worker sends a sign of life at least once a second of scanning
+#: (after each block past that), so only one that makes no progress at all (a lock it inherited held
+#: by a thread that no longer exists in it, a read that never returns) comes near this.
+WORKER_SILENT_S = 10.0
+#: Seconds of scanning between a worker's signs of life.
+BEAT_S = 1.0
+_BEAT = 0  # a sign of life down a worker's pipe (results are a tuple or None)
 
 _worker_prefilter: Prefilter | None = None  # the parent's, inherited by each forked worker
+_worker_beat: Callable[[int], None] | None = None  # in a worker: sends its signs of life
 _Event = tuple[int, bytes] | tuple[int, bytes, bytes]
 _Scanned = tuple[InputStat, list[_Event]]
 
@@ -962,11 +974,13 @@ def _workers(sizes: list[int], jobs: int | None) -> int:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return 1  # a fresh interpreter per worker (spawn) costs more than a folder of logs saves
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(jobs or cores, MAX_WORKERS, len(small)))
+    if jobs is None:
+        from commdoctor.loaders.cpus import spare_cpus
+
+        jobs = spare_cpus()  # on a busy machine a second process only shares our CPU, for more work in all
+        if jobs <= 1:
+            return 1
+    return max(1, min(jobs, MAX_WORKERS, len(small)))
 
 
 def _scan_file(path: str) -> _Scanned | None:
@@ -991,7 +1005,7 @@ def _scan_file(path: str) -> _Scanned | None:
         held[0] += len(raw)
 
     try:
-        _read_input(path, st, _worker_prefilter, on_line, on_transport, None)
+        _read_input(path, st, _worker_prefilter, on_line, on_transport, _worker_beat)
     except Full:
         return None
     return st, events
@@ -1007,6 +1021,16 @@ def _worker_main(paths: list[str], conn: Any) -> None:
 
     # Ctrl-C reaches the whole process group: the reader stops the workers; a worker must not print a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _worker_beat
+    last = [time.monotonic()]
+
+    def beat(_n: int) -> None:  # after each block scanned: a sign of life once a second
+        now = time.monotonic()
+        if now - last[0] >= BEAT_S:
+            last[0] = now
+            conn.send(_BEAT)
+
+    _worker_beat = beat
     try:
         for path in paths:
             try:
@@ -1014,6 +1038,7 @@ def _worker_main(paths: list[str], conn: Any) -> None:
             except Exception:  # noqa: BLE001 - the parent reads this file again and reports what happens
                 got = None
             conn.send(got)
+            last[0] = time.monotonic()
     except (OSError, EOFError):  # the parent is gone or stopped reading
         pass
     finally:
@@ -1034,14 +1059,16 @@ def _widen(conn: Any) -> None:
         pass  # a pipe of the default size (64 KiB) only means less running ahead
 
 
-def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
-                     n: int) -> Generator[_Scanned | None, None, None]:
+def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter, n: int,
+                     notes: list[str] | None = None) -> Generator[_Scanned | None, None, None]:
     """Per file, in order: what a worker found, or None (read this one here).
 
     Worker k scans files k, k+n, k+2n... of those small enough and sends each result down its own
     pipe as it goes; results are taken in file order, so a worker runs at most a pipe's worth ahead
     (memory stays flat however many files). A worker that dies (killed, out of memory) leaves its
-    files to be read here; none is waited on past its death.
+    files to be read here; none is waited on past its death. One that sends nothing, not even a sign
+    of life, for WORKER_SILENT_S is stopped and its files read here too, with a line in ``notes``:
+    workers are forked from a check's thread, so one may inherit a lock that nobody will release.
     """
     import multiprocessing
 
@@ -1074,13 +1101,16 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
             who = owner.get(i)
             got: _Scanned | None = None
             if who is not None and who < len(procs) and alive[who]:
-                conn = conns[who]
-                try:
-                    while not conn.poll(1.0):
-                        if not procs[who].is_alive() and not conn.poll(0):
-                            raise EOFError
-                    got = conn.recv()
-                except (EOFError, OSError):
+                got = _take(conns[who], procs[who])
+                if got is _STUCK:
+                    alive[who] = False
+                    got = None
+                    procs[who].kill()
+                    procs[who].join(5)
+                    if notes is not None:
+                        notes.append(f"a worker process sent nothing for {WORKER_SILENT_S:g} s while scanning {files[i]};"
+                                     f" it was stopped and its files were read in the main process")
+                elif got is _GONE:
                     alive[who] = False
                     got = None
             yield got
@@ -1092,6 +1122,30 @@ def _scan_in_workers(files: list[str], sizes: list[int], prefilter: Prefilter,
             p.join(5)
         for c in conns:
             c.close()
+
+
+_STUCK: Any = object()  # the worker sent nothing for WORKER_SILENT_S
+_GONE: Any = object()  # the worker is dead, its pipe empty
+
+
+def _take(conn: Any, proc: Any) -> Any:
+    """A worker's next result (a file's scan or None), skipping its signs of life; _STUCK or _GONE."""
+    quiet_until = time.monotonic() + WORKER_SILENT_S
+    try:
+        while True:
+            left = quiet_until - time.monotonic()
+            if left <= 0:
+                return _STUCK
+            if not conn.poll(min(1.0, left)):
+                if not proc.is_alive() and not conn.poll(0):
+                    return _GONE
+                continue
+            got = conn.recv()
+            if type(got) is not int:
+                return got
+            quiet_until = time.monotonic() + WORKER_SILENT_S
+    except (EOFError, OSError):
+        return _GONE
 
 
 #: torch names a rank's flight-recorder dump PREFIX<rank> (TORCH_FR_DUMP_TEMP_FILE, default /tmp/nccl_trace_rank_).

@@ -314,14 +314,14 @@ class Scanner:
                 st.bytes -= len(data)  # counted again below
                 skipping = False
             st.bytes += len(data)
-            buf = carry + data if carry else data
             if final:
-                if not buf:
+                if not carry:
                     break
-                body, carry = buf, b""
+                body, carry = carry, b""
             else:
-                cut = buf.rfind(b"\n")
+                cut = data.rfind(b"\n")  # (a carried head holds no newline: the last one is this block's)
                 if cut == -1:
+                    buf = carry + data if carry else data
                     if len(buf) > MAX_LINE:
                         # One line longer than we keep: parse its head, skip the rest.
                         body, carry, skipping = buf[:MAX_LINE] + b"\n", b"", True
@@ -330,7 +330,10 @@ class Scanner:
                         carry = buf
                         continue
                 else:
-                    body, carry = buf[:cut + 1], buf[cut + 1:]
+                    # The carried head and this block up to its last newline, copied once (a block is 256 kB,
+                    # and a folder of rank logs is all blocks: two copies a block were 4% of its time).
+                    body = b"".join((carry, memoryview(data)[:cut + 1])) if carry else data[:cut + 1]
+                    carry = data[cut + 1:]
                     if len(carry) > MAX_LINE:
                         st.overlong += 1
                         body, carry, skipping = body + carry[:MAX_LINE] + b"\n", b"", True
@@ -439,8 +442,9 @@ class Scanner:
             stop = find(b"\n", q)
             if stop == -1:
                 stop = len(body)
-            for m in rx.finditer(body, start, stop):
-                if m.start(1) == q and m.group(1) == key:
-                    return start, stop
+            # Each expression's group runs to the end of the line, so a line holds at most one match: its first.
+            m = rx.search(body, start, stop)
+            if m is not None and m.start(1) == q and m.group(1) == key:
+                return start, stop
             q = find(key, q + 1)
         return None

@@ -179,3 +179,130 @@ def test_a_transport_lines_writer_read_from_its_head_is_the_one_read_from_the_wh
     whole = load_logs([str(log)], jobs=1)
     assert _plain(cached) == _plain(whole)
     assert cached.ranks["h3:13"].rank == 12 and cached.ranks["rank8"].transports == {"NET/Socket"} and {"SHM", "NET/IB", "P2P/CUMEM"} <= set(cached.transport_kinds)
+
+
+def test_a_worker_stuck_on_a_lock_it_inherited_is_stopped_and_its_files_read_here(
+        job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers are forked from the check's thread: a lock another thread held at that moment is held
+    forever in the child. A worker that blocks on one sends nothing; the reader stops it after
+    WORKER_SILENT_S and reads its files itself, and the run says so."""
+    import contextlib
+    import io
+    import json
+    import threading
+    import time
+
+    from commdoctor.cli import main
+
+    one = load_logs([str(job)], jobs=1)
+    held = threading.Lock()
+    taken, done = threading.Event(), threading.Event()
+
+    def holder() -> None:  # another thread of this process, holding the lock while the workers are forked
+        with held:
+            taken.set()
+            done.wait(120)
+
+    real = logs._scan_file
+
+    def locks_on_rank2(path: str) -> Any:
+        if path.endswith("rank2.log"):
+            # In the worker nobody is left to release it (bounded, so that a reader that waited forever fails the test).
+            held.acquire(timeout=40)
+        return real(path)
+
+    monkeypatch.setattr(logs, "_scan_file", locks_on_rank2)
+    monkeypatch.setattr(logs, "WORKER_SILENT_S", 2.0)
+    seen = _spy(monkeypatch)
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert taken.wait(10)
+    try:
+        t0 = time.monotonic()
+        many = load_logs([str(job)], jobs=2)
+        took = time.monotonic() - t0
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main(["logs", str(job), "--json", "--jobs", "2"])
+    finally:
+        done.set()
+        t.join(10)
+    assert took < 30, took  # about WORKER_SILENT_S past the work itself, not the worker's 40 s
+    assert seen[:2] == [True, True] and seen[2] is False and seen.count(False) >= 1
+    assert _plain({**dataclasses.asdict(many), "notes": []}) == _plain({**dataclasses.asdict(one), "notes": []})
+    assert len(many.notes) == 1 and str(job / "rank2.log") in many.notes[0] and "stopped" in many.notes[0]
+    assert many.first("cuda_oom") is not None  # the verdict still comes
+    doc = json.loads(out.getvalue())
+    inputs = next(r for r in doc["results"] if r["check"] == "logs.inputs")
+    assert inputs["status"] == "passed" and "rank2.log" in inputs["data"]["notes"][0], inputs
+    assert doc["findings"][0]["code"] == "LOG031", doc["findings"][0]
+    assert rc == 1
+
+
+def test_a_slow_worker_that_shows_signs_of_life_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker scanning a file for longer than WORKER_SILENT_S is not taken for stuck: it sends a sign of
+    life after each block once BEAT_S has passed."""
+    import time
+
+    from commdoctor.parsing.scan import Scanner
+
+    for r in range(4):
+        (tmp_path / f"rank{r}.log").write_bytes(_rank_log(r, 20000))  # about 1.4 MB: several blocks
+    one = load_logs([str(tmp_path)], jobs=1)
+    parent = os.getpid()
+    real = Scanner._block
+
+    def slow_block(self: Any, body: bytes, first_line: int) -> Any:
+        if os.getpid() != parent:
+            time.sleep(0.3)  # a worker on a very busy machine
+        return real(self, body, first_line)
+
+    monkeypatch.setattr(Scanner, "_block", slow_block)
+    monkeypatch.setattr(logs, "WORKER_SILENT_S", 1.0)
+    monkeypatch.setattr(logs, "BEAT_S", 0.1)
+    seen = _spy(monkeypatch)
+    many = load_logs([str(tmp_path)], jobs=2)
+    assert seen == [True] * 4  # every file from a worker, each taking over a second
+    assert many.notes == []
+    assert _plain(many) == _plain(one)
+
+
+def test_the_default_takes_workers_only_for_cpus_the_load_leaves_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine a worker only shares our CPU (bench/README.md, "Round 4"): the default is one process
+    there, and one per free CPU on an idle machine; --jobs / COMMDOCTOR_JOBS still decide when given."""
+    from commdoctor.loaders import cpus, hook_records
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("COMMDOCTOR_JOBS", raising=False)
+    monkeypatch.delenv("COMMDOCTOR_RECORDS_WORKERS", raising=False)
+    big = [1 << 20] * 64  # a folder worth forking for
+    assert cpus.others_running("0.50 0.40 0.30 3/120 999\n") == 2  # runnable now, less this process
+    assert cpus.others_running("junk") is None
+    real_now = cpus.others_running()
+    assert real_now is None or real_now >= 0
+    monkeypatch.setattr(cpus, "others_running", lambda: None)  # the average alone first
+    for load, spare in ((0.0, 2), (0.4, 2), (1.0, 1), (1.7, 1), (16.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert cpus.spare_cpus() == spare, load
+        assert logs._workers(big, None) == spare, load
+        assert logs._workers(big, 2) == 2  # asked for: whatever the load
+        assert hook_records.workers_default() == spare, load  # the records reader likewise
+    monkeypatch.setenv("COMMDOCTOR_JOBS", "2")
+    assert logs._workers(big, None) == 2
+    monkeypatch.setenv("COMMDOCTOR_RECORDS_WORKERS", "2")
+    assert hook_records.workers_default() == 2
+    # Affinity narrower than the machine: the load is the machine's, taken as a share of all its CPUs.
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "getloadavg", lambda: (8.0, 8.0, 8.0))
+    assert cpus.spare_cpus() == 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    assert cpus.spare_cpus() == 2
+    # The average still counting a run of ours that just ended, nothing else runnable now: both CPUs.
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 0.8, 0.5))
+    monkeypatch.setattr(cpus, "others_running", lambda: 0)
+    assert cpus.spare_cpus() == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (16.0, 16.0, 16.0))
+    monkeypatch.setattr(cpus, "others_running", lambda: 12)  # busy both ways
+    assert cpus.spare_cpus() == 1
