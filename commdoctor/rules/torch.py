@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, raised_ranks, sig,
 )
 
 
@@ -39,6 +39,60 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if r:
         c.ranks = {int(r)}
     return [c]
+
+
+def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """monitored_barrier names the ranks that did not arrive; a named rank whose own code raised or that was killed
+    did not arrive because it had failed (that failure is the root cause), otherwise it was late."""
+    named = {int(x) for x in (hs[0].groups.get("ranks") or "").replace(",", " ").split() if x.isdigit() and len(x) < 8}
+    failed = set(raised_ranks(m)) | {f.rank for f in m.elastic
+                                     if f.rank is not None and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
+    who = f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"
+    if named & failed:
+        return [cand("LOG051", "collective_timeout_straggler", 6, hs, params={"who": who + " (it had failed first)"},
+                     consequence=True)]
+    return [cand("LOG051", "collective_timeout_straggler", 3, hs, params={"who": who})]
+
+
+def _store_up(m: Any) -> list[Any]:
+    """Lines of the store's own host saying the store was listening: TCPStore's "Timed out after N seconds waiting
+    for clients" (it listened all along) or its DETAIL note "The server has started on port"."""
+    return hits(m, "store_wait_clients") + hits(m, "store_started")
+
+
+def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[Cand]:
+    """A rank's connection to the store timed out. Whether the store was up (its own host's log says so) and how the
+    connect failed tell a name that does not resolve on this host, and a silent drop, from a store that is not there."""
+    timed = [h for h in hs if "timed out" in h.ev.text]
+    up = _store_up(m)
+    if timed and up:
+        names = {h.groups.get("host") or "" for h in timed}
+        # socket.cpp looks the name up (IPv6 lookups map IPv4 addresses, AI_V4MAPPED) before connecting; when that
+        # lookup failed for this very name and no connection was ever tried, the name is unknown on this host.
+        unknown = [h for h in hits(m, "ipv6_lookup_note") if (h.groups.get("host") or "") in names and "gai error" in h.ev.text]
+        refused = [h for h in hits(m, "peer_refused") + m.warn_hits.get("peer_refused", [])]
+        if unknown and not refused:
+            return [cand("LOG015", "hostname_resolution", 2, timed + unknown[:1],
+                         params={"what": f"the store host's name {sorted(names)[0]!r} on this host"},
+                         detail="The store was up (its own host's log shows it listening), but this host could not "
+                                "resolve its name: add it to this host's /etc/hosts or DNS, or use the address.",
+                         alts=[("rendezvous_unreachable", "if the name is meant to appear later (a master pod not yet "
+                                                          "scheduled), the worker started too early")])]
+        if not unknown and not refused:
+            return [cand("LOG025", "firewall_or_port_blocked", 2, timed + up[:1],
+                         detail="The store was up (its own host's log shows it listening), yet this host's connection "
+                                "to it got no answer at all (no refusal, no 'No route to host'): packets to the store's "
+                                "port are dropped on the way, as a firewall or security group does.",
+                         alts=[("rendezvous_unreachable", "a MASTER_ADDR that names another, routed but silent address "
+                                                          "also times out: compare it with the store host's address")])]
+    return [cand("LOG011", "rendezvous_unreachable", 3, hs, params={
+        "endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
+                          for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
+        "how": "timed out connecting"}, alts=alts)]
+
+
+def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    return _store_connect(m, hs, STORE_CONNECT_ALTS)
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -220,20 +274,22 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
 
 
+STORE_CONNECT_ALTS = [("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
+                                          "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
+             ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
+                                     "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]
+
 SIGNATURES = (
     # -- stores and rendezvous ----------------------------------------------------------------------
     sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
        r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
        r"|client socket has failed to connect to (?:any (?:network )?address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
        "rendezvous_unreachable", ROOT, 3, "a rank could not connect to the rendezvous store",
-       code="LOG011",
+       code="LOG011", build=_store_connect_rule,
        params=lambda hs: {"endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
                                             for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
                           "how": "timed out connecting"},
-       alts=[("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
-                                          "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
-             ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
-                                     "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]),
+       alts=STORE_CONNECT_ALTS),
     sig("store_wait_clients", ("waiting for clients", "clients joined"),
        r"[Tt]imed out after (?P<secs>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
        "rendezvous_unreachable", ROOT, 3, "the store on rank 0 waited for ranks that never connected",
@@ -294,7 +350,7 @@ SIGNATURES = (
     sig("monitored_barrier", ("monitoredBarrier", "failed to pass monitoredBarrier"),
        r"[Rr]anks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier",
        "collective_timeout_straggler", ROOT, 3, "monitored_barrier named ranks that did not arrive",
-       code="LOG051", params=lambda hs: {"who": f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"}),
+       build=_monitored_barrier),
     sig("rpc_timeout", ("RPC call to",),
        r"RPC call to (?P<what>\S+) timed out",
        "nccl_internal_bug", ROOT, 5, "a serving engine's workers stopped answering inside a model step",
@@ -318,6 +374,9 @@ SIGNATURES = (
     ctx("watchdog_abort", ("taking the entire process down", "watchdog thread terminated with exception"),
         r"we are taking the entire process down|[Ww]atchdog thread terminated with exception",
         "torch's watchdog aborted this process after a failure it logged before (SIGABRT follows)"),
+    # TCPStore.cpp (TORCH_CPP_LOG_LEVEL=INFO): "The server has started on port = N." -- the store is listening.
+    ctx("store_started", ("The server has started on port",), r"The server has started on port",
+        "the rendezvous store is listening on this host", harmless=True),
     ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
         r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),

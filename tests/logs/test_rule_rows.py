@@ -25,6 +25,8 @@ ROWS = [
     ("client_hostname_note",
      "[W1121 10:00:00.123 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3",
      "[W1121 10:00:00.123 socket.cpp:752] [c10d] The client socket has failed to connect to [node2]:29500"),
+    ("store_started", "[I1127 14:35:51.629491402 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.",
+     "[I1127 14:35:51.6 socket.cpp:785] [c10d - debug] The server socket has started to listen on [::]:29500."),
     ("gethostname_failed", "RuntimeError: gethostname() failed: Resource temporarily unavailable",
      "[c10d] The hostname of the client socket cannot be retrieved. err=-3"),
     ("watchdog_abort",
