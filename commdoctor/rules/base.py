@@ -172,9 +172,10 @@ def raised_ranks(m: Any) -> dict[int, Any]:
 
     Such a rank is the first to fail; its peers' closed connections and timeouts follow from it."""
     own = {(ev.source, ev.line) for ev, _seq, kind in m.unmatched_errors if kind == "exception"}
+    read = {(h.ev.source, h.ev.line) for hs in m.hits.values() for h in hs}  # lines a rule (even a context row) reads
     out: dict[int, Any] = {}
     for typ, _msg, ev, _seq in m.exceptions:
-        if ev.rank is None or (ev.source, ev.line) not in own or typ in _COMM_EXCEPTIONS:
+        if ev.rank is None or (ev.source, ev.line) not in own or (ev.source, ev.line) in read or typ in _COMM_EXCEPTIONS:
             continue
         out.setdefault(ev.rank, ev)
     return out

@@ -55,6 +55,9 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Refused or unroutable: the rendezvous store when the line names it, else a peer."""
     store = [h for h in hs if _STORE_WORDS.search(h.ev.text)]
     peer = [h for h in hs if h not in store]
+    # A refusal the client retried past: the same log shows it connected to the store afterwards.
+    joined = hits(m, "store_connected")
+    store = [h for h in store if not any(c.ev.source == h.ev.source and c.seq > h.seq for c in joined)]
     out = []
     if store:
         out.append(cand("LOG011", "rendezvous_unreachable", 3, store,

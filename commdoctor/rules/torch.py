@@ -10,6 +10,7 @@ collectives (a mismatch) or in the same one (a straggler or a hang).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,9 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [cand("LOG051", "collective_timeout_straggler", 3, hs, params={"who": who})]
 
 
+_IP = re.compile(r"[\d.]{7,15}|[0-9a-fA-F:]{2,39}")
+
+
 def _store_up(m: Any) -> list[Any]:
     """Lines of the store's own host saying the store was listening: TCPStore's "Timed out after N seconds waiting
     for clients" (it listened all along) or its DETAIL note "The server has started on port"."""
@@ -66,7 +70,7 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
     timed = [h for h in hs if "timed out" in h.ev.text]
     up = _store_up(m)
     if timed and up:
-        names = {h.groups.get("host") or "" for h in timed}
+        names = {h.groups.get("host") or h.groups.get("host2") or "" for h in timed} - {""}
         # socket.cpp looks the name up (IPv6 lookups map IPv4 addresses, AI_V4MAPPED) before connecting; when that
         # lookup failed for this very name and no connection was ever tried, the name is unknown on this host.
         unknown = [h for h in hits(m, "ipv6_lookup_note") if (h.groups.get("host") or "") in names and "gai error" in h.ev.text]
@@ -78,6 +82,17 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                 "resolve its name: add it to this host's /etc/hosts or DNS, or use the address.",
                          alts=[("rendezvous_unreachable", "if the name is meant to appear later (a master pod not yet "
                                                           "scheduled), the worker started too early")])]
+        if names and refused and not unknown and not any(_IP.fullmatch(n) for n in names) \
+                and all("refused" in h.ev.text for h in refused):
+            # Refused on every try, by name, while the store listened elsewhere: the name resolves here to an
+            # address where nothing listens (127.0.1.1 from /etc/hosts, a stale entry).
+            return [cand("LOG015", "hostname_resolution", 2, timed + refused[:1],
+                         params={"what": f"the store host's name {sorted(names)[0]!r} on this host (refused there)"},
+                         detail="The store was up (its own host's log shows it listening), but connecting to its name "
+                                "from this host was refused on every try: the name resolves here to another address "
+                                "(getent hosts NAME; Debian-style /etc/hosts map host names to 127.0.1.1).",
+                         alts=[("firewall_or_port_blocked", "a firewall that rejects (not drops) the store's port also "
+                                                            "refuses: if the name resolves right, check the firewall")])]
         if not unknown and not refused:
             return [cand("LOG025", "firewall_or_port_blocked", 2, timed + up[:1],
                          detail="The store was up (its own host's log shows it listening), yet this host's connection "
@@ -328,16 +343,28 @@ SIGNATURES = (
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
-       code="LOG050"),
+       code="LOG050", exclude=("wrapper_barrier_error",)),
     sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),
        r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)",
        "collective_timeout_straggler", ROOT, 4, "a rank waited in the store for rank 0's NCCL unique id until the timeout",
        build=_unique_id),
+    # torch/distributed/elastic/agent/server/api.py: each node's agent writes its node's key
+    # (torchelastic/role_info/<node rank>, assigned_ranks/...) and waits for every node's. A wait timeout on
+    # those keys is the launchers not agreeing on the nodes: a node rank used twice, a wrong --nnodes, a node
+    # not started; not a rank late in a collective.
+    sig("agent_keys_wait", ("wait timeout after",), r"wait timeout after (?P<ms>\d+) ?ms, keys: \S{0,100}torchelastic/",
+        "launcher_misconfig", ROOT, 3, "the launchers (torchrun's agents) waited for a node's key that no node wrote",
+        code="LOG062", params=lambda hs: {"what": "the nodes' agents waited for each other's node keys (torchelastic/"
+                                                  "role_info): two nodes with one --node-rank, or --nnodes larger than "
+                                                  "the nodes started"},
+        alts=[("peer_process_died", "a node whose agent died before writing its key looks the same: look for its own "
+                                    "error"),
+              ("rendezvous_unreachable", "a node that could not reach the store never writes its key either")]),
     sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
        r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms",
        "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
-       code="LOG055", exclude=("store_get_timeout",),
+       code="LOG055", exclude=("store_get_timeout", "agent_keys_wait"),
        params=lambda hs: {"what": f"keys {group(hs, 'keys')}" if group(hs, "keys") else "the store read timed out"},
        alts=[("peer_process_died", "the rank that should have written the key may have died first: "
                                    "look for its own error or exit code"),
@@ -377,6 +404,17 @@ SIGNATURES = (
     # TCPStore.cpp (TORCH_CPP_LOG_LEVEL=INFO): "The server has started on port = N." -- the store is listening.
     ctx("store_started", ("The server has started on port",), r"The server has started on port",
         "the rendezvous store is listening on this host", harmless=True),
+    # ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL): before each collective the wrapper runs a
+    # monitored barrier; "Monitored Barrier encountered error running collective: <fingerprint>. Error: <why>"
+    # quotes the fingerprint of the collective it was about to run and the barrier's own failure (a peer
+    # gone or late). It is not a mismatch: that says "Detected mismatch between collectives".
+    ctx("wrapper_barrier_error", ("Monitored Barrier encountered error",),
+        r"ProcessGroupWrapper: Monitored Barrier encountered error running collective",
+        "the DETAIL wrapper's barrier before a collective failed (a peer gone or late), quoting that collective"),
+    # socket.cpp / TCPStore.cpp: the client reached the store (after any retries it logged before).
+    ctx("store_connected", ("The client socket has connected to", "TCP client connected to host"),
+        r"The client socket has connected to|TCP client connected to host",
+        "this process's connection to the store succeeded", harmless=True),
     ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
         r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),

@@ -68,3 +68,56 @@ def test_a_distributed_error_is_not_a_rank_raising_on_its_own(tmp_path: Path) ->
     other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
                            "torch.distributed.DistNetworkError: The client socket has timed out after 30000ms")
     assert _causes(tmp_path, node0=BARRIER, node1=other)[0] != "peer_process_died"
+
+
+# Lines of the DETAIL runs (TORCH_DISTRIBUTED_DEBUG=DETAIL, TORCH_CPP_LOG_LEVEL=INFO) of the same jobs.
+RETRY = ("[I1127 14:41:53.739784833 socket.cpp:931] [c10d - trace] The server socket on [79d0:0:a61b:0:55f6::]:41197 "
+         "is not yet listening (errno: 111 - Connection refused), will retry.\n")
+CONNECTED = "[I1127 14:41:53.038158423 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.11.1:29500\n"
+MESH = ("[E1127 14:42:54.035900568 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+        "third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [none]\n")
+NAME_REFUSED = (RETRY * 3 + "[E1127 14:43:33.741748491 socket.cpp:1028] [c10d] The client socket has timed out after "
+                "30000ms while trying to connect to (trainmaster, 29500).\n")
+WRAPPER = ("[rank1]: RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error running collective: "
+           "CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024], TensorDtypes=Float). Error: \n"
+           "[rank1]: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+           "[10.209.21.1]:7092. This is typically caused by a remote worker crashing.\n")
+AGENT_KEYS = ("torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /none/torchelastic/role_info/0, "
+              "/none/torchelastic/role_info/1\n")
+
+
+def test_a_store_refusal_retried_past_is_not_the_cause(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=MESH, node1=RETRY + CONNECTED + MESH)[0] == "firewall_or_port_blocked"
+
+
+def test_a_store_refusal_never_retried_past_still_counts(tmp_path: Path) -> None:
+    assert "rendezvous_unreachable" in _causes(tmp_path, node0=MESH, node1=RETRY + MESH)
+
+
+def test_store_up_and_its_name_refused_here_is_hostname_resolution(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=NAME_REFUSED)[0] == "hostname_resolution"
+
+
+def test_store_up_and_an_address_refused_is_not_hostname_resolution(tmp_path: Path) -> None:
+    by_ip = NAME_REFUSED.replace("(trainmaster, 29500)", "(10.209.31.2, 29500)")
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=by_ip)[0] == "rendezvous_unreachable"
+
+
+def test_the_detail_wrappers_barrier_error_is_not_a_mismatch(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=BARRIER, node1=WRAPPER)[0] == "collective_timeout_straggler"
+
+
+def test_a_real_mismatch_under_detail_still_is_one(tmp_path: Path) -> None:
+    real = ("[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[1024], TensorDtypes=Float), but Rank 0 "
+            "is running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE).\n")
+    assert _causes(tmp_path, node0=BARRIER, node1=real)[0] == "collective_mismatch"
+
+
+def test_agents_waiting_for_each_others_node_keys_is_a_launcher_misconfig(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=AGENT_KEYS, node1=AGENT_KEYS)[0] == "launcher_misconfig"
+
+
+def test_a_store_wait_for_the_programs_own_keys_is_not(tmp_path: Path) -> None:
+    own = AGENT_KEYS.replace("/none/torchelastic/role_info/0, /none/torchelastic/role_info/1", "/default_pg/0//cpu//0")
+    assert _causes(tmp_path, node0=own)[0] == "collective_timeout_straggler"
