@@ -121,3 +121,25 @@ def test_agents_waiting_for_each_others_node_keys_is_a_launcher_misconfig(tmp_pa
 def test_a_store_wait_for_the_programs_own_keys_is_not(tmp_path: Path) -> None:
     own = AGENT_KEYS.replace("/none/torchelastic/role_info/0, /none/torchelastic/role_info/1", "/default_pg/0//cpu//0")
     assert _causes(tmp_path, node0=own)[0] == "collective_timeout_straggler"
+
+
+# Without DETAIL gloo says only that rank 0's recv timed out and rank 1's connection closed; the launchers' exit
+# times (each host's "failed (exitcode: 1)" line) tell whether rank 1 was blocked in a collective then or away.
+RECV_TIMEOUT = ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                "Timed out waiting 10000ms for recv operation to complete\n")
+CLOSED = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+          "by peer [10.209.22.1]:27531. This is typically caused by a remote worker crashing.\n")
+AGENT = ("E1127 {t} 22126 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+         "local_rank: 0 (pid: 22363) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+
+
+def test_a_peer_that_lost_its_connection_as_the_waiter_gave_up_was_in_another_collective(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=RECV_TIMEOUT + AGENT.format(t="14:37:18.186000"),
+                  node1=CLOSED + AGENT.format(t="14:37:18.098000"))
+    assert got[0] == "collective_mismatch"
+
+
+def test_a_peer_that_met_the_closed_connection_later_was_late(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=RECV_TIMEOUT + AGENT.format(t="14:36:53.043000"),
+                  node1=CLOSED + AGENT.format(t="14:37:06.841000"))
+    assert got[0] == "collective_timeout_straggler"
