@@ -168,14 +168,17 @@ SCENARIOS: dict[str, tuple[str, dict[int, dict]]] = {
 HOLDOUT = {name for i, name in enumerate(SCENARIOS) if i % 3 == 2}  # their run 2 only
 # Run 3 (a second held-out set, made after the first was scored): run 2's fault with TORCH_DISTRIBUTED_DEBUG=INFO.
 INFO = {"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}
+# Run 4 (a third held-out set, made after the second was scored): run 1's fault, two ranks per host (the
+# faulty rank is rank 3, on host b).
 for _label, _runs in SCENARIOS.values():
     _runs[3] = {**_runs[2], "env": INFO}
+    _runs[4] = {**_runs[1], "nproc": 2, **({"fault_rank": 3} if "fault" in _runs[1] else {})}
 
 
 def run_case(name: str, run: int, k: int, out_root: Path) -> str:
     label, runs = SCENARIOS[name]
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in runs[run].items()}
-    split = "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
+    split = "holdout4" if run == 4 else "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
     case = out_root / split / f"{name}-{run}"
     shutil.rmtree(case, ignore_errors=True)
     (case / "logs").mkdir(parents=True)

@@ -74,16 +74,22 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
         # socket.cpp looks the name up (IPv6 lookups map IPv4 addresses, AI_V4MAPPED) before connecting; when that
         # lookup failed for this very name and no connection was ever tried, the name is unknown on this host.
         unknown = [h for h in hits(m, "ipv6_lookup_note") if (h.groups.get("host") or "") in names and "gai error" in h.ev.text]
-        refused = [h for h in hits(m, "peer_refused") + m.warn_hits.get("peer_refused", [])]
-        if unknown and not refused:
+        refused = [h for h in hits(m, "peer_refused") + m.warn_hits.get("peer_refused", [])] + hits(m, "store_not_listening")
+        # Where the store's own host reached it ("TCP client connected to host H:P"): a rank that timed out on
+        # another address was given a wrong one, whatever happened to its packets.
+        at = {h.groups.get("host") for h in hits(m, "store_connected") if h.groups.get("host")}
+        wrong_address = bool(at) and not names & at
+        if wrong_address or not names:
+            pass  # the address itself is in question: LOG011 below
+        elif unknown and not refused:
             return [cand("LOG015", "hostname_resolution", 2, timed + unknown[:1],
                          params={"what": f"the store host's name {sorted(names)[0]!r} on this host"},
                          detail="The store was up (its own host's log shows it listening), but this host could not "
                                 "resolve its name: add it to this host's /etc/hosts or DNS, or use the address.",
                          alts=[("rendezvous_unreachable", "if the name is meant to appear later (a master pod not yet "
                                                           "scheduled), the worker started too early")])]
-        if names and refused and not unknown and not any(_IP.fullmatch(n) for n in names) \
-                and all("refused" in h.ev.text for h in refused):
+        elif refused and not unknown and not any(_IP.fullmatch(n) for n in names) \
+                and all("refused" in h.ev.text or "listening yet" in h.ev.text for h in refused):
             # Refused on every try, by name, while the store listened elsewhere: the name resolves here to an
             # address where nothing listens (127.0.1.1 from /etc/hosts, a stale entry).
             return [cand("LOG015", "hostname_resolution", 2, timed + refused[:1],
@@ -93,7 +99,7 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                 "(getent hosts NAME; Debian-style /etc/hosts map host names to 127.0.1.1).",
                          alts=[("firewall_or_port_blocked", "a firewall that rejects (not drops) the store's port also "
                                                             "refuses: if the name resolves right, check the firewall")])]
-        if not unknown and not refused:
+        elif not unknown and not refused:
             return [cand("LOG025", "firewall_or_port_blocked", 2, timed + up[:1],
                          detail="The store was up (its own host's log shows it listening), yet this host's connection "
                                 "to it got no answer at all (no refusal, no 'No route to host'): packets to the store's "
@@ -413,8 +419,12 @@ SIGNATURES = (
         "the DETAIL wrapper's barrier before a collective failed (a peer gone or late), quoting that collective"),
     # socket.cpp / TCPStore.cpp: the client reached the store (after any retries it logged before).
     ctx("store_connected", ("The client socket has connected to", "TCP client connected to host"),
-        r"The client socket has connected to|TCP client connected to host",
+        r"The client socket has connected to|TCP client connected to host (?P<host>[^\s:]{1,255}|\[[^\]]{1,64}\]):\d{1,5}",
         "this process's connection to the store succeeded", harmless=True),
+    # socket.cpp: "No socket on {} is listening yet, will retry." -- its wording for a refused connect (ECONNREFUSED)
+    # to the store, which it retries until its timeout.
+    ctx("store_not_listening", ("is listening yet",), r"No socket on \((?P<host>[^,\s)]{1,255}), ?(?P<port>\d{1,5})\) is listening yet",
+        "a connect to the store was refused (nothing listened at that address yet); torch retries it", harmless=True),
     ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
         r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),

@@ -143,3 +143,29 @@ def test_a_peer_that_met_the_closed_connection_later_was_late(tmp_path: Path) ->
     got = _causes(tmp_path, node0=RECV_TIMEOUT + AGENT.format(t="14:36:53.043000"),
                   node1=CLOSED + AGENT.format(t="14:37:06.841000"))
     assert got[0] == "collective_timeout_straggler"
+
+
+# TORCH_CPP_LOG_LEVEL=INFO without DETAIL: torch logs a refused connect to the store as "No socket on (H, P) is
+# listening yet, will retry", and the store's own host the address it reached it at.
+STORE_HOST = ("[I1127 14:50:48.260881587 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+              "[I1127 14:50:48.261505562 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.20.1:29500\n"
+              + STORE_WAITED)
+OWN_ADDRESS = ("[E1127 14:51:13.279250509 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+               "trying to connect to (10.209.20.2, 29500).\n"
+               "[I1127 14:51:40.271059614 socket.cpp:881] [c10d] No socket on (10.209.20.2, 29500) is listening yet, "
+               "will retry.\n")
+
+
+def test_a_rank_timing_out_on_another_address_than_the_stores_had_a_wrong_address(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_HOST, node1=OWN_ADDRESS)[0] == "rendezvous_unreachable"
+
+
+def test_a_silent_timeout_on_the_stores_own_address_is_a_firewall(tmp_path: Path) -> None:
+    same = OWN_ADDRESS.split("\n")[0].replace("10.209.20.2", "10.209.20.1") + "\n"
+    assert _causes(tmp_path, node0=STORE_HOST, node1=same)[0] == "firewall_or_port_blocked"
+
+
+def test_nothing_listening_at_the_stores_name_here_is_hostname_resolution(tmp_path: Path) -> None:
+    by_name = OWN_ADDRESS.replace("10.209.20.2", "trainmaster")
+    store = STORE_HOST.replace("host 10.209.20.1:29500", "host trainmaster:29500")
+    assert _causes(tmp_path, node0=store, node1=by_name)[0] == "hostname_resolution"

@@ -35,6 +35,9 @@ ROWS = [
      "SequenceNumber=0, OpType=ALLREDUCE, TensorShape=[1024])"),
     ("agent_keys_wait", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /none/torchelastic/role_info/0, "
      "/none/torchelastic/role_info/1", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /default_pg/0//cpu//0"),
+    ("store_not_listening", "[I1127 14:51:40.271059614 socket.cpp:881] [c10d] No socket on (10.209.20.2, 29500) is "
+     "listening yet, will retry.", "[I1127 14:50:48.2 socket.cpp:785] [c10d - debug] The client socket will attempt to "
+     "connect to an IPv6 address of (10.209.20.2, 29500)."),
     ("gethostname_failed", "RuntimeError: gethostname() failed: Resource temporarily unavailable",
      "[c10d] The hostname of the client socket cannot be retrieved. err=-3"),
     ("watchdog_abort",
