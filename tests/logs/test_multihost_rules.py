@@ -169,3 +169,9 @@ def test_nothing_listening_at_the_stores_name_here_is_hostname_resolution(tmp_pa
     by_name = OWN_ADDRESS.replace("10.209.20.2", "trainmaster")
     store = STORE_HOST.replace("host 10.209.20.1:29500", "host trainmaster:29500")
     assert _causes(tmp_path, node0=store, node1=by_name)[0] == "hostname_resolution"
+
+
+def test_an_error_of_the_communication_stack_is_not_the_programs_own(tmp_path: Path) -> None:
+    other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
+                           "RuntimeError: NCCL communicator was aborted on rank 1.")
+    assert "peer_process_died" not in _causes(tmp_path, node0=BARRIER, node1=other)[:1]
