@@ -161,6 +161,33 @@ def group(hs: list[Any], *names: str) -> str | None:
     return None
 
 
+#: Exceptions torch.distributed raises about the job's communication (not a rank's own code failing).
+_COMM_EXCEPTIONS = ("DistError", "DistNetworkError", "DistStoreError", "DistBackendError", "DistQueueEmptyError",
+                    "ChildFailedError", "SignalException", "RendezvousError", "RendezvousConnectionError",
+                    "RendezvousTimeoutError", "RendezvousClosedError", "RendezvousStateError")
+
+
+#: Words of an exception raised by the communication stack itself (its own errors, not the program's).
+_COMM_WORDS = re.compile(r"NCCL|nccl|[Gg]loo|c10d|ProcessGroup|[Cc]ollective|TCPStore|[Ss]ocket|\bMPI\b|\bUC[CX]\b"
+                         r"|[Rr]endezvous|[Ww]atchdog|[Cc]ommunicator|[Tt]imed out|[Tt]imeout")
+
+
+def raised_ranks(m: Any) -> dict[int, Any]:
+    """Ranks whose own code raised: an exception that no rule reads as a communication failure (a ValueError in
+    the training loop, torch's allocator running out of host memory), by rank, the first one each.
+
+    Such a rank is the first to fail; its peers' closed connections and timeouts follow from it."""
+    own = {(ev.source, ev.line) for ev, _seq, kind in m.unmatched_errors if kind == "exception"}
+    read = {(h.ev.source, h.ev.line) for hs in m.hits.values() for h in hs}  # lines a rule (even a context row) reads
+    out: dict[int, Any] = {}
+    for typ, _msg, ev, _seq in m.exceptions:
+        if ev.rank is None or (ev.source, ev.line) not in own or (ev.source, ev.line) in read or typ in _COMM_EXCEPTIONS \
+                or _COMM_WORDS.search(_msg):
+            continue
+        out.setdefault(ev.rank, ev)
+    return out
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

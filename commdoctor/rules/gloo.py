@@ -6,9 +6,41 @@ Promise: rule rows only (see commdoctor.rules.base), written from gloo's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, group, sig
+
+
+#: The time of day at the head of a torch log line ("E1127 14:37:18.098000 22127 ..."; glog's own form).
+_WHEN = re.compile(r"^\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
+
+
+def _exit_times(m: Any) -> dict[str, tuple[str, float]]:
+    """When each file's launcher saw its worker fail (its "failed (exitcode: N)" line): file -> (month-day, seconds)."""
+    out: dict[str, tuple[str, float]] = {}
+    for f in m.elastic:
+        w = _WHEN.match(f.ev.text) if f.ev is not None and not f.root else None
+        if w:
+            t = (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s")))
+            old = out.get(f.ev.source)
+            if old is None or t < old:
+                out[f.ev.source] = t
+    return out
+
+
+def _failed_together(m: Any, hs: list[Any], late: list[int]) -> bool:
+    """The ranks that logged no timeout lost their connection within a second or two of the waiting ranks giving
+    up: they were blocked inside a collective too (a late rank meets the closed connection only when it arrives)."""
+    lost = [h for h in m.hits.get("conn_lost", []) if h.ev.rank in late]
+    if not lost or {h.ev.rank for h in lost} != set(late):
+        return False
+    when = _exit_times(m)
+    waited = [when[h.ev.source] for h in hs if h.ev.source in when]
+    gone = [when[h.ev.source] for h in lost if h.ev.source in when]
+    if not waited or not gone or len({t[0] for t in waited + gone}) != 1:
+        return False
+    return max(t[1] for t in gone) - min(t[1] for t in waited) <= 2.0
 
 
 def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -26,6 +58,15 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                               "every rank the same way: if the code paths are identical, test the network")])]
     # gloo does not name the peer it waited for; ranks of the job that logged no timeout are the candidates.
     late = [r for r in range(world) if r not in waited][:8] if world >= 2 and waited else []
+    if late and _failed_together(m, hs, late):
+        return [cand("LOG050", "collective_mismatch", 5, hs + [h for h in m.hits.get("conn_lost", []) if h.ev.rank in late][:2],
+                     detail=f"Rank(s) {', '.join(map(str, sorted(waited)))} timed out in a collective, and rank(s) "
+                            f"{', '.join(map(str, late))} lost the connection within two seconds of that (their launchers' "
+                            "exit times): they were inside a collective too, not away. Ranks waiting in collectives that do "
+                            "not pair up (another operation, size or order) time out like this; TORCH_DISTRIBUTED_DEBUG="
+                            "DETAIL names the calls.",
+                     alts=[("collective_timeout_straggler", "if the hosts' clocks differ by seconds, the times cannot tell: "
+                                                            "a late rank meets the closed connection only when it arrives")])]
     who = (f"rank(s) {', '.join(map(str, late))} logged no timeout: the late rank is among them" if late
            else "gloo does not name the peer it waited for")
     c = cand("LOG054", "collective_timeout_straggler", 6, hs, params={"who": who}, alts=[

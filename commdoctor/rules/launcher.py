@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, sig
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, raised_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -21,6 +21,17 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     roots = [f for f in m.elastic if f.root]
     killed = [f for f in m.elastic if f.signal or (f.exitcode is not None and f.exitcode < 0)]
     el = roots or killed
+    raised = raised_ranks(m)
+    if raised and not killed and not any(c.tier <= 4 and not c.consequence for c in found):
+        # Each node's launcher names its own first failure; the rank whose own code raised failed first, and
+        # the other ranks' closed connections and timeouts follow from it.
+        r, ev = sorted(raised.items())[0]
+        f = next((x for x in el if x.rank == r), None)
+        where = f" on {f.host}" if f is not None and f.host else ""
+        c = Cand("LOG060", "peer_process_died", 4, ev_seq(m, ev), [ev] + [x.ev for x in el if x.rank == r and x.ev][:1],
+                 params={"what": f"rank {r}{where} raised an error of its own: {ev.text[:160]}"},
+                 ranks={r}, hosts={f.host} if f is not None and f.host else set())
+        return [c]
     if not hs and not el:
         return []
     evs = [f.ev for f in el if f.ev][:2] + [h.ev for h in hs[:2]]
@@ -50,6 +61,11 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         c.detail = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
                     "collective timeout or a communicator error, so the error it logged before is the cause.")
     return [c]
+
+
+def ev_seq(m: Any, ev: Any) -> int:
+    """The global order of an exception line (for ordering candidates)."""
+    return next((seq for _t, _m, e, seq in m.exceptions if e is ev), 0)
 
 
 def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:

@@ -55,6 +55,9 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Refused or unroutable: the rendezvous store when the line names it, else a peer."""
     store = [h for h in hs if _STORE_WORDS.search(h.ev.text)]
     peer = [h for h in hs if h not in store]
+    # A refusal the client retried past: the same log shows it connected to the store afterwards.
+    joined = hits(m, "store_connected")
+    store = [h for h in store if not any(c.ev.source == h.ev.source and c.seq > h.seq for c in joined)]
     out = []
     if store:
         out.append(cand("LOG011", "rendezvous_unreachable", 3, store,
@@ -228,7 +231,7 @@ SIGNATURES = (
     # socket.cpp looks a store's name up once per family ("The {IPv6 |IPv4 |}network addresses of (host, port)
     # cannot be retrieved (gai error: ...)") and connects over whichever resolves: a name with no IPv6 address
     # fails the IPv6 lookup in every working job. Only the IPv4 (or family-less) line says the name is unknown.
-    ctx("ipv6_lookup_note", ("IPv6 network addresses of",), r"The IPv6 network addresses of \(",
+    ctx("ipv6_lookup_note", ("IPv6 network addresses of",), r"The IPv6 network addresses of \((?P<host>[^,\s)]{1,255})",
         "torch found no IPv6 address for a name it then reached over IPv4 (harmless on its own)"),
     sig("gethostname_failed", ("gethostname",), r"gethostname\(\) failed",
         "hostname_resolution", ROOT, 2, "this host's own name could not be read", read_by="name_resolution"),

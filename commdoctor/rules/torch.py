@@ -10,11 +10,12 @@ collectives (a mismatch) or in the same one (a straggler or a hang).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, raised_ranks, sig,
 )
 
 
@@ -39,6 +40,80 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if r:
         c.ranks = {int(r)}
     return [c]
+
+
+def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """monitored_barrier names the ranks that did not arrive; a named rank whose own code raised or that was killed
+    did not arrive because it had failed (that failure is the root cause), otherwise it was late."""
+    named = {int(x) for x in (hs[0].groups.get("ranks") or "").replace(",", " ").split() if x.isdigit() and len(x) < 8}
+    failed = set(raised_ranks(m)) | {f.rank for f in m.elastic
+                                     if f.rank is not None and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
+    who = f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"
+    if named & failed:
+        return [cand("LOG051", "collective_timeout_straggler", 6, hs, params={"who": who + " (it had failed first)"},
+                     consequence=True)]
+    return [cand("LOG051", "collective_timeout_straggler", 3, hs, params={"who": who})]
+
+
+_IP = re.compile(r"[\d.]{7,15}|[0-9a-fA-F:]{2,39}")
+
+
+def _store_up(m: Any) -> list[Any]:
+    """Lines of the store's own host saying the store was listening: TCPStore's "Timed out after N seconds waiting
+    for clients" (it listened all along) or its DETAIL note "The server has started on port"."""
+    return hits(m, "store_wait_clients") + hits(m, "store_started")
+
+
+def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[Cand]:
+    """A rank's connection to the store timed out. Whether the store was up (its own host's log says so) and how the
+    connect failed tell a name that does not resolve on this host, and a silent drop, from a store that is not there."""
+    timed = [h for h in hs if "timed out" in h.ev.text]
+    up = _store_up(m)
+    if timed and up:
+        names = {h.groups.get("host") or h.groups.get("host2") or "" for h in timed} - {""}
+        # socket.cpp looks the name up (IPv6 lookups map IPv4 addresses, AI_V4MAPPED) before connecting; when that
+        # lookup failed for this very name and no connection was ever tried, the name is unknown on this host.
+        unknown = [h for h in hits(m, "ipv6_lookup_note") if (h.groups.get("host") or "") in names and "gai error" in h.ev.text]
+        refused = [h for h in hits(m, "peer_refused") + m.warn_hits.get("peer_refused", [])] + hits(m, "store_not_listening")
+        # Where the store's own host reached it ("TCP client connected to host H:P"): a rank that timed out on
+        # another address was given a wrong one, whatever happened to its packets.
+        at = {h.groups.get("host") for h in hits(m, "store_connected") if h.groups.get("host")}
+        wrong_address = bool(at) and not names & at
+        if wrong_address or not names:
+            pass  # the address itself is in question: LOG011 below
+        elif unknown and not refused:
+            return [cand("LOG015", "hostname_resolution", 2, timed + unknown[:1],
+                         params={"what": f"the store host's name {sorted(names)[0]!r} on this host"},
+                         detail="The store was up (its own host's log shows it listening), but this host could not "
+                                "resolve its name: add it to this host's /etc/hosts or DNS, or use the address.",
+                         alts=[("rendezvous_unreachable", "if the name is meant to appear later (a master pod not yet "
+                                                          "scheduled), the worker started too early")])]
+        elif refused and not unknown and not any(_IP.fullmatch(n) for n in names) \
+                and all("refused" in h.ev.text or "listening yet" in h.ev.text for h in refused):
+            # Refused on every try, by name, while the store listened elsewhere: the name resolves here to an
+            # address where nothing listens (127.0.1.1 from /etc/hosts, a stale entry).
+            return [cand("LOG015", "hostname_resolution", 2, timed + refused[:1],
+                         params={"what": f"the store host's name {sorted(names)[0]!r} on this host (refused there)"},
+                         detail="The store was up (its own host's log shows it listening), but connecting to its name "
+                                "from this host was refused on every try: the name resolves here to another address "
+                                "(getent hosts NAME; Debian-style /etc/hosts map host names to 127.0.1.1).",
+                         alts=[("firewall_or_port_blocked", "a firewall that rejects (not drops) the store's port also "
+                                                            "refuses: if the name resolves right, check the firewall")])]
+        elif not unknown and not refused:
+            return [cand("LOG025", "firewall_or_port_blocked", 2, timed + up[:1],
+                         detail="The store was up (its own host's log shows it listening), yet this host's connection "
+                                "to it got no answer at all (no refusal, no 'No route to host'): packets to the store's "
+                                "port are dropped on the way, as a firewall or security group does.",
+                         alts=[("rendezvous_unreachable", "a MASTER_ADDR that names another, routed but silent address "
+                                                          "also times out: compare it with the store host's address")])]
+    return [cand("LOG011", "rendezvous_unreachable", 3, hs, params={
+        "endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
+                          for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
+        "how": "timed out connecting"}, alts=alts)]
+
+
+def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    return _store_connect(m, hs, STORE_CONNECT_ALTS)
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -220,20 +295,22 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
 
 
+STORE_CONNECT_ALTS = [("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
+                                          "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
+             ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
+                                     "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]
+
 SIGNATURES = (
     # -- stores and rendezvous ----------------------------------------------------------------------
     sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
        r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
        r"|client socket has failed to connect to (?:any (?:network )?address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
        "rendezvous_unreachable", ROOT, 3, "a rank could not connect to the rendezvous store",
-       code="LOG011",
+       code="LOG011", build=_store_connect_rule,
        params=lambda hs: {"endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
                                             for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
                           "how": "timed out connecting"},
-       alts=[("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
-                                          "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
-             ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
-                                     "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]),
+       alts=STORE_CONNECT_ALTS),
     sig("store_wait_clients", ("waiting for clients", "clients joined"),
        r"[Tt]imed out after (?P<secs>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
        "rendezvous_unreachable", ROOT, 3, "the store on rank 0 waited for ranks that never connected",
@@ -272,16 +349,28 @@ SIGNATURES = (
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
-       code="LOG050"),
+       code="LOG050", exclude=("wrapper_barrier_error",)),
     sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),
        r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)",
        "collective_timeout_straggler", ROOT, 4, "a rank waited in the store for rank 0's NCCL unique id until the timeout",
        build=_unique_id),
+    # torch/distributed/elastic/agent/server/api.py: each node's agent writes its node's key
+    # (torchelastic/role_info/<node rank>, assigned_ranks/...) and waits for every node's. A wait timeout on
+    # those keys is the launchers not agreeing on the nodes: a node rank used twice, a wrong --nnodes, a node
+    # not started; not a rank late in a collective.
+    sig("agent_keys_wait", ("wait timeout after",), r"wait timeout after (?P<ms>\d+) ?ms, keys: \S{0,100}torchelastic/",
+        "launcher_misconfig", ROOT, 3, "the launchers (torchrun's agents) waited for a node's key that no node wrote",
+        code="LOG062", params=lambda hs: {"what": "the nodes' agents waited for each other's node keys (torchelastic/"
+                                                  "role_info): two nodes with one --node-rank, or --nnodes larger than "
+                                                  "the nodes started"},
+        alts=[("peer_process_died", "a node whose agent died before writing its key looks the same: look for its own "
+                                    "error"),
+              ("rendezvous_unreachable", "a node that could not reach the store never writes its key either")]),
     sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
        r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms",
        "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
-       code="LOG055", exclude=("store_get_timeout",),
+       code="LOG055", exclude=("store_get_timeout", "agent_keys_wait"),
        params=lambda hs: {"what": f"keys {group(hs, 'keys')}" if group(hs, "keys") else "the store read timed out"},
        alts=[("peer_process_died", "the rank that should have written the key may have died first: "
                                    "look for its own error or exit code"),
@@ -294,7 +383,7 @@ SIGNATURES = (
     sig("monitored_barrier", ("monitoredBarrier", "failed to pass monitoredBarrier"),
        r"[Rr]anks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier",
        "collective_timeout_straggler", ROOT, 3, "monitored_barrier named ranks that did not arrive",
-       code="LOG051", params=lambda hs: {"who": f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"}),
+       build=_monitored_barrier),
     sig("rpc_timeout", ("RPC call to",),
        r"RPC call to (?P<what>\S+) timed out",
        "nccl_internal_bug", ROOT, 5, "a serving engine's workers stopped answering inside a model step",
@@ -318,6 +407,24 @@ SIGNATURES = (
     ctx("watchdog_abort", ("taking the entire process down", "watchdog thread terminated with exception"),
         r"we are taking the entire process down|[Ww]atchdog thread terminated with exception",
         "torch's watchdog aborted this process after a failure it logged before (SIGABRT follows)"),
+    # TCPStore.cpp (TORCH_CPP_LOG_LEVEL=INFO): "The server has started on port = N." -- the store is listening.
+    ctx("store_started", ("The server has started on port",), r"The server has started on port",
+        "the rendezvous store is listening on this host", harmless=True),
+    # ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL): before each collective the wrapper runs a
+    # monitored barrier; "Monitored Barrier encountered error running collective: <fingerprint>. Error: <why>"
+    # quotes the fingerprint of the collective it was about to run and the barrier's own failure (a peer
+    # gone or late). It is not a mismatch: that says "Detected mismatch between collectives".
+    ctx("wrapper_barrier_error", ("Monitored Barrier encountered error",),
+        r"ProcessGroupWrapper: Monitored Barrier encountered error running collective",
+        "the DETAIL wrapper's barrier before a collective failed (a peer gone or late), quoting that collective"),
+    # socket.cpp / TCPStore.cpp: the client reached the store (after any retries it logged before).
+    ctx("store_connected", ("The client socket has connected to", "TCP client connected to host"),
+        r"The client socket has connected to|TCP client connected to host (?P<host>[^\s:]{1,255}|\[[^\]]{1,64}\]):\d{1,5}",
+        "this process's connection to the store succeeded", harmless=True),
+    # socket.cpp: "No socket on {} is listening yet, will retry." -- its wording for a refused connect (ECONNREFUSED)
+    # to the store, which it retries until its timeout.
+    ctx("store_not_listening", ("is listening yet",), r"No socket on \((?P<host>[^,\s)]{1,255}), ?(?P<port>\d{1,5})\) is listening yet",
+        "a connect to the store was refused (nothing listened at that address yet); torch retries it", harmless=True),
     ctx("client_hostname_note", ("hostname of the client socket cannot be retrieved",),
         r"hostname of the client socket cannot be retrieved", "torch could not name a peer's address for a log message (harmless)"),
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),

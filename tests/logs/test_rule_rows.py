@@ -25,6 +25,19 @@ ROWS = [
     ("client_hostname_note",
      "[W1121 10:00:00.123 socket.cpp:752] [c10d] The hostname of the client socket cannot be retrieved. err=-3",
      "[W1121 10:00:00.123 socket.cpp:752] [c10d] The client socket has failed to connect to [node2]:29500"),
+    ("store_started", "[I1127 14:35:51.629491402 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.",
+     "[I1127 14:35:51.6 socket.cpp:785] [c10d - debug] The server socket has started to listen on [::]:29500."),
+    ("store_connected", "[I1127 14:41:53.038158423 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.11.1:29500",
+     "[E1127 14:38:37.0 TCPStore.cpp:328] [c10d] TCP client failed to connect/validate to host 10.209.28.1:29500 - timed out"),
+    ("wrapper_barrier_error", "[rank1]: RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error running "
+     "collective: CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024]). Error: ",
+     "[rank1]:[I1127 14:36:02.1 ProcessGroupWrapper.cpp:710] [Rank 1] Running collective: CollectiveFingerPrint("
+     "SequenceNumber=0, OpType=ALLREDUCE, TensorShape=[1024])"),
+    ("agent_keys_wait", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /none/torchelastic/role_info/0, "
+     "/none/torchelastic/role_info/1", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /default_pg/0//cpu//0"),
+    ("store_not_listening", "[I1127 14:51:40.271059614 socket.cpp:881] [c10d] No socket on (10.209.20.2, 29500) is "
+     "listening yet, will retry.", "[I1127 14:50:48.2 socket.cpp:785] [c10d - debug] The client socket will attempt to "
+     "connect to an IPv6 address of (10.209.20.2, 29500)."),
     ("gethostname_failed", "RuntimeError: gethostname() failed: Resource temporarily unavailable",
      "[c10d] The hostname of the client socket cannot be retrieved. err=-3"),
     ("watchdog_abort",

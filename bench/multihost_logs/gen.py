@@ -1,0 +1,263 @@
+"""Make real two-host gloo job logs that failed in known ways (issue #16), one folder per case.
+
+usage (root; about 10 min on 2 busy cores):
+    python bench/multihost_logs/gen.py OUT [--only NAME,...] [--jobs 2]
+
+Two "hosts" are network namespaces ``mhl-<k>-a`` (master, 10.209.<k>.1) and
+``mhl-<k>-b`` (10.209.<k>.2) joined by one veth pair, each with its own host
+name (``unshare --uts``) and /etc/hosts (/etc/netns/NAME/hosts). Nothing else is
+in them, so no packet leaves. On each host ``torchrun --nnodes 2`` runs
+``worker.py`` (all_reduce + barrier steps); its stdout and stderr go to one file
+per host, as a user saves them (``torchrun ... > node0.log 2>&1``).
+
+Each scenario runs twice: run 1 plain, run 2 with TORCH_DISTRIBUTED_DEBUG=DETAIL
+and TORCH_CPP_LOG_LEVEL=INFO (and a variation of the fault where there is one).
+A case is ``OUT/<split>/<scenario>-<run>/logs/*.log`` plus ``truth.json``
+(root_cause: a label of /work/shared/corpus/README.md, "none" for a healthy run);
+score with ``python /work/shared/tools/score_corpus.py OUT/dev --dir``.
+The split is fixed before tuning: run 2 of every third scenario is ``holdout``,
+the rest ``dev``. Every job is bounded (``DEADLINE``); the namespaces and their
+/etc/netns folders are removed on any exit (also Ctrl-C / SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKER = str(HERE / "worker.py")
+DEADLINE = 75.0  # seconds one job may run, all hosts together
+GRACE = 25.0  # after the first host exits non-zero, how long the others may still write
+SCRUB = ("MASTER_", "GLOO_", "NCCL_", "TORCH_", "PET_", "TORCHELASTIC", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+         "LOCAL_WORLD_SIZE", "SLURM_", "OMPI_", "FAULT", "PG_TIMEOUT")
+PORT = 29500
+_labs: list["Lab"] = []
+_lock = threading.Lock()
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=20)
+    if check and p.returncode:
+        raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip()}")
+    return p
+
+
+class Host:
+    def __init__(self, ns: str, name: str, addr: str) -> None:
+        self.ns, self.name, self.addr = ns, name, addr
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def hosts(self, text: str) -> None:
+        d = Path("/etc/netns") / self.ns
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "hosts").write_text("127.0.0.1 localhost\n" + text)
+
+    def start(self, cmd: list[str], env: dict[str, str], out: Path | None) -> subprocess.Popen[bytes]:
+        argv = ["ip", "netns", "exec", self.ns, "unshare", "--uts", "--", "sh", "-c",
+                'hostname "$0" && exec "$@"', self.name, *cmd]
+        f = open(out, "wb") if out else subprocess.DEVNULL
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        if out:
+            f.close()  # type: ignore[union-attr]
+        self.procs.append(p)
+        return p
+
+    def iptables(self, *args: str) -> None:
+        sh("ip", "netns", "exec", self.ns, "iptables", "-w", "5", *args)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.procs.clear()
+
+
+class Lab:
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.a = Host(f"mhl-{k}-a", f"mhl{k}a", f"10.209.{k}.1")
+        self.b = Host(f"mhl-{k}-b", f"mhl{k}b", f"10.209.{k}.2")
+
+    def up(self) -> "Lab":
+        with _lock:
+            _labs.append(self)
+        self.down()
+        for h in (self.a, self.b):
+            sh("ip", "netns", "add", h.ns)
+            sh("ip", "-n", h.ns, "link", "set", "lo", "up")
+        va, vb = f"mhl{self.k}a", f"mhl{self.k}b"
+        sh("ip", "link", "add", va, "type", "veth", "peer", "name", vb)
+        for h, v in ((self.a, va), (self.b, vb)):
+            sh("ip", "link", "set", v, "netns", h.ns)
+            sh("ip", "-n", h.ns, "link", "set", v, "name", "eth0")
+            sh("ip", "-n", h.ns, "addr", "add", f"{h.addr}/24", "dev", "eth0")
+            sh("ip", "-n", h.ns, "link", "set", "eth0", "up")
+            sh("ip", "-n", h.ns, "route", "add", "unreachable", "default")
+        self.names()
+        return self
+
+    def names(self, a_extra: str = "", b_extra: str = "") -> None:
+        base = f"{self.a.addr} {self.a.name}\n{self.b.addr} {self.b.name}\n"
+        self.a.hosts(a_extra + base)
+        self.b.hosts(b_extra + base)
+
+    def down(self) -> None:
+        for h in (self.a, self.b):
+            h.stop()
+            sh("ip", "netns", "del", h.ns, check=False)
+            shutil.rmtree(Path("/etc/netns") / h.ns, ignore_errors=True)
+
+
+def cleanup(*_: object) -> None:
+    with _lock:
+        labs = list(_labs)
+    for lab in labs:
+        lab.down()
+
+
+def env_for(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env.update(extra)
+    return env
+
+
+# name -> (label, {run: setup}); a setup says what differs from a healthy job on each host.
+# Keys: env_a/env_b, args_a/args_b (torchrun arguments replaced), master_b (MASTER address b uses),
+# hosts_a/hosts_b (extra /etc/hosts lines), fw_b (iptables rules on b), squat (a listener on a's port).
+DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO"}
+SCENARIOS: dict[str, tuple[str, dict[int, dict]]] = {
+    "healthy": ("none", {1: {}, 2: {"env": DETAIL}}),
+    "healthy-2proc": ("none", {1: {"nproc": 2}, 2: {"nproc": 2, "env": DETAIL}}),
+    "rank-killed": ("peer_process_died", {1: {"fault": "kill"}, 2: {"fault": "kill", "env": DETAIL, "nproc": 2,
+                                                                      "fault_rank": 3}}),
+    "rank-raises": ("peer_process_died", {1: {"fault": "raise"}, 2: {"fault": "raise", "env": DETAIL}}),
+    "host-memory": ("peer_process_died", {1: {"fault": "memory"}, 2: {"fault": "memory", "env": DETAIL}}),
+    "straggler": ("collective_timeout_straggler", {1: {"fault": "straggler"}, 2: {"fault": "straggler", "env": DETAIL}}),
+    "mismatch-op": ("collective_mismatch", {1: {"fault": "mismatch_op"}, 2: {"fault": "mismatch_op", "env": DETAIL}}),
+    "mismatch-size": ("collective_mismatch", {1: {"fault": "mismatch_size"}, 2: {"fault": "mismatch_size", "env": DETAIL}}),
+    "firewall-gloo": ("firewall_or_port_blocked", {1: {"fw_b": "gloo"}, 2: {"fw_b": "gloo", "env": DETAIL}}),
+    "firewall-store": ("firewall_or_port_blocked", {1: {"fw_b": "store"}, 2: {"fw_b": "store", "env": DETAIL}}),
+    "wrong-master": ("rendezvous_unreachable", {1: {"master_b": "10.209.{k}.99"},
+                                                2: {"master_b": "10.209.{k}.2", "env": DETAIL}}),
+    "bad-hostname": ("hostname_resolution", {1: {"master": "trainmaster", "hosts_a": "10.209.{k}.1 trainmaster\n"},
+                                             2: {"master": "trainmaster", "hosts_a": "10.209.{k}.1 trainmaster\n",
+                                                 "hosts_b": "127.0.1.1 trainmaster\n", "env": DETAIL}}),
+    "port-conflict": ("port_conflict", {1: {"squat": True}, 2: {"squat": True, "env": DETAIL}}),
+    "wrong-ifname": ("wrong_interface", {1: {"env_b": {"GLOO_SOCKET_IFNAME": "eth1"}},
+                                         2: {"env_b": {"GLOO_SOCKET_IFNAME": "ib0"}, "env": DETAIL}}),
+    "wrong-nnodes": ("launcher_misconfig", {1: {"nnodes_b": "3"}, 2: {"node_rank_b": "0", "env": DETAIL}}),
+}
+HOLDOUT = {name for i, name in enumerate(SCENARIOS) if i % 3 == 2}  # their run 2 only
+# Run 3 (a second held-out set, made after the first was scored): run 2's fault with TORCH_DISTRIBUTED_DEBUG=INFO.
+INFO = {"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}
+# Run 4 (a third held-out set, made after the second was scored): run 1's fault, two ranks per host (the
+# faulty rank is rank 3, on host b).
+for _label, _runs in SCENARIOS.values():
+    _runs[3] = {**_runs[2], "env": INFO}
+    _runs[4] = {**_runs[1], "nproc": 2, **({"fault_rank": 3} if "fault" in _runs[1] else {})}
+
+
+def run_case(name: str, run: int, k: int, out_root: Path) -> str:
+    label, runs = SCENARIOS[name]
+    s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in runs[run].items()}
+    split = "holdout4" if run == 4 else "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
+    case = out_root / split / f"{name}-{run}"
+    shutil.rmtree(case, ignore_errors=True)
+    (case / "logs").mkdir(parents=True)
+    lab = Lab(k).up()
+    try:
+        lab.names(s.get("hosts_a", ""), s.get("hosts_b", ""))
+        if s.get("fw_b") == "gloo":  # b lets only the store's port through: no other TCP connection in or out
+            lab.b.iptables("-A", "INPUT", "-p", "tcp", "--syn", "-j", "DROP")
+            lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "-j", "DROP")
+        if s.get("fw_b") == "store":  # b may not reach the master's store port
+            lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--dport", str(PORT), "-j", "DROP")
+        if s.get("squat"):  # another program already listens on the master port of a
+            lab.a.start([sys.executable, "-c", "import socket,time;s=socket.socket();"
+                         f"s.bind(('0.0.0.0',{PORT}));s.listen(8);time.sleep({DEADLINE + 10})"], env_for({}), None)
+            time.sleep(1.0)
+        nproc = str(s.get("nproc", 1))
+        procs = {}
+        for i, h in enumerate((lab.a, lab.b)):
+            b = h is lab.b
+            master = s.get("master_b") if b and s.get("master_b") else s.get("master", lab.a.addr)
+            nnodes = s.get("nnodes_b", "2") if b else "2"
+            node_rank = s.get("node_rank_b", "1") if b else "0"
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", nnodes, "--nproc-per-node", nproc,
+                   "--node-rank", node_rank, "--master-addr", master, "--master-port", str(PORT),
+                   "--rdzv-conf", "timeout=30", "--max-restarts", "0", WORKER]
+            extra = dict(s.get("env", {}))
+            extra.update(s.get("env_b" if b else "env_a", {}))
+            if s.get("fault"):
+                extra.update(FAULT=s["fault"], FAULT_RANK=str(s.get("fault_rank", 1)))
+            procs[h.name] = h.start(cmd, env_for(extra), case / "logs" / f"node{i}.log")
+        t0 = time.monotonic()
+        failed_at = None
+        while time.monotonic() - t0 < DEADLINE:
+            rcs = [p.poll() for p in procs.values()]
+            if all(rc is not None for rc in rcs):
+                break
+            if failed_at is None and any(rc not in (None, 0) for rc in rcs):
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > GRACE:
+                break
+            time.sleep(0.2)
+        rcs = {n: p.poll() for n, p in procs.items()}
+        secs = time.monotonic() - t0
+    finally:
+        lab.down()
+    truth = {"source": f"bench/multihost_logs/gen.py {name} run {run}", "root_cause": label,
+             "evidence": f"scenario {name}, run {run}: {json.dumps(runs[run], sort_keys=True)}",
+             "fix": "", "confidence": "high", "torch_version": torch_version(),
+             "exit": {n: ("killed at deadline" if rc is None else rc) for n, rc in rcs.items()},
+             "seconds": round(secs, 1)}
+    (case / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    return f"{split}/{name}-{run}: {label} exit {truth['exit']} in {secs:.0f} s"
+
+
+def torch_version() -> str:
+    import torch
+    return str(torch.__version__)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--runs", default="1,2")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (network namespaces)")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    todo = [(n, r) for n in (a.only.split(",") if a.only else SCENARIOS) for r in map(int, a.runs.split(","))]
+    out = Path(a.out)
+    try:
+        with ThreadPoolExecutor(a.jobs) as ex:
+            futs = [ex.submit(run_case, n, r, 10 + i, out) for i, (n, r) in enumerate(todo)]
+            for f in futs:
+                print(f.result(), flush=True)
+    finally:
+        cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""A small training-like gloo job for torchrun (run by gen.py on each "host"; not a test).
+
+Each step all_reduces a "gradient", every few steps a barrier, like a data-parallel
+loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
+  kill       the rank SIGKILLs itself (a crash, an OOM-kill)
+  raise      the rank raises an exception from its own code
+  straggler  the rank sleeps STRAGGLE seconds (past the group's timeout) before the step
+  mismatch_op    the rank broadcasts where the others all_reduce
+  mismatch_size  the rank all_reduces a tensor of another size
+  memory     the rank asks for more host memory than there is (torch's allocator fails)
+PG_TIMEOUT is the process group's timeout in seconds.
+"""
+import datetime
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+fault = os.environ.get("FAULT", "none")
+bad = int(os.environ.get("FAULT_RANK", "1"))
+at = int(os.environ.get("FAULT_STEP", "3"))
+steps = int(os.environ.get("STEPS", "8"))
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "10"))))
+rank, world = dist.get_rank(), dist.get_world_size()
+print(f"rank {rank}/{world} on {os.uname().nodename}: process group ready", flush=True)
+grad = torch.ones(1024)
+for step in range(steps):
+    me = rank == bad and step == at
+    if me and fault == "kill":
+        print(f"rank {rank}: step {step}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if me and fault == "raise":
+        raise ValueError(f"batch {step} has 0 samples after filtering (rank {rank})")
+    if me and fault == "straggler":
+        time.sleep(float(os.environ.get("STRAGGLE", "25")))
+    if me and fault == "memory":
+        big = torch.empty(1 << 46, dtype=torch.uint8)
+    if me and fault == "mismatch_op":
+        dist.broadcast(grad, 0)
+    elif me and fault == "mismatch_size":
+        dist.all_reduce(torch.ones(512))
+    else:
+        dist.all_reduce(grad)
+    if step % 3 == 2:
+        dist.barrier()
+    grad = torch.ones(1024)
+    print(f"rank {rank}: step {step} loss {1.0 / (step + 1):.4f}", flush=True)
+    time.sleep(0.2)
+dist.destroy_process_group()
+print(f"rank {rank}: done", flush=True)
+sys.exit(0)

@@ -1,0 +1,177 @@
+"""What decides the verdict of a two-host job, on real lines of fixtures/logs/multihost (torch 2.13, gloo).
+
+Each test has the lines that give the cause and a near-miss where one fact is missing and the verdict must
+not follow: the rank whose own code raised is the root cause and the barrier that named it is the echo; a
+store connect that timed out while the store's own host shows it listening is a drop (or a name this host
+cannot resolve), not a store that is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+
+STORE_WAITED = ("Traceback (most recent call last):\n"
+                "torch.distributed.DistStoreError: Timed out after 31 seconds waiting for clients. 1/2 clients joined.\n")
+TIMED_OUT = ("[E1127 14:38:37.016141373 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while trying "
+             "to connect to (10.209.28.1, 29500).\n")
+NAME_TIMED_OUT = ("[W1127 14:41:53.862918500 socket.cpp:764] [c10d] The IPv6 network addresses of (trainmaster, 29500) cannot "
+                  "be retrieved (gai error: -3 - Temporary failure in name resolution).\n"
+                  "[E1127 14:42:15.761169273 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+                  "trying to connect to (trainmaster, 29500).\n")
+NO_ROUTE = ("[W1127 14:38:24.420143530 socket.cpp:764] [c10d] The client socket has failed to connect to [::]:60570 "
+            "(errno: 113 - No route to host).\n")
+BARRIER = ("[rank0]:[E1127 14:36:05.790244404 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 1 failed to pass monitoredBarrier "
+           "in 10000 ms\n[rank0]: RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 10000 ms\n")
+RAISED = ("[rank1]: Traceback (most recent call last):\n"
+          "[rank1]: ValueError: batch 3 has 0 samples after filtering (rank 1)\n")
+
+
+def _causes(tmp_path: Path, **files: str) -> list[str]:
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in files.items():
+        (d / f"{name}.log").write_text(text)
+    return [f["cause"] for f in diagnose_file(d)["findings"] if f.get("cause")]
+
+
+def test_store_up_and_connect_silently_timed_out_is_a_firewall(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=TIMED_OUT)[0] == "firewall_or_port_blocked"
+
+
+def test_without_the_store_hosts_log_it_stays_unreachable(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node1=TIMED_OUT)[0] == "rendezvous_unreachable"
+
+
+def test_no_route_to_host_is_a_wrong_address_not_a_firewall(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=NO_ROUTE + TIMED_OUT)[0] == "rendezvous_unreachable"
+
+
+def test_store_up_and_its_name_unknown_here_is_hostname_resolution(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=NAME_TIMED_OUT)[0] == "hostname_resolution"
+
+
+def test_unknown_name_without_the_store_hosts_log_is_not_hostname_resolution(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node1=NAME_TIMED_OUT)[0] != "hostname_resolution"
+
+
+def test_barrier_naming_a_rank_that_raised_is_its_echo(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=BARRIER, node1=RAISED)[0] == "peer_process_died"
+
+
+def test_barrier_naming_a_rank_that_did_not_fail_is_a_straggler(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=BARRIER, node1="rank 1: step 2 loss 0.3333\n")[0] == "collective_timeout_straggler"
+
+
+def test_a_distributed_error_is_not_a_rank_raising_on_its_own(tmp_path: Path) -> None:
+    other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
+                           "torch.distributed.DistNetworkError: The client socket has timed out after 30000ms")
+    assert _causes(tmp_path, node0=BARRIER, node1=other)[0] != "peer_process_died"
+
+
+# Lines of the DETAIL runs (TORCH_DISTRIBUTED_DEBUG=DETAIL, TORCH_CPP_LOG_LEVEL=INFO) of the same jobs.
+RETRY = ("[I1127 14:41:53.739784833 socket.cpp:931] [c10d - trace] The server socket on [79d0:0:a61b:0:55f6::]:41197 "
+         "is not yet listening (errno: 111 - Connection refused), will retry.\n")
+CONNECTED = "[I1127 14:41:53.038158423 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.11.1:29500\n"
+MESH = ("[E1127 14:42:54.035900568 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+        "third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [none]\n")
+NAME_REFUSED = (RETRY * 3 + "[E1127 14:43:33.741748491 socket.cpp:1028] [c10d] The client socket has timed out after "
+                "30000ms while trying to connect to (trainmaster, 29500).\n")
+WRAPPER = ("[rank1]: RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error running collective: "
+           "CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024], TensorDtypes=Float). Error: \n"
+           "[rank1]: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+           "[10.209.21.1]:7092. This is typically caused by a remote worker crashing.\n")
+AGENT_KEYS = ("torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /none/torchelastic/role_info/0, "
+              "/none/torchelastic/role_info/1\n")
+
+
+def test_a_store_refusal_retried_past_is_not_the_cause(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=MESH, node1=RETRY + CONNECTED + MESH)[0] == "firewall_or_port_blocked"
+
+
+def test_a_store_refusal_never_retried_past_still_counts(tmp_path: Path) -> None:
+    assert "rendezvous_unreachable" in _causes(tmp_path, node0=MESH, node1=RETRY + MESH)
+
+
+def test_store_up_and_its_name_refused_here_is_hostname_resolution(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=NAME_REFUSED)[0] == "hostname_resolution"
+
+
+def test_store_up_and_an_address_refused_is_not_hostname_resolution(tmp_path: Path) -> None:
+    by_ip = NAME_REFUSED.replace("(trainmaster, 29500)", "(10.209.31.2, 29500)")
+    assert _causes(tmp_path, node0=STORE_WAITED, node1=by_ip)[0] == "rendezvous_unreachable"
+
+
+def test_the_detail_wrappers_barrier_error_is_not_a_mismatch(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=BARRIER, node1=WRAPPER)[0] == "collective_timeout_straggler"
+
+
+def test_a_real_mismatch_under_detail_still_is_one(tmp_path: Path) -> None:
+    real = ("[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[1024], TensorDtypes=Float), but Rank 0 "
+            "is running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE).\n")
+    assert _causes(tmp_path, node0=BARRIER, node1=real)[0] == "collective_mismatch"
+
+
+def test_agents_waiting_for_each_others_node_keys_is_a_launcher_misconfig(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=AGENT_KEYS, node1=AGENT_KEYS)[0] == "launcher_misconfig"
+
+
+def test_a_store_wait_for_the_programs_own_keys_is_not(tmp_path: Path) -> None:
+    own = AGENT_KEYS.replace("/none/torchelastic/role_info/0, /none/torchelastic/role_info/1", "/default_pg/0//cpu//0")
+    assert _causes(tmp_path, node0=own)[0] == "collective_timeout_straggler"
+
+
+# Without DETAIL gloo says only that rank 0's recv timed out and rank 1's connection closed; the launchers' exit
+# times (each host's "failed (exitcode: 1)" line) tell whether rank 1 was blocked in a collective then or away.
+RECV_TIMEOUT = ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+                "Timed out waiting 10000ms for recv operation to complete\n")
+CLOSED = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+          "by peer [10.209.22.1]:27531. This is typically caused by a remote worker crashing.\n")
+AGENT = ("E1127 {t} 22126 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+         "local_rank: 0 (pid: 22363) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+
+
+def test_a_peer_that_lost_its_connection_as_the_waiter_gave_up_was_in_another_collective(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=RECV_TIMEOUT + AGENT.format(t="14:37:18.186000"),
+                  node1=CLOSED + AGENT.format(t="14:37:18.098000"))
+    assert got[0] == "collective_mismatch"
+
+
+def test_a_peer_that_met_the_closed_connection_later_was_late(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=RECV_TIMEOUT + AGENT.format(t="14:36:53.043000"),
+                  node1=CLOSED + AGENT.format(t="14:37:06.841000"))
+    assert got[0] == "collective_timeout_straggler"
+
+
+# TORCH_CPP_LOG_LEVEL=INFO without DETAIL: torch logs a refused connect to the store as "No socket on (H, P) is
+# listening yet, will retry", and the store's own host the address it reached it at.
+STORE_HOST = ("[I1127 14:50:48.260881587 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+              "[I1127 14:50:48.261505562 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.20.1:29500\n"
+              + STORE_WAITED)
+OWN_ADDRESS = ("[E1127 14:51:13.279250509 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+               "trying to connect to (10.209.20.2, 29500).\n"
+               "[I1127 14:51:40.271059614 socket.cpp:881] [c10d] No socket on (10.209.20.2, 29500) is listening yet, "
+               "will retry.\n")
+
+
+def test_a_rank_timing_out_on_another_address_than_the_stores_had_a_wrong_address(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_HOST, node1=OWN_ADDRESS)[0] == "rendezvous_unreachable"
+
+
+def test_a_silent_timeout_on_the_stores_own_address_is_a_firewall(tmp_path: Path) -> None:
+    same = OWN_ADDRESS.split("\n")[0].replace("10.209.20.2", "10.209.20.1") + "\n"
+    assert _causes(tmp_path, node0=STORE_HOST, node1=same)[0] == "firewall_or_port_blocked"
+
+
+def test_nothing_listening_at_the_stores_name_here_is_hostname_resolution(tmp_path: Path) -> None:
+    by_name = OWN_ADDRESS.replace("10.209.20.2", "trainmaster")
+    store = STORE_HOST.replace("host 10.209.20.1:29500", "host trainmaster:29500")
+    assert _causes(tmp_path, node0=store, node1=by_name)[0] == "hostname_resolution"
+
+
+def test_an_error_of_the_communication_stack_is_not_the_programs_own(tmp_path: Path) -> None:
+    other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
+                           "RuntimeError: NCCL communicator was aborted on rank 1.")
+    assert "peer_process_died" not in _causes(tmp_path, node0=BARRIER, node1=other)[:1]
