@@ -21,6 +21,13 @@ ROWS = [
     # family NCCL chose; EMFILE is a file-descriptor limit, not the interface.
     ("socket_family", "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",  # NVIDIA/nccl#210
      "host:1:2 [0] misc/socket.cc:434 NCCL WARN socketInit: Socket creation failed : Too many open files"),
+    # UCX mm_posix.c: "Not enough memory to write total of %zu bytes. Please check that /dev/shm ..."; the SysV
+    # shmget failure is a kernel limit (ipcs -l), not /dev/shm.
+    ("ucx_posix_shm_full", "[1475682365.444036] [pod9:11912:0]       mm_posix.c:88   UCX  ERROR Not enough memory to "
+     "write total of 4208440835 bytes. Please check that /dev/shm or the directory you specified has more available "
+     "memory.",  # openucx/ucx#1037
+     "[1693920302.521306]          sys.c:915  UCX  ERROR   shmget(size=134221824 flags=0x7b0) for mm_recv_desc failed: "
+     "No space left on device, please check shared memory limits by 'ipcs -l'"),  # openucx/ucx#9347
 ]
 
 
@@ -51,6 +58,20 @@ def test_nccl_tests_failure_line_alone_is_a_failure_never_healthy(tmp_path: Path
     assert found, "a failed nccl-tests run read as healthy"
     if found[0]["cause"] is None:
         assert found[0]["code"] == "LOG080" and line in found[0]["evidence"][0]["text"]
+
+
+def test_ucx_error_lines_no_rule_knows_are_a_failure_not_healthy(tmp_path: Path) -> None:
+    p = tmp_path / "ucx.log"  # openucx/ucx#9347, as posted
+    p.write_text("[1693920302.521306]          sys.c:915  UCX  ERROR   shmget(size=134221824 flags=0x7b0) for "
+                 "mm_recv_desc failed: No space left on device, please check shared memory limits by 'ipcs -l'\n"
+                 "[1693920302.521312]         mm_sysv.c:113  UCX  ERROR   failed to allocate 134217752 bytes with mm "
+                 "for mm_recv_desc\n")
+    found = diagnose_file(p)["findings"]
+    assert [f["code"] for f in found][:1] == ["LOG080"]
+    q = tmp_path / "ucx-warn.log"  # UCX at WARN level in a job that ran: not a failure
+    q.write_text("[1560244589.726560] [nicpa-dtu:6527 :0]        mm_posix.c:200  UCX  WARN  unable to handle VM_UNMAP "
+                 "event\n Hello World!\n")
+    assert [f for f in diagnose_file(q)["findings"] if f["cause"] or f["code"] == "LOG080"] == []
 
 
 def test_nccl_tests_summary_of_a_passing_run_stays_healthy(tmp_path: Path) -> None:
