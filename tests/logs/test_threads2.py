@@ -74,6 +74,29 @@ def test_ucx_error_lines_no_rule_knows_are_a_failure_not_healthy(tmp_path: Path)
     assert [f for f in diagnose_file(q)["findings"] if f["cause"] or f["code"] == "LOG080"] == []
 
 
+SOCKET_OVER_BRIDGES = ("node1:100:100 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0> "
+                      "[1]br-05ab815fa14e:172.19.0.1<0> [2]br-d5d80d7dbbad:172.21.0.1<0>\n"
+                      "node1:100:100 [0] NCCL INFO Using network Socket\n")
+
+
+def test_system_error_over_a_socket_transport_spread_on_bridges_is_the_interface(tmp_path: Path) -> None:
+    """NVIDIA/nccl#697 (interfaces as the maintainer quoted them, on NCCL's one line): NET/Socket carries data over
+    every interface it lists; docker bridges among them make the socket calls fail (NCCL_SOCKET_IFNAME fixed it)."""
+    failed = "ncclSystemError: System call (socket, malloc, munmap, etc) failed.\n"
+    p = tmp_path / "bridges.log"
+    p.write_text(SOCKET_OVER_BRIDGES + failed)
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG020", "wrong_interface") and "br-05ab815fa14e" in first["title"]
+    q = tmp_path / "healthy.log"  # the same interfaces in a job that ran: a warning about the risk, not a failure
+    q.write_text(SOCKET_OVER_BRIDGES + "node1:100:100 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 1000 "
+                                      "commId 0x1 - Init COMPLETE\n")
+    assert [f["severity"] for f in diagnose_file(q)["findings"]] == ["warning"]
+    r = tmp_path / "one-nic.log"  # a system error with only a routable NIC listed: no interface to blame
+    r.write_text("node1:100:100 [0] NCCL INFO NET/Socket : Using [0]bond0:192.168.1.161<0>\n"
+                 "node1:100:100 [0] NCCL INFO Using network Socket\n" + failed)
+    assert [f["code"] for f in diagnose_file(r)["findings"]][:1] == ["LOG080"]
+
+
 def test_nccl_tests_summary_of_a_passing_run_stays_healthy(tmp_path: Path) -> None:
     p = tmp_path / "ok.log"
     p.write_text("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 42.1234 \n#\n"
