@@ -49,6 +49,12 @@ _COMM = re.compile(
     r"(?: cudaDev (?P<dev>-?\d{1,4}))?(?: nvmlDev (?P<nvml>\d{1,4}))?(?: busId (?P<bus>[0-9a-fA-F]{1,16}))?"
     r"(?: commId (?P<cid>0x[0-9a-fA-F]{1,16}))?"
 )
+# nccl-tests' NCCLCHECK / CUDACHECK ("%s: Test NCCL failure %s:%d '%s / %s'", "Test CUDA failure %s:%d '%s'"; older
+# releases print "NCCL failure %s:%d '%s'") and its trace (" .. %s pid %d: Test failure %s:%d"): plain text, but the
+# test failed, so a log holding only them is a failure (LOG080 quotes it), never healthy.
+_NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$")
+# UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
+_UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
 _IB_DEV = re.compile(r"\[\d{1,3}\](?P<dev>[\w\-.]{1,64}):(?P<port>\d{1,3})/(?P<link>\w{1,10})")
@@ -344,7 +350,8 @@ class _Builder:
         if kind == "exception" and rec.exc_type:
             if len(self.m.exceptions) < MAX_EXCEPTIONS:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
-        is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception"
+        is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
+            or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

@@ -172,6 +172,12 @@ SIGNATURES = (
        r"|PMI2?_Init(?: returned \d+| failed)|PMIx_Init failed|PMIX ERROR|PMI2 init failed",
        "launcher_misconfig", ROOT, 1, "the processes could not talk to the launcher's process-management interface (PMI/PMIx)",
        code="LOG064", params=_pmi),
+    # UCX's posix memory domain (mm_posix.c): "Not enough memory to write total of %zu bytes. Please check that
+    # /dev/shm or the directory you specified has more available memory." (UCX_POSIX_DIR moves it off /dev/shm.)
+    sig("ucx_posix_shm_full", ("Please check that /dev/shm",),
+       r"Not enough memory to write total of \d+ bytes\. Please check that /dev/shm",
+       "shm_too_small", ROOT, 1, "UCX could not size its shared-memory file in /dev/shm (full or too small)",
+       code="LOG030"),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
        r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",

@@ -83,10 +83,24 @@ def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             ("hardware_fault", "protection errors only on some nodes, with NCCL_NET_GDR_LEVEL=LOC working, still point at "
                                "ACS/IOMMU; errors that follow one cable or port point at hardware")]))
     if retry:
-        out.append(cand("LOG037", "hardware_fault", 2, retry, params={"what": "RDMA transfers ran out of retries"}, alts=[
-            ("ib_misconfig", "retries exhausted on every connection from the start usually mean a wrong GID index or "
-                             "traffic class rather than a failing link"),
-            ("peer_process_died", "a peer that died mid-transfer leaves the same completion error: look for its own error")]))
+        # Status 12 (IBV_WC_RETRY_EXC_ERR): the sender never got an ACK, the remote NIC is not reachable over RDMA.
+        # Alone, that is most often a fabric NCCL cannot route over (GID index, traffic class, a NIC of another rail:
+        # NVIDIA/nccl#426 fixed by NCCL_IB_GID_INDEX); a failing link also reports port events, which the ib_async row
+        # reads as hardware_fault at tier 1, so it still comes first when the HCA said so.
+        ran = any(w.seq > 100 for w in m.watchdog) or any(done > 100 for _q, done, _e in m.progress.values())
+        if ran:  # hundreds of collectives went through first: the fabric worked, so a link or NIC went bad
+            out.append(cand("LOG037", "hardware_fault", 2, retry, params={"what": "RDMA transfers ran out of retries "
+                                                                              "after the job had been running"}, alts=[
+                ("ib_misconfig", "a wrong GID index or traffic class fails from the first transfer, not mid-run"),
+                ("peer_process_died", "a peer that died mid-transfer leaves the same completion error: look for its own error")]))
+            return out
+        out.append(cand("LOG036", "ib_misconfig", 2, retry,
+                        detail="RDMA sends to a peer ran out of retries without an acknowledgement: the NICs cannot "
+                               "reach each other over RoCE/IB with the GID index, traffic class or NICs chosen.",
+                        alts=[("hardware_fault", "errors after a long healthy run, on one node or cable only, or with port "
+                                             "events (ibstat error counters) point at a failing link"),
+                              ("peer_process_died", "a peer that died mid-transfer leaves the same completion error: "
+                                                    "look for its own error")]))
     return out
 
 
@@ -263,6 +277,20 @@ SIGNATURES = (
        r"with family (?P<fam>\d+) is neither AF_INET",
        "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read, or NCCL found no interface",
        build=_bad_family),
+    # socket.cc / socket.h: WARN("[socketInit: ]Socket creation failed : %s", strerror(errno)) after socket(family, ...)
+    # with the family of the address NCCL picked. EAFNOSUPPORT: the kernel has no such family (IPv6 disabled while
+    # the chosen interface, or NCCL_COMM_ID, is IPv6; or no interface was found, leaving the address unset). Other
+    # errnos (EMFILE, ENOBUFS) are resource limits, not the interface.
+    sig("socket_family", ("Socket creation failed",),
+       r"Socket creation failed : Address family not supported by protocol",
+       "wrong_interface", ROOT, 2, "NCCL made a socket for an address family this kernel does not support",
+       code="LOG020",
+       params=lambda hs: {"what": "its address is of a family this kernel does not support (an IPv6 address with "
+                                  "IPv6 disabled, or no usable interface found at all)"},
+       detail="NCCL opens its sockets with the family of the address it chose (from NCCL_SOCKET_IFNAME, the first "
+              "usable interface, or NCCL_COMM_ID); the kernel refused that family.",
+       alts=[("rendezvous_unreachable", "an IPv6 NCCL_COMM_ID on a host without IPv6 fails the same way: give the "
+                                        "root's IPv4 address (NCCL_SOCKET_FAMILY=AF_INET keeps NCCL on IPv4)")]),
     sig("msg_truncated", ("Message truncated",),
        r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
        "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size",

@@ -118,9 +118,16 @@ def _conn_lost(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                            "the same from here: if no peer reports dying, check the fabric between the two hosts")])]
 
 
+_SYSTEM_ERR = re.compile(r"ncclSystemError|unhandled system error")
+
+
 def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Interfaces NCCL chose that other hosts cannot reach (loopback, link-local, bridges); a risk until connections fail."""
     failing_net = any(c.code in ("LOG022", "LOG025", "LOG061", "LOG011", "LOG051", "LOG053", "LOG054") for c in found)
+    # NCCL's result for a failed system call (a socket connect or send among them) with nothing else explaining it:
+    # over the Socket transport, which spreads data over every interface NET/Socket lists, a bridge or veth among
+    # them is where the socket calls fail (NVIDIA/nccl#697: a dozen docker bridges, fixed by NCCL_SOCKET_IFNAME).
+    failing_net = failing_net or any(_SYSTEM_ERR.search(ev.text) for ev, _seq, _k in m.unmatched_errors)
     bad: list[tuple[str, str, Any]] = []
     for hi in m.hosts.values():
         first_boot = next(iter(hi.bootstrap.items()), None)

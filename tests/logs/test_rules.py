@@ -73,12 +73,26 @@ def test_versions_and_interfaces_across_hosts(tmp_path: Path) -> None:
     assert data["hosts"]["node2"]["bootstrap"] == ["docker0:172.17.0.1"]
 
 
-def test_ib_retry_exceeded_is_hardware_with_its_alternatives(tmp_path: Path) -> None:
+def test_ib_retry_exceeded_from_the_start_is_the_fabric_setup_with_its_alternatives(tmp_path: Path) -> None:
+    # Status 12 with nothing run before it: the NICs never reached each other (NVIDIA/nccl#426: GID index).
     d = _write(tmp_path, {"r0.log": (
         "n1:10:20 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<39211> with error 12, "
         "opcode 0, len 0, vendor err 129 (Send)\n"
         "[rank0]:[E ProcessGroupNCCL.cpp:1316] [Rank 0] Process group watchdog thread terminated with exception: NCCL error: "
         "remote process exited or there was a network error, NCCL version 2.21.5\n")})
     got = _causes(diagnose_file(d))
-    assert [c[1] for c in got[:3]] == ["hardware_fault", "ib_misconfig", "peer_process_died"]
-    assert got[-1][3] == "LOG037"
+    assert [c[1] for c in got[:3]] == ["ib_misconfig", "hardware_fault", "peer_process_died"]
+    assert got[0][0] == "LOG036"
+
+
+def test_ib_retry_exceeded_mid_run_is_hardware(tmp_path: Path) -> None:
+    # The same status after 52109 collectives went through: the fabric worked, a link went bad.
+    d = _write(tmp_path, {"r0.log": (
+        "n1:10:20 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<39211> with error 12, "
+        "opcode 0, len 0, vendor err 129 (Send)\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=52110, "
+        "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=1800000) ran for 1800042 milliseconds before "
+        "timing out.\n")})
+    got = _causes(diagnose_file(d))
+    assert got[0][:2] == ("LOG037", "hardware_fault")
+    assert "ib_misconfig" in [c[1] for c in got]
