@@ -256,3 +256,23 @@ def not_taken_down(results: list[dict[str, Any]]) -> bool:
         if "taking the entire process down" in r.get("stderr", "") or "timed out in blocking wait" in r.get("stderr", ""):
             return False
     return True
+
+
+#: Jobs of their own (not the shared many-scenario ones) that more than one test only reads: the same
+#: scenario, world size and environment. Each runs once per session, with a records folder of its own;
+#: a test that changes the records works on a copy. Readers of one carry its ``xdist_group`` (below).
+_runs: dict[tuple[str, int, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
+
+#: The 3-rank "ok" job (hooks installed before init, the default) and the 2-rank "ok" job whose side
+#: channel cannot start (rank 0 advertises an address it cannot bind).
+OK3 = ("ok", 3, {"HOOKS_INSTALL": "before"})
+NO_CHANNEL = ("ok", 2, {"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"})
+SHARED_RUN = {"ok3": pytest.mark.xdist_group("hooks-run:ok3"), "no_channel": pytest.mark.xdist_group("hooks-run:no-channel")}
+
+
+def shared_run(scenario: str, world: int, env: dict[str, str]) -> list[dict[str, Any]]:
+    """``run_job(scenario, world, env=env)``, run once per session for the tests that read it."""
+    key = (scenario, world, tuple(sorted(env.items())))
+    if key not in _runs:
+        _runs[key] = run_job(scenario, world, env=env, records=tempfile.mkdtemp(prefix="cd-run-"))
+    return _runs[key]

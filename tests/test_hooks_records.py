@@ -14,7 +14,8 @@ import pytest
 from commdoctor.core import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
-from hooks_support import SHARED, explain, job, run_job, site, start_job, stop_job
+from hooks_support import (NO_CHANNEL, OK3, SHARED, SHARED_RUN, explain, job, run_job, shared_run, site, start_job,
+                           stop_job)
 
 pytestmark = needs_torch
 
@@ -126,9 +127,14 @@ def test_recorded_mismatch_on_an_nccl_like_backend() -> None:
     assert site("ddp_sum") in texts and site("ddp_max") in texts, texts
 
 
+@SHARED_RUN["ok3"]
 def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:
-    res = run_job("ok", 3, records=str(tmp_path))
+    """The healthy 3-rank job's records (shared with test_hooks_basic), copied, then one rank's file removed and
+    another's cut mid-line and followed by junk."""
+    res = shared_run(*OK3)
     assert all(r["error"] is None for r in res), explain(res)
+    tmp_path = tmp_path / "records"
+    shutil.copytree(res[0]["records"], tmp_path)
     os.remove(records.record_path(str(tmp_path), 2))
     with open(records.record_path(str(tmp_path), 1), "ab") as f:
         f.write(b'{"schema":"commdoctor.hooks/1","kind":"enter","rank":1,"gro')  # a cut last line
@@ -139,11 +145,11 @@ def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:
     assert p.returncode == 0  # a warning and an info: below --fail-on error
 
 
-def test_channel_off_is_reported(tmp_path: Path) -> None:
-    res = run_job("ok", 2, env={"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"},
-                  records=str(tmp_path))
+@SHARED_RUN["no_channel"]
+def test_channel_off_is_reported() -> None:
+    res = shared_run(*NO_CHANNEL)  # the job test_hooks_basic's side-channel test reads too
     assert all(r["error"] is None for r in res), explain(res)
-    doc, _ = run_json("records", str(tmp_path))
+    doc, _ = run_json("records", res[0]["records"])
     f = findings(doc, "HOOK020")
     assert len(f) == 1 and f[0]["ranks"] == [0, 1], doc["findings"]
 
