@@ -235,6 +235,8 @@ def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None 
     if backend == "gloo":
         if world == 2 and env is None and records is None and scenario in GLOO_SCENARIOS:
             return gloo_job()[scenario]
+        if env is None and records is None:  # a job of its own that another test may read too
+            return shared_run(scenario, world, {})
         return run_job(scenario, world, env=env, records=records)
     if world != 2:
         return run_many([scenario], world, backend=backend, records=records or tempfile.mkdtemp(prefix="cd-fake-"),
@@ -267,7 +269,10 @@ _runs: dict[tuple[str, int, tuple[tuple[str, str], ...]], list[dict[str, Any]]] 
 #: channel cannot start (rank 0 advertises an address it cannot bind).
 OK3 = ("ok", 3, {"HOOKS_INSTALL": "before"})
 NO_CHANNEL = ("ok", 2, {"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"})
-SHARED_RUN = {"ok3": pytest.mark.xdist_group("hooks-run:ok3"), "no_channel": pytest.mark.xdist_group("hooks-run:no-channel")}
+#: And the 3-rank "uneven" mismatch (no environment of its own), which test_hooks_mismatch and test_hooks_records read.
+UNEVEN3 = ("uneven", 3, {})
+SHARED_RUN = {"ok3": pytest.mark.xdist_group("hooks-run:ok3"), "no_channel": pytest.mark.xdist_group("hooks-run:no-channel"),
+              "uneven3": pytest.mark.xdist_group("hooks-run:uneven3")}
 
 
 def shared_run(scenario: str, world: int, env: dict[str, str]) -> list[dict[str, Any]]:

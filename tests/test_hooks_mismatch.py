@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import needs_torch
-from hooks_support import (BACKENDS, SHARED, detection_delay, explain, job, not_taken_down, on_backends, run_job,
-                           shares_job, site, sites_in)
+from hooks_support import (BACKENDS, SHARED, SHARED_RUN, detection_delay, explain, job, not_taken_down, on_backends,
+                           run_job, shares_job, site, sites_in)
 
 pytestmark = needs_torch
 
@@ -40,7 +40,8 @@ GLOO_ONLY = ("uneven", "reinit")
 
 
 @pytest.mark.parametrize("backend,scenario", [
-    pytest.param(b, s, marks=[SHARED[b]] if shares_job(s, b, CASES[s][0]) else [])
+    pytest.param(b, s, marks=[SHARED[b]] if shares_job(s, b, CASES[s][0]) else
+                 [SHARED_RUN["uneven3"]] if (b, s) == ("gloo", "uneven") else [])
     for b in BACKENDS for s in sorted(CASES) if b == "gloo" or s not in GLOO_ONLY])
 def test_fingerprint_mismatch_raises_on_every_rank(backend: str, scenario: str) -> None:
     world, differ, sites, texts = CASES[scenario]

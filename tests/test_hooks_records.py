@@ -14,8 +14,8 @@ import pytest
 from commdoctor.core import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
-from hooks_support import (NO_CHANNEL, OK3, SHARED, SHARED_RUN, explain, job, run_job, shared_run, site, start_job,
-                           stop_job)
+from hooks_support import (NO_CHANNEL, OK3, SHARED, SHARED_RUN, UNEVEN3, explain, job, on_backends, run_job, shared_run,
+                           site, start_job, stop_job)
 
 pytestmark = needs_torch
 
@@ -84,15 +84,13 @@ def test_loader_contract_on_a_hung_job(straggler: Path) -> None:
     assert rec.last_seen[0] - rec.groups["0"].entered[0].time >= 5.0  # the heartbeat
 
 
-@pytest.mark.parametrize("backend", ["gloo", pytest.param("fakenccl", marks=SHARED["fakenccl"])])
-def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", on_backends("redop@record"))
+def test_record_mode_mismatch_is_found_offline(backend: str) -> None:
     """Hooks only recording (no checking): SUM on one rank, MAX on the other, silently wrong numbers
-    from the backend; the records still show it, naming both lines."""
-    if backend == "gloo":
-        res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "record"}, records=str(tmp_path))
-    else:
-        res = job("redop@record", backend)
-        tmp_path = Path(res[0]["records"])
+    from the backend; the records still show it, naming both lines. The scenario of each backend's
+    shared job (hooks installed with mode="record")."""
+    res = job("redop@record", backend)
+    tmp_path = Path(res[0]["records"])
     assert all(r["error"] is None and "result" in r for r in res), explain(res)  # the numbers came back (wrong ones)
     doc, p = run_json("records", str(tmp_path))
     assert p.returncode == 1
@@ -103,10 +101,11 @@ def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> 
     assert not findings(doc, "HOOK001")
 
 
-def test_recorded_mismatch_reported_once_with_every_rank(tmp_path: Path) -> None:
-    res = run_job("uneven", 3, records=str(tmp_path))
+@SHARED_RUN["uneven3"]
+def test_recorded_mismatch_reported_once_with_every_rank() -> None:
+    res = shared_run(*UNEVEN3)  # the 3-rank job test_hooks_mismatch reads too
     assert all(r["error"] == "CollectiveMismatchError" for r in res), explain(res)
-    doc, _ = run_json("records", str(tmp_path), "-v")
+    doc, _ = run_json("records", res[0]["records"], "-v")
     assert codes(doc) == ["HOOK001"], doc["findings"]  # one finding, not one per rank; no progress noise
     f = doc["findings"][0]
     assert f["ranks"] == [0, 1, 2] and "differ in shapes" in f["title"]
