@@ -244,6 +244,19 @@ def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None 
     return fake_job()[scenario]
 
 
+_subgroup: dict[str, list[dict[str, Any]]] = {}
+
+
+def subgroup_job(backend: str) -> list[dict[str, Any]]:
+    """The 4-rank subgroup mismatch on ``backend``: one job runs it on gloo, then on fakenccl (a group each;
+    tests/hooks_worker.py ``SCENARIO#BACKEND``), instead of a 4-rank job per backend."""
+    if not _subgroup:
+        got = run_many(["subgroup", "subgroup#fakenccl"], 4, backend="gloo", records=tempfile.mkdtemp(prefix="cd-sub-"),
+                       env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10"})
+        _subgroup.update(gloo=got["subgroup"], fakenccl=got["subgroup#fakenccl"])
+    return _subgroup[backend]
+
+
 def not_taken_down(results: list[dict[str, Any]]) -> bool:
     """No rank was killed, died of a signal or was taken down by the backend during the scenario.
 
@@ -271,8 +284,7 @@ OK3 = ("ok", 3, {"HOOKS_INSTALL": "before"})
 NO_CHANNEL = ("ok", 2, {"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"})
 #: And the 3-rank "uneven" mismatch (no environment of its own), which test_hooks_mismatch and test_hooks_records read.
 UNEVEN3 = ("uneven", 3, {})
-SHARED_RUN = {"ok3": pytest.mark.xdist_group("hooks-run:ok3"), "no_channel": pytest.mark.xdist_group("hooks-run:no-channel"),
-              "uneven3": pytest.mark.xdist_group("hooks-run:uneven3")}
+SHARED_RUN = {name: pytest.mark.xdist_group(f"hooks-run:{name}") for name in ("ok3", "no_channel", "uneven3", "subgroup")}
 
 
 def shared_run(scenario: str, world: int, env: dict[str, str]) -> list[dict[str, Any]]:
