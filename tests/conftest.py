@@ -202,6 +202,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--store-durations", action="store_true", default=False,
                      help="write each test's duration (setup+call+teardown) to tests/durations.json for the "
                           "longest-first scheduling of the parallel run")
+    parser.addoption("--cpu-profile", metavar="DIR", default=None,
+                     help="write each test's CPU seconds (this process's and its waited-for children's, user+system) "
+                          "and wall seconds to DIR/<pid>.jsonl, one file per xdist worker")
 
 
 def load_durations(path: Path = DURATIONS) -> dict[str, float]:
@@ -268,6 +271,33 @@ class _DurationRecorder:
         DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
 
 
+class _CpuProfile:
+    """Per-test CPU time, which a shared machine's load does not inflate as it does wall time: the
+    suite is CPU-bound (real jobs, each rank importing torch), so this is what to cut."""
+
+    def __init__(self, folder: str) -> None:
+        self.path = Path(folder) / f"{os.getpid()}.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+        import resource
+
+        def cpu(who: int) -> float:
+            r = resource.getrusage(who)
+            return r.ru_utime + r.ru_stime
+
+        s, c, w = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.monotonic()
+        yield
+        row = {"id": _bare_nodeid(item.nodeid), "self": round(cpu(resource.RUSAGE_SELF) - s, 3),
+               "children": round(cpu(resource.RUSAGE_CHILDREN) - c, 3), "wall": round(time.monotonic() - w, 3)}
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--store-durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_DurationRecorder(), "commdoctor-durations")
+    folder = config.getoption("--cpu-profile")
+    if folder and (hasattr(config, "workerinput") or config.getoption("numprocesses", None) in (None, 0)):
+        config.pluginmanager.register(_CpuProfile(folder), "commdoctor-cpu-profile")

@@ -235,11 +235,26 @@ def job(scenario: str, backend: str, world: int = 2, env: dict[str, str] | None 
     if backend == "gloo":
         if world == 2 and env is None and records is None and scenario in GLOO_SCENARIOS:
             return gloo_job()[scenario]
+        if env is None and records is None:  # a job of its own that another test may read too
+            return shared_run(scenario, world, {})
         return run_job(scenario, world, env=env, records=records)
     if world != 2:
         return run_many([scenario], world, backend=backend, records=records or tempfile.mkdtemp(prefix="cd-fake-"),
                         env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10", **(env or {})})[scenario]
     return fake_job()[scenario]
+
+
+_subgroup: dict[str, list[dict[str, Any]]] = {}
+
+
+def subgroup_job(backend: str) -> list[dict[str, Any]]:
+    """The 4-rank subgroup mismatch on ``backend``: one job runs it on gloo, then on fakenccl (a group each;
+    tests/hooks_worker.py ``SCENARIO#BACKEND``), instead of a 4-rank job per backend."""
+    if not _subgroup:
+        got = run_many(["subgroup", "subgroup#fakenccl"], 4, backend="gloo", records=tempfile.mkdtemp(prefix="cd-sub-"),
+                       env={"COMMDOCTOR_HOOKS_ASYNC_GATE": "10"})
+        _subgroup.update(gloo=got["subgroup"], fakenccl=got["subgroup#fakenccl"])
+    return _subgroup[backend]
 
 
 def not_taken_down(results: list[dict[str, Any]]) -> bool:
@@ -256,3 +271,25 @@ def not_taken_down(results: list[dict[str, Any]]) -> bool:
         if "taking the entire process down" in r.get("stderr", "") or "timed out in blocking wait" in r.get("stderr", ""):
             return False
     return True
+
+
+#: Jobs of their own (not the shared many-scenario ones) that more than one test only reads: the same
+#: scenario, world size and environment. Each runs once per session, with a records folder of its own;
+#: a test that changes the records works on a copy. Readers of one carry its ``xdist_group`` (below).
+_runs: dict[tuple[str, int, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
+
+#: The 3-rank "ok" job (hooks installed before init, the default) and the 2-rank "ok" job whose side
+#: channel cannot start (rank 0 advertises an address it cannot bind).
+OK3 = ("ok", 3, {"HOOKS_INSTALL": "before"})
+NO_CHANNEL = ("ok", 2, {"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"})
+#: And the 3-rank "uneven" mismatch (no environment of its own), which test_hooks_mismatch and test_hooks_records read.
+UNEVEN3 = ("uneven", 3, {})
+SHARED_RUN = {name: pytest.mark.xdist_group(f"hooks-run:{name}") for name in ("ok3", "no_channel", "uneven3", "subgroup")}
+
+
+def shared_run(scenario: str, world: int, env: dict[str, str]) -> list[dict[str, Any]]:
+    """``run_job(scenario, world, env=env)``, run once per session for the tests that read it."""
+    key = (scenario, world, tuple(sorted(env.items())))
+    if key not in _runs:
+        _runs[key] = run_job(scenario, world, env=env, records=tempfile.mkdtemp(prefix="cd-run-"))
+    return _runs[key]

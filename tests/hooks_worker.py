@@ -8,6 +8,7 @@ asynchronous work, and an expired timed wait aborts the process, as on NCCL). Wi
 scenarios, each runs on a process group of its own, made from one store, with the hooks installed
 before it (``@report``/``@record``: in that mode; ``@plain``: no hooks) and removed after it; each
 prints its own RESULT line, with its records in ``$COMMDOCTOR_HOOKS_DIR/SCENARIO[@MODE]``.
+``SCENARIO#BACKEND`` runs that scenario's group on BACKEND instead (one job for both backends).
 
 Prints one line ``RESULT {json}`` on stdout: the error the scenario raised (type,
 message, the mismatch's calls), the time the rank reached the diverging call
@@ -501,6 +502,10 @@ def run_many(specs: list[str], r: int, w: int) -> None:
     for i, spec in enumerate(specs):
         name, _, mode = spec.partition("@")
         mode, _, gate = mode.partition(":")  # @raise:0.3: the gate's bound (async_gate_s) for this scenario
+        name, _, backend = name.partition("#")  # subgroup#fakenccl: this scenario's group on fakenccl
+        backend = backend or BACKEND
+        if backend == "fakenccl":
+            import fakenccl  # noqa: F401 - registers the backend (once)
         MARKS.clear()
         OUT.clear()
         sys.stderr.write(f"=== scenario {spec}\n")  # the test gives each scenario its own part of stderr
@@ -510,7 +515,7 @@ def run_many(specs: list[str], r: int, w: int) -> None:
         rec = os.path.join(base, spec)
         if mode != "plain":
             hooks.install(mode=mode or "raise", records_dir=rec, async_gate_s=float(gate) if gate else None)
-        dist.init_process_group(BACKEND, store=dist.PrefixStore(f"scenario{i}/", store), rank=r, world_size=w,
+        dist.init_process_group(backend, store=dist.PrefixStore(f"scenario{i}/", store), rank=r, world_size=w,
                                 timeout=_timeout())
         res = _run(name, r, w)
         res.update(scenario=spec, records=rec)

@@ -14,18 +14,24 @@ import pytest
 
 from commdoctor.core import records
 from tests.conftest import REPO, needs_torch
-from hooks_support import SHARED, explain, job, not_taken_down, on_backends, run_job, site
+from hooks_support import (NO_CHANNEL, OK3, SHARED, SHARED_RUN, explain, job, not_taken_down, on_backends, run_job,
+                           shared_run, site)
 
 pytestmark = needs_torch
 
 
-@pytest.mark.parametrize("when,backend", [("before", "gloo"), ("after", "gloo"), ("before", "fakenccl")])
+@pytest.mark.parametrize("when,backend", [pytest.param("before", "gloo", marks=SHARED_RUN["ok3"]), ("after", "gloo"),
+                                          ("before", "fakenccl")])
 def test_agreeing_job_runs_as_without_hooks_and_records_progress(when: str, backend: str, tmp_path) -> None:
     """Every kind of call (direct, async, subgroup, p2p, DDP, functional) gives the closed-form results,
     the default group is wrapped but still names its backend, and each rank's records end completed.
-    On fakenccl: 2 ranks, and no call is taken down by a timed wait."""
-    res = job("ok", backend, 3, env={"HOOKS_INSTALL": when}, records=str(tmp_path))
-    tmp_path = Path(res[0]["records"])  # on fakenccl: the shared job's records of this scenario
+    On fakenccl: 2 ranks, and no call is taken down by a timed wait. Before init on gloo: the 3-rank job
+    that test_hooks_records reads too (shared_run), run once."""
+    if (when, backend) == ("before", "gloo"):
+        res = shared_run(*OK3)
+    else:
+        res = job("ok", backend, 3, env={"HOOKS_INSTALL": when}, records=str(tmp_path))
+    tmp_path = Path(res[0]["records"])  # the records of the job that ran (on fakenccl: of this scenario)
     why = explain(res)
     assert all(r["error"] is None for r in res) and not_taken_down(res), why
     assert all(r["wrapped"] == "HookedProcessGroup" and r["backend"] == backend for r in res), why
@@ -93,9 +99,11 @@ def test_lost_side_channel_warns_once_and_training_continues(backend: str) -> No
     assert all(r["stderr"].count("commdoctor.hooks:") == 1 for r in warned), why
 
 
+@SHARED_RUN["no_channel"]
 def test_side_channel_that_cannot_start_warns_and_training_continues() -> None:
-    """Rank 0 advertises an address it cannot bind: neither rank can check, both say so once, both finish."""
-    res = run_job("ok", 2, env={"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"})
+    """Rank 0 advertises an address it cannot bind: neither rank can check, both say so once, both finish.
+    (The job test_hooks_records' test_channel_off_is_reported reads too.)"""
+    res = shared_run(*NO_CHANNEL)
     why = explain(res)
     assert all(r["error"] is None and r["returncode"] == 0 for r in res), why
     for r in res:

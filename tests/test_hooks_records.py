@@ -14,7 +14,8 @@ import pytest
 from commdoctor.core import records
 from commdoctor.loaders import hook_records
 from tests.conftest import findings, needs_torch, run_json
-from hooks_support import SHARED, explain, job, run_job, site, start_job, stop_job
+from hooks_support import (NO_CHANNEL, OK3, SHARED, SHARED_RUN, UNEVEN3, explain, job, on_backends, run_job, shared_run,
+                           site, start_job, stop_job)
 
 pytestmark = needs_torch
 
@@ -83,15 +84,13 @@ def test_loader_contract_on_a_hung_job(straggler: Path) -> None:
     assert rec.last_seen[0] - rec.groups["0"].entered[0].time >= 5.0  # the heartbeat
 
 
-@pytest.mark.parametrize("backend", ["gloo", pytest.param("fakenccl", marks=SHARED["fakenccl"])])
-def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", on_backends("redop@record"))
+def test_record_mode_mismatch_is_found_offline(backend: str) -> None:
     """Hooks only recording (no checking): SUM on one rank, MAX on the other, silently wrong numbers
-    from the backend; the records still show it, naming both lines."""
-    if backend == "gloo":
-        res = run_job("redop", 2, env={"COMMDOCTOR_HOOKS_MODE": "record"}, records=str(tmp_path))
-    else:
-        res = job("redop@record", backend)
-        tmp_path = Path(res[0]["records"])
+    from the backend; the records still show it, naming both lines. The scenario of each backend's
+    shared job (hooks installed with mode="record")."""
+    res = job("redop@record", backend)
+    tmp_path = Path(res[0]["records"])
     assert all(r["error"] is None and "result" in r for r in res), explain(res)  # the numbers came back (wrong ones)
     doc, p = run_json("records", str(tmp_path))
     assert p.returncode == 1
@@ -102,10 +101,11 @@ def test_record_mode_mismatch_is_found_offline(backend: str, tmp_path: Path) -> 
     assert not findings(doc, "HOOK001")
 
 
-def test_recorded_mismatch_reported_once_with_every_rank(tmp_path: Path) -> None:
-    res = run_job("uneven", 3, records=str(tmp_path))
+@SHARED_RUN["uneven3"]
+def test_recorded_mismatch_reported_once_with_every_rank() -> None:
+    res = shared_run(*UNEVEN3)  # the 3-rank job test_hooks_mismatch reads too
     assert all(r["error"] == "CollectiveMismatchError" for r in res), explain(res)
-    doc, _ = run_json("records", str(tmp_path), "-v")
+    doc, _ = run_json("records", res[0]["records"], "-v")
     assert codes(doc) == ["HOOK001"], doc["findings"]  # one finding, not one per rank; no progress noise
     f = doc["findings"][0]
     assert f["ranks"] == [0, 1, 2] and "differ in shapes" in f["title"]
@@ -126,9 +126,14 @@ def test_recorded_mismatch_on_an_nccl_like_backend() -> None:
     assert site("ddp_sum") in texts and site("ddp_max") in texts, texts
 
 
+@SHARED_RUN["ok3"]
 def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:
-    res = run_job("ok", 3, records=str(tmp_path))
+    """The healthy 3-rank job's records (shared with test_hooks_basic), copied, then one rank's file removed and
+    another's cut mid-line and followed by junk."""
+    res = shared_run(*OK3)
     assert all(r["error"] is None for r in res), explain(res)
+    tmp_path = tmp_path / "records"
+    shutil.copytree(res[0]["records"], tmp_path)
     os.remove(records.record_path(str(tmp_path), 2))
     with open(records.record_path(str(tmp_path), 1), "ab") as f:
         f.write(b'{"schema":"commdoctor.hooks/1","kind":"enter","rank":1,"gro')  # a cut last line
@@ -139,11 +144,11 @@ def test_missing_rank_and_damaged_lines(tmp_path: Path) -> None:
     assert p.returncode == 0  # a warning and an info: below --fail-on error
 
 
-def test_channel_off_is_reported(tmp_path: Path) -> None:
-    res = run_job("ok", 2, env={"COMMDOCTOR_HOOKS_ADDR": "192.0.2.1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "3"},
-                  records=str(tmp_path))
+@SHARED_RUN["no_channel"]
+def test_channel_off_is_reported() -> None:
+    res = shared_run(*NO_CHANNEL)  # the job test_hooks_basic's side-channel test reads too
     assert all(r["error"] is None for r in res), explain(res)
-    doc, _ = run_json("records", str(tmp_path))
+    doc, _ = run_json("records", res[0]["records"])
     f = findings(doc, "HOOK020")
     assert len(f) == 1 and f[0]["ranks"] == [0, 1], doc["findings"]
 

@@ -50,3 +50,30 @@ def test_a_missing_or_damaged_file_leaves_the_order_to_xdist(tmp_path: Path) -> 
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"tests/a.py::test_x": 2}))
     assert load_durations(good) == {"tests/a.py::test_x": 2.0}
+
+
+def test_cpu_profile_counts_a_test_and_the_children_it_waits_for(tmp_path: Path) -> None:
+    """``--cpu-profile DIR`` (tests/conftest.py), in a real pytest run: a test that burns CPU itself and one whose
+    child process burns it are each charged with it, under their own ids."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    burn = "x = 0\nfor i in range(4_000_000):\n    x += i\n"
+    (tmp_path / "test_burn.py").write_text(
+        "import subprocess, sys\n"
+        f"BURN = {burn!r}\n"
+        "def test_itself():\n    exec(BURN)\n"
+        "def test_child():\n    subprocess.run([sys.executable, '-c', BURN], check=True, timeout=120)\n"
+        "def test_idle():\n    pass\n")
+    out = tmp_path / "prof"
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider",
+                        "--cpu-profile", str(out), str(tmp_path / "test_burn.py")], capture_output=True, text=True,
+                       timeout=300, cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(repo)})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = {r["id"].split("::")[-1]: r for f in out.glob("*.jsonl") for r in map(json.loads, f.read_text().splitlines())}
+    assert set(rows) == {"test_itself", "test_child", "test_idle"}, rows
+    assert rows["test_itself"]["self"] >= 0.1 and rows["test_itself"]["children"] < 0.05, rows
+    assert rows["test_child"]["children"] >= 0.1 and rows["test_child"]["self"] < rows["test_child"]["children"], rows
+    assert rows["test_idle"]["self"] + rows["test_idle"]["children"] < 0.05, rows

@@ -56,7 +56,8 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
-_IFACE = re.compile(r"(?:\[\d{1,3}\])?(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
+# An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
+_IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
 _IB_DEV = re.compile(r"\[\d{1,3}\](?P<dev>[\w\-.]{1,64}):(?P<port>\d{1,3})/(?P<link>\w{1,10})")
 _ENV_SET = re.compile(r"(?P<var>[A-Z][A-Z0-9_]{2,63}) set by environment to (?P<val>\S{0,200}?)\.?$")
 _PLUGIN = re.compile(r"(?:Loaded|Using|loaded) (?P<kind>net|coll|tuner|profiler|env|gin|external)? ?plugin:? ?(?P<name>[^,;]{1,80})|"

@@ -61,9 +61,11 @@ _NCCL_TRACE = re.compile(r"(?P<ts>[\d.]{1,30}) (?P<func>\S{1,120}):(?P<line>\d{1
 _NCCL_CALL = re.compile(r"NCCL CALL ?(?P<msg>.*)")
 # Lines cut from their header (posts often drop it): "[3] include/shm.h:28 NCCL WARN ...",
 # "graph/xml.h:77 NCCL WARN ...", "NCCL WARN NET/IB : ...", "NCCL INFO graph/topo.cc:380 -> 3",
-# "misc/ibvwrap.cu:60 WARN Failed to open libibverbs.so[.1]" (2.0-era, no NCCL word).
+# "misc/ibvwrap.cu:60 WARN Failed to open libibverbs.so[.1]" (2.0-era, no NCCL word). The file is a whole
+# token (nothing of its class just before it): searched along a line, the pattern then tries the file once
+# per token instead of scanning up to 200 characters from every position of a long word.
 _NCCL_HEADLESS = re.compile(
-    r"(?:\[(?P<dev>-?\d{1,5})\] )?(?:(?P<file>[^\s:\[\]]{1,200}):(?P<line>\d{0,7}) )?"
+    r"(?:\[(?P<dev>-?\d{1,5})\] )?(?:(?<![^\s:\[\]])(?P<file>[^\s:\[\]]{1,200}):(?P<line>\d{0,7}) )?"
     r"(?P<nccl>NCCL )?(?P<level>WARN|INFO|TRACE)(?![A-Za-z]) ?(?P<msg>.*)"
 )
 _RETCODE = re.compile(r"^(?P<file>[^\s:]{1,200}):(?P<line>\d{1,7}) -> (?P<code>\d{1,3})(?P<rest>.*)$")

@@ -220,7 +220,7 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 SIGNATURES = (
     # -- ports and names -------------------------------------------------------------------------
     sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
-       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
+       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
        code="LOG010", build=_port_in_use,
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
