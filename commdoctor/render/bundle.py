@@ -210,7 +210,7 @@ def read_fr_dump(path: str, budget: int) -> Any:
     from commdoctor.loaders.flight_recorder import read_plain
 
     try:
-        obj = read_plain(path)
+        obj = read_plain(path, max_elements=budget // 2)  # each element takes two characters of JSON or more
     except OSError as e:
         return {"unreadable": e.strerror or str(e)}
     except ValueError as e:
