@@ -314,7 +314,8 @@ def feed_report(data: bytes) -> str:
 # Real dumps: NCCL's pickles from an H100 run (fixtures/hang/nccl/straggler3, torch 2.10, NCCL 2.28.9) and
 # torch's JSON dumps of a gloo job (fixtures/hang/straggler/fr/json). Each input is a folder of 1-3 such
 # dumps, damaged the ways a file from another machine or an attacker can be: wrong-typed values anywhere;
-# pickles whose memo references describe 2^20-2^40 elements in a few hundred bytes; globals (GLOBAL,
+# pickles whose memo references describe 2^20-2^40 elements in a few hundred bytes (also as a dict key
+# or set member, where the C unpickler would hash every one); globals (GLOBAL,
 # STACK_GLOBAL, INST, OBJ, REDUCE, NEWOBJ, BUILD, persistent ids, extension codes) that would create a
 # canary folder if anything resolved them; size lists of up to 10^6 elements shared by every entry;
 # integers of 5,000 digits, NaN, sets and bytes; flipped, inserted and cut bytes; JSON with Infinity/NaN,
@@ -370,6 +371,24 @@ def _global_payloads() -> list[bytes]:
     return out
 
 
+def _tuple_bomb(depth: int) -> bytes:
+    """Pickle opcodes that leave one tuple of 2^depth leaves on the stack: each level is two memo references."""
+    out = b"K\x01\x85q\x00"
+    for i in range(depth):
+        out += b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86q" + bytes([i + 1])
+    return out
+
+
+def _hash_bombs(depth: int) -> list[bytes]:
+    """A shared tuple where it gets hashed: a dict key (SETITEMS, SETITEM, DICT) or a set member (ADDITEMS,
+    FROZENSET). Hashing a tuple is not cached, so 300 bytes cost 2^depth steps inside one C call."""
+    t = _tuple_bomb(depth)
+    return [b"\x80\x02}(" + t + b"K\x01u.", b"\x80\x02}" + t + b"K\x01s.", b"\x80\x02(" + t + b"K\x01d.",
+            b"\x80\x04\x8f(" + t + b"\x90.", b"\x80\x04(" + t + b"\x91.",
+            # the same inside a dump: entries: [{KEY: 1}]
+            b"\x80\x02}(X\x07\x00\x00\x00entries](}(" + t + b"K\x01ueu."]
+
+
 def _bomb(kind: str, depth: int) -> Any:
     """2^depth leaves in ``depth`` memo references: every walk that does not count visits each."""
     x: Any = [1] if kind != "str" else "9" * 64
@@ -421,7 +440,7 @@ def _fr_pickle(draw: st.DrawFn) -> bytes:
         places = _places(doc)
         parent, key = draw(st.sampled_from(places))
         parent[key] = copy.deepcopy(draw(JSONISH)) if draw(st.booleans()) else _pickle_value(draw(PICKLE_ONLY))
-    attack = draw(st.sampled_from(["none", "none", "bomb", "huge-sizes", "global", "many-entries"]))
+    attack = draw(st.sampled_from(["none", "none", "bomb", "huge-sizes", "global", "many-entries", "hash-bomb"]))
     if attack == "bomb":
         places = _places(doc)
         parent, key = draw(st.sampled_from(places))
@@ -436,6 +455,8 @@ def _fr_pickle(draw: st.DrawFn) -> bytes:
         doc["entries"] = doc["entries"] * draw(st.sampled_from([10, 200]))
     elif attack == "global":
         return draw(st.sampled_from(_global_payloads()))
+    elif attack == "hash-bomb":
+        return draw(st.sampled_from(_hash_bombs(draw(st.sampled_from([20, 40, 200])))))
     try:
         data = pickle.dumps(doc, protocol=draw(st.integers(0, 5)))
     except ValueError:  # protocols 0 and 1 write an integer of 5,000 digits as text, which Python refuses
