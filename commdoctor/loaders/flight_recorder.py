@@ -146,6 +146,8 @@ def to_plain(obj: Any, budget: Budget, depth: int = 0) -> Any:
     budget.spend()
     if depth > 64:
         return "[... nested too deep]"
+    if isinstance(obj, (Mapping, list, tuple, set, frozenset)) and budget.spent + len(obj) > budget.limit:
+        budget.spend(len(obj))  # a container larger than what is left: refused before it is walked
     if isinstance(obj, Mapping):
         return {_text(k, f"[a {type(k).__name__} key]"): to_plain(v, budget, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
@@ -163,7 +165,12 @@ def to_plain(obj: Any, budget: Budget, depth: int = 0) -> Any:
     return _text(obj, f"[{type(obj).__name__}]")
 
 
-def read_plain(path: str, max_bytes: int = 64 << 20, max_elements: int | None = None) -> Any:
+#: The largest file read as a dump. torch's default ring of 2,000 entries pickles to about 260 kB; a
+#: hostile pickle is decoded by the pure-Python unpickler at about 7 MB of dense opcodes per CPU second.
+MAX_DUMP_BYTES = 64 << 20
+
+
+def read_plain(path: str, max_bytes: int = MAX_DUMP_BYTES, max_elements: int | None = None) -> Any:
     """One dump (pickle or JSON) as plain JSON-safe data, for reports and bundles; the one reader
     of raw dumps besides ``read_dump``. Raises ValueError (or OSError) with a reason.
 
@@ -197,6 +204,8 @@ def read_plain(path: str, max_bytes: int = 64 << 20, max_elements: int | None = 
             try:
                 kept.append(to_plain(e, budget, 2))
             except BudgetExceeded:
+                if not kept:
+                    raise  # not even the newest entry fits: no dump torch wrote
                 break
         kept.reverse()
         out["entries"] = kept
@@ -335,6 +344,10 @@ def _int(v: Any, default: int | None = None) -> int | None:
     return n if -_INT_MAX <= n < _INT_MAX else default
 
 
+#: torch refuses tensors of more dimensions than this; a size list is one tensor's shape.
+MAX_DIMS = 64
+
+
 def _sizes(v: Any, budget: Budget) -> tuple[tuple[int, ...], ...]:
     if not isinstance(v, (list, tuple)):
         return ()
@@ -342,6 +355,8 @@ def _sizes(v: Any, budget: Budget) -> tuple[tuple[int, ...], ...]:
     out = []
     for s in v:
         if isinstance(s, (list, tuple)):
+            if len(s) > MAX_DIMS:
+                raise BudgetExceeded(f"a tensor of {len(s)} dimensions: not a flight-recorder dump torch wrote")
             budget.spend(len(s))
             out.append(tuple(x if type(x) is int and -_INT_MAX <= x < _INT_MAX else (_int(x, 0) or 0) for x in s))
     return tuple(out)
@@ -422,7 +437,7 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget |
     return d
 
 
-def read_dump(path: str, rank: int | None = None, max_bytes: int = 512 << 20) -> FRDump:
+def read_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTES) -> FRDump:
     """One dump file; raises ValueError (with a message a user can act on) when it is not one."""
     size = os.path.getsize(path)
     if size > max_bytes:
@@ -922,7 +937,7 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
             continue
         try:
             with open(f, "rb") as fh:
-                data = fh.read(512 << 20)
+                data = fh.read(MAX_DUMP_BYTES + 1)
         except OSError as e:
             errors.append(f"{f}: {e.strerror or e}")
             continue
@@ -950,7 +965,9 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
         rep_path, rep_rank, _ = members[0]
         try:
             with open(rep_path, "rb") as fh:
-                rep_data = fh.read(512 << 20)
+                rep_data = fh.read(MAX_DUMP_BYTES + 1)
+            if len(rep_data) > MAX_DUMP_BYTES:
+                raise ValueError(f"larger than {MAX_DUMP_BYTES} bytes: not a flight-recorder dump")
             rep = parse_dump(safe_loads(rep_data), rep_path, "pickle", rep_rank, Budget.for_bytes(len(rep_data)))
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
