@@ -50,7 +50,11 @@ def _scalar_keys(items: Iterable[Any]) -> None:
             raise pickle.UnpicklingError(f"a {type(k).__name__} as a dict key or set member: not a flight-recorder dump")
 
 
-class _SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
+#: Python's own unpickler (the C one offers no hook at the opcodes below).
+_PyUnpickler: Any = pickle._Unpickler
+
+
+class _SafeUnpickler(_PyUnpickler):
     """Python's own unpickler, with every opcode that reaches code refused and every hashed value checked.
 
     Globals are refused by name and by every opcode that could call one (REDUCE, BUILD, NEWOBJ, INST, OBJ,
@@ -60,7 +64,7 @@ class _SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     one whose dict and set opcodes can be checked; it reads a 2,000-entry dump (260 kB) in about 40 ms.
     """
 
-    dispatch = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
+    dispatch: dict[int, Any] = dict(_PyUnpickler.dispatch)
     for _op, _what in ((pickle.GLOBAL, "a global"), (pickle.STACK_GLOBAL, "a global"), (pickle.INST, "an instance"),
                        (pickle.OBJ, "an instance"), (pickle.REDUCE, "a call"), (pickle.BUILD, "an object's state"),
                        (pickle.NEWOBJ, "an instance"), (pickle.NEWOBJ_EX, "an instance"),
@@ -75,24 +79,24 @@ class _SafeUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
 
     def _load_setitem(self) -> None:
         _scalar_keys(self.stack[-2:-1])
-        pickle._Unpickler.load_setitem(self)  # type: ignore[attr-defined]
+        _PyUnpickler.load_setitem(self)
 
     # After a MARK the pure-Python unpickler's ``stack`` holds only the items since the mark.
     def _load_setitems(self) -> None:
         _scalar_keys(self.stack[0::2])
-        pickle._Unpickler.load_setitems(self)  # type: ignore[attr-defined]
+        _PyUnpickler.load_setitems(self)
 
     def _load_dict(self) -> None:
         _scalar_keys(self.stack[0::2])
-        pickle._Unpickler.load_dict(self)  # type: ignore[attr-defined]
+        _PyUnpickler.load_dict(self)
 
     def _load_additems(self) -> None:
         _scalar_keys(self.stack)
-        pickle._Unpickler.load_additems(self)  # type: ignore[attr-defined]
+        _PyUnpickler.load_additems(self)
 
     def _load_frozenset(self) -> None:
         _scalar_keys(self.stack)
-        pickle._Unpickler.load_frozenset(self)  # type: ignore[attr-defined]
+        _PyUnpickler.load_frozenset(self)
 
     dispatch[pickle.SETITEM[0]] = _load_setitem
     dispatch[pickle.SETITEMS[0]] = _load_setitems
@@ -200,9 +204,9 @@ def read_plain(path: str, max_bytes: int = MAX_DUMP_BYTES, max_elements: int | N
             return to_plain(doc, budget)
         out = {_text(k, f"[a {type(k).__name__} key]"): to_plain(v, budget, 1) for k, v in doc.items() if k != "entries"}
         kept: list[Any] = []
-        for e in reversed(entries):
+        for ent in reversed(entries):
             try:
-                kept.append(to_plain(e, budget, 2))
+                kept.append(to_plain(ent, budget, 2))
             except BudgetExceeded:
                 if not kept:
                     raise  # not even the newest entry fits: no dump torch wrote
