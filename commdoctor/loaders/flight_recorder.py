@@ -57,7 +57,7 @@ _PyUnpickler: Any = pickle._Unpickler
 class _SafeUnpickler(_PyUnpickler):
     """Python's own unpickler, with every opcode that reaches code refused and every hashed value checked.
 
-    Globals are refused by name and by every opcode that could call one (REDUCE, BUILD, NEWOBJ, INST, OBJ,
+    Globals are refused by name, and every opcode that could call one is refused (REDUCE, BUILD, NEWOBJ, OBJ,
     extension codes, persistent ids). A dict key or set member must be a plain scalar: a tuple of tuples
     sharing memo references is hashed once per path through it, so 150 bytes of pickle could hold the C
     unpickler for hours inside one ``hash`` that nothing can interrupt. The pure-Python unpickler is the
@@ -65,8 +65,8 @@ class _SafeUnpickler(_PyUnpickler):
     """
 
     dispatch: dict[int, Any] = dict(_PyUnpickler.dispatch)
-    for _op, _what in ((pickle.GLOBAL, "a global"), (pickle.STACK_GLOBAL, "a global"), (pickle.INST, "an instance"),
-                       (pickle.OBJ, "an instance"), (pickle.REDUCE, "a call"), (pickle.BUILD, "an object's state"),
+    # GLOBAL, STACK_GLOBAL and INST reach ``find_class``, which refuses them by name.
+    for _op, _what in ((pickle.OBJ, "an instance"), (pickle.REDUCE, "a call"), (pickle.BUILD, "an object's state"),
                        (pickle.NEWOBJ, "an instance"), (pickle.NEWOBJ_EX, "an instance"),
                        (pickle.EXT1, "an extension code"), (pickle.EXT2, "an extension code"),
                        (pickle.EXT4, "an extension code"), (pickle.PERSID, "a persistent id"),
