@@ -49,6 +49,16 @@ def _huge_sizes() -> bytes:
     return pickle.dumps(dict(doc, entries=[entry] * 1000), protocol=4)
 
 
+def _shared_members(n: int, groups: int) -> bytes:
+    """2 MB: one member list of ``n`` ranks, pickled once and referenced by ``groups`` groups that entries use
+    (analysed once per group, it cost 13 s of CPU)."""
+    doc = _nccl_doc()
+    ranks = str(list(range(n)))
+    cfg = {str(g): {"name": str(g), "desc": f"g{g}", "ranks": ranks} for g in range(groups)}
+    entries = [dict(e, process_group=(str(g), f"g{g}")) for g in range(groups) for e in doc["entries"][-2:]]
+    return pickle.dumps(dict(doc, pg_config=cfg, entries=entries), protocol=4)
+
+
 def _json_doc(**change: Any) -> dict[str, Any]:
     doc = json.loads((GLOO_JSON / "rank1.json").read_text())
     doc["entries"][-1].update(change)
@@ -78,6 +88,7 @@ CASES: dict[str, tuple[Any, bool]] = {
         protocol=4), False),
     "a member list nested 100,000 deep": (lambda: pickle.dumps(dict(
         _nccl_doc(), pg_config={"0": {"name": "0", "desc": "default_pg", "ranks": "[" * 100_000}}), protocol=4), False),
+    "one 262,144-rank member list shared by 50 groups": (lambda: _shared_members(2 ** 18, 50), True),
     "lone surrogates": (lambda: json.dumps(_json_doc(profiling_name="gloo:\ud800", state="\udfff")).encode(), False),
 }
 
