@@ -314,10 +314,10 @@ def feed_report(data: bytes) -> str:
 # Real dumps: NCCL's pickles from an H100 run (fixtures/hang/nccl/straggler3, torch 2.10, NCCL 2.28.9) and
 # torch's JSON dumps of a gloo job (fixtures/hang/straggler/fr/json). Each input is a folder of 1-3 such
 # dumps, damaged the ways a file from another machine or an attacker can be: wrong-typed values anywhere;
-# pickles whose memo references describe 2^20-2^40 elements in a few hundred bytes (also as a dict key
-# or set member, where the C unpickler would hash every one); globals (GLOBAL,
-# STACK_GLOBAL, INST, OBJ, REDUCE, NEWOBJ, BUILD, persistent ids, extension codes) that would create a
-# canary folder if anything resolved them; size lists of up to 10^6 elements shared by every entry;
+# pickles whose memo references describe 2^20-2^40 elements in a few hundred bytes (also as a dict key or
+# set member, where the C unpickler would hash every one); globals (GLOBAL, STACK_GLOBAL, INST, OBJ, REDUCE,
+# NEWOBJ, BUILD, persistent ids, extension codes) that would create a canary folder if anything resolved
+# them; size lists of up to 10^6 elements shared by every entry; one member list named by up to 400 groups;
 # integers of 5,000 digits, NaN, sets and bytes; flipped, inserted and cut bytes; JSON with Infinity/NaN,
 # deep nesting (up to 100,000) and truncation.
 
@@ -440,7 +440,8 @@ def _fr_pickle(draw: st.DrawFn) -> bytes:
         places = _places(doc)
         parent, key = draw(st.sampled_from(places))
         parent[key] = copy.deepcopy(draw(JSONISH)) if draw(st.booleans()) else _pickle_value(draw(PICKLE_ONLY))
-    attack = draw(st.sampled_from(["none", "none", "bomb", "huge-sizes", "global", "many-entries", "hash-bomb"]))
+    attack = draw(st.sampled_from(["none", "none", "bomb", "huge-sizes", "global", "many-entries", "hash-bomb",
+                                   "shared-members"]))
     if attack == "bomb":
         places = _places(doc)
         parent, key = draw(st.sampled_from(places))
@@ -455,6 +456,14 @@ def _fr_pickle(draw: st.DrawFn) -> bytes:
         doc["entries"] = doc["entries"] * draw(st.sampled_from([10, 200]))
     elif attack == "global":
         return draw(st.sampled_from(_global_payloads()))
+    elif attack == "shared-members" and isinstance(doc.get("entries"), list) and doc["entries"]:
+        # One member list, pickled once, named by many groups that entries use: analysed once per group.
+        ranks = str(list(range(draw(st.sampled_from([3, 2 ** 12, 2 ** 16])))))
+        groups = draw(st.sampled_from([2, 50, 400]))
+        doc["pg_config"] = {str(g): {"name": str(g), "desc": f"g{g}", "ranks": ranks} for g in range(groups)}
+        last = doc["entries"][-1]
+        if isinstance(last, dict):
+            doc["entries"] = doc["entries"] + [dict(last, process_group=[str(g), f"g{g}"]) for g in range(groups)]
     elif attack == "hash-bomb":
         return draw(st.sampled_from(_hash_bombs(draw(st.sampled_from([20, 40, 200])))))
     try:
