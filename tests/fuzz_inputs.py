@@ -20,6 +20,7 @@ import io
 import json
 import lzma
 import os
+import pickle
 import tempfile
 import zipfile
 from typing import Any
@@ -308,5 +309,222 @@ def feed_report(data: bytes) -> str:
     return f"exit {rc}"
 
 
+# -- flight-recorder dumps ---------------------------------------------------------------------------
+#
+# Real dumps: NCCL's pickles from an H100 run (fixtures/hang/nccl/straggler3, torch 2.10, NCCL 2.28.9) and
+# torch's JSON dumps of a gloo job (fixtures/hang/straggler/fr/json). Each input is a folder of 1-3 such
+# dumps, damaged the ways a file from another machine or an attacker can be: wrong-typed values anywhere;
+# pickles whose memo references describe 2^20-2^40 elements in a few hundred bytes (also as a dict key or
+# set member, where the C unpickler would hash every one); globals (GLOBAL, STACK_GLOBAL, INST, OBJ, REDUCE,
+# NEWOBJ, BUILD, persistent ids, extension codes) that would create a canary folder if anything resolved
+# them; size lists of up to 10^6 elements shared by every entry; one member list named by up to 400 groups;
+# integers of 5,000 digits, NaN, sets and bytes; flipped, inserted and cut bytes; JSON with Infinity/NaN,
+# deep nesting (up to 100,000) and truncation.
+
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "hang")
+_FR_BASE: dict[str, list[Any]] = {}
+
+
+def fr_bases() -> dict[str, list[Any]]:
+    """The real dumps, decoded once: {"pickle": [doc, ...], "json": [doc, ...]}."""
+    if not _FR_BASE:
+        from commdoctor.loaders.flight_recorder import safe_loads
+
+        pk = os.path.join(FIX, "nccl", "straggler3", "fr")
+        js = os.path.join(FIX, "straggler", "fr", "json")
+        _FR_BASE["pickle"] = [safe_loads(open(os.path.join(pk, n), "rb").read()) for n in sorted(os.listdir(pk))]
+        _FR_BASE["json"] = [json.load(open(os.path.join(js, n))) for n in sorted(os.listdir(js))]
+    return _FR_BASE
+
+
+def canary() -> str:
+    """The folder a resolved pickle global would create (one per process: generation and feeding share it)."""
+    return os.path.join(tempfile.gettempdir(), f"commdoctor-fr-canary-{os.getpid()}")
+
+
+class _Mkdir:
+    """Pickles as a call of os.mkdir(canary()): STACK_GLOBAL/GLOBAL + REDUCE, the shape of every pickle exploit."""
+
+    def __reduce__(self) -> Any:
+        return (os.mkdir, (canary(),))
+
+
+def _global_payloads() -> list[bytes]:
+    """Hand-written pickles that name ``posix.mkdir`` by every opcode that can reach a global."""
+    c = canary().encode()
+    n = len(c).to_bytes(1, "little") if len(c) < 256 else b""
+    out = [
+        b"cposix\nmkdir\n(V" + c + b"\ntR.",  # GLOBAL + REDUCE (protocol 0)
+        b"(V" + c + b"\niposix\nmkdir\n.",  # INST
+        b"(cposix\nmkdir\nV" + c + b"\no.",  # OBJ
+        b"\x80\x02cposix\nmkdir\nV" + c + b"\n\x85\x81.",  # NEWOBJ on a global
+        b"\x80\x02}(U\x07entriesq\x00]q\x01}q\x02bcposix\nmkdir\nq\x03.",  # BUILD into a dict, then a global
+        b"\x80\x02(U\x01xP0\nt.",  # PERSID
+        b"\x80\x02K\x01Q.",  # BINPERSID
+        b"\x80\x02\x82\x01.",  # EXT1 (copyreg's extension registry)
+        b"\x80\x02\x83\x01\x00.",  # EXT2
+        b"\x80\x02\x84\x01\x00\x00\x00.",  # EXT4
+    ]
+    if n:
+        out.append(b"\x80\x04\x8c\x05posix\x8c\x05mkdir\x93\x8c" + n + c + b"\x85R.")  # STACK_GLOBAL + REDUCE
+    out.append(pickle.dumps({"version": "2.10", "entries": [_Mkdir()]}, protocol=4))
+    return out
+
+
+def _tuple_bomb(depth: int) -> bytes:
+    """Pickle opcodes that leave one tuple of 2^depth leaves on the stack: each level is two memo references."""
+    out = b"K\x01\x85q\x00"
+    for i in range(depth):
+        out += b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86q" + bytes([i + 1])
+    return out
+
+
+def _hash_bombs(depth: int) -> list[bytes]:
+    """A shared tuple where it gets hashed: a dict key (SETITEMS, SETITEM, DICT) or a set member (ADDITEMS,
+    FROZENSET). Hashing a tuple is not cached, so 300 bytes cost 2^depth steps inside one C call."""
+    t = _tuple_bomb(depth)
+    return [b"\x80\x02}(" + t + b"K\x01u.", b"\x80\x02}" + t + b"K\x01s.", b"\x80\x02(" + t + b"K\x01d.",
+            b"\x80\x04\x8f(" + t + b"\x90.", b"\x80\x04(" + t + b"\x91.",
+            # the same inside a dump: entries: [{KEY: 1}]
+            b"\x80\x02}(X\x07\x00\x00\x00entries](}(" + t + b"K\x01ueu."]
+
+
+def _bomb(kind: str, depth: int) -> Any:
+    """2^depth leaves in ``depth`` memo references: every walk that does not count visits each."""
+    x: Any = [1] if kind != "str" else "9" * 64
+    for _ in range(depth):
+        x = [x, x] if kind == "list" else (x, x) if kind == "tuple" else {"a": x, "b": x} if kind == "dict" else [x, x]
+    return x
+
+
+def _places(doc: Any) -> list[tuple[Any, Any]]:
+    """Every (container, key) in a decoded dump, for putting a value anywhere."""
+    out: list[tuple[Any, Any]] = []
+    stack = [doc]
+    while stack and len(out) < 5000:
+        o = stack.pop()
+        if isinstance(o, dict):
+            for k, v in o.items():
+                out.append((o, k))
+                stack.append(v)
+        elif isinstance(o, list):
+            for k, v in enumerate(o):
+                out.append((o, k))
+                stack.append(v)
+    return out
+
+
+def _thaw(obj: Any) -> Any:
+    """A mutable copy (tuples as lists) of a decoded dump; the base documents are never changed."""
+    if isinstance(obj, dict):
+        return {k: _thaw(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_thaw(v) for v in obj]
+    return obj
+
+
+PICKLE_ONLY = st.sampled_from(["bytes", "set", "nan", "inf", "bigint", "bytearray", "frozenset", "tuple"])
+
+
+def _pickle_value(kind: str) -> Any:
+    return {"bytes": b"\xff" * 300, "set": {1, 2, 3}, "nan": float("nan"), "inf": float("-inf"),
+            "bigint": 10 ** 5000, "bytearray": bytearray(b"x" * 10), "frozenset": frozenset(["a"]),
+            "tuple": ("0", "default_pg", "extra")}[kind]
+
+
+@st.composite
+def _fr_pickle(draw: st.DrawFn) -> bytes:
+    bases = fr_bases()["pickle"]
+    doc = _thaw(bases[draw(st.integers(0, len(bases) - 1))])
+    for _ in range(draw(st.integers(0, 3))):  # values of the wrong type (JSON-like, or what only a pickle holds)
+        places = _places(doc)
+        parent, key = draw(st.sampled_from(places))
+        parent[key] = copy.deepcopy(draw(JSONISH)) if draw(st.booleans()) else _pickle_value(draw(PICKLE_ONLY))
+    attack = draw(st.sampled_from(["none", "none", "bomb", "huge-sizes", "global", "many-entries", "hash-bomb",
+                                   "shared-members"]))
+    if attack == "bomb":
+        places = _places(doc)
+        parent, key = draw(st.sampled_from(places))
+        parent[key] = _bomb(draw(st.sampled_from(["list", "tuple", "dict"])), draw(st.sampled_from([20, 30, 40])))
+    elif attack == "huge-sizes" and doc.get("entries") and isinstance(doc["entries"], list):
+        big = [1] * draw(st.sampled_from([10 ** 3, 10 ** 5, 10 ** 6]))
+        e = doc["entries"][-1]
+        if isinstance(e, dict):
+            e = dict(e, input_sizes=[big] * 10, output_sizes=[big] * 10)
+            doc["entries"] = doc["entries"] + [e] * draw(st.sampled_from([1, 100, 5000]))  # one object, referenced
+    elif attack == "many-entries" and isinstance(doc.get("entries"), list) and doc["entries"]:
+        doc["entries"] = doc["entries"] * draw(st.sampled_from([10, 200]))
+    elif attack == "global":
+        return draw(st.sampled_from(_global_payloads()))
+    elif attack == "shared-members" and isinstance(doc.get("entries"), list) and doc["entries"]:
+        # One member list, pickled once, named by many groups that entries use: analysed once per group.
+        ranks = str(list(range(draw(st.sampled_from([3, 2 ** 12, 2 ** 16])))))
+        groups = draw(st.sampled_from([2, 50, 400]))
+        doc["pg_config"] = {str(g): {"name": str(g), "desc": f"g{g}", "ranks": ranks} for g in range(groups)}
+        last = doc["entries"][-1]
+        if isinstance(last, dict):
+            doc["entries"] = doc["entries"] + [dict(last, process_group=[str(g), f"g{g}"]) for g in range(groups)]
+    elif attack == "hash-bomb":
+        return draw(st.sampled_from(_hash_bombs(draw(st.sampled_from([20, 40, 200])))))
+    try:
+        data = pickle.dumps(doc, protocol=draw(st.integers(0, 5)))
+    except ValueError:  # protocols 0 and 1 write an integer of 5,000 digits as text, which Python refuses
+        data = pickle.dumps(doc, protocol=4)
+    how = draw(st.sampled_from(["keep", "keep", "keep", "cut", "flip", "insert"]))
+    if how == "cut":
+        data = data[: draw(st.integers(0, len(data)))]
+    elif how == "flip":
+        for _ in range(draw(st.integers(1, 8))):
+            i = draw(st.integers(0, len(data) - 1))
+            data = data[:i] + bytes([draw(st.integers(0, 255))]) + data[i + 1:]
+    elif how == "insert":
+        i = draw(st.integers(0, len(data)))
+        data = data[:i] + draw(st.binary(min_size=1, max_size=12)) + data[i:]
+    return data
+
+
+@st.composite
+def _fr_json(draw: st.DrawFn) -> bytes:
+    bases = fr_bases()["json"]
+    doc = _mutate(draw, bases[draw(st.integers(0, len(bases) - 1))], draw(st.integers(0, 4)))
+    text = json.dumps(doc)
+    if draw(st.integers(0, 3)) == 0:  # NaN where a number belongs (json.dumps writes it, json.loads takes it)
+        text = text.replace('"timeout_ms": 300000', '"timeout_ms": NaN', 1).replace('"line": ', '"line": -Infinity, "x": ', 1)
+    if draw(st.integers(0, 5)) == 0:
+        depth = draw(st.sampled_from([1000, 100_000]))
+        text = text.replace('"entries": [', '"entries": [' + "[" * depth + "]" * depth + ", ", 1)
+    return _damage_json_text(draw, text).encode("utf-8", "surrogatepass")
+
+
+@st.composite
+def fr_files(draw: st.DrawFn) -> dict[str, bytes]:
+    """A folder of 1-3 flight-recorder dumps, pickle or JSON, each maybe damaged (see above)."""
+    out: dict[str, bytes] = {}
+    for r in range(draw(st.integers(1, 3))):
+        fmt = draw(st.sampled_from(["pickle", "pickle", "json"]))
+        data = draw(_fr_pickle()) if fmt == "pickle" else draw(_fr_json())
+        name = draw(st.sampled_from([f"nccl_trace_rank_{r}", f"rank{r}.json", f"rank{r}.pkl", "dump"]))
+        out[name if name not in out else f"{name}-{r}"] = data
+    return out
+
+
+def feed_fr(files: dict[str, bytes]) -> str:
+    """``hang --fr DIR --json``, then ``report --fr DIR`` with a bundle; a created canary is a resolved global."""
+    with tempfile.TemporaryDirectory() as d:
+        fr = os.path.join(d, "fr")
+        os.mkdir(fr)
+        _write(fr, files)
+        try:
+            got = _checked(*_cli(["hang", "--fr", fr, "--json"]))
+            rc, _, _ = _cli(["report", "--no-checks", "--no-system", "--fr", fr, "-o", os.path.join(d, "r"),
+                             "--bundle", os.path.join(d, "b.tar.gz")])
+        finally:
+            if os.path.exists(canary()):
+                os.rmdir(canary())
+                raise ReaderBug("a pickle global was resolved: the canary folder was created")
+    return f"{got}, report exit {rc}"
+
+
 READERS = {"logs": (log_files(), feed_logs), "stacks": (stack_files(), feed_stacks),
-           "records": (record_files(), feed_records), "report": (report_docs(), feed_report)}
+           "records": (record_files(), feed_records), "report": (report_docs(), feed_report),
+           "fr": (fr_files(), feed_fr)}

@@ -34,16 +34,88 @@ from typing import Any, Iterable, Mapping, Sequence
 from commdoctor.parsing.stacks import Frame, is_library
 
 
-class _SafeUnpickler(pickle.Unpickler):
+#: What a key of a dict or a member of a set may be in a dump: hashing it costs time linear in its size.
+_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _refuse(what: str) -> Any:
+    def load(self: Any) -> None:
+        raise pickle.UnpicklingError(f"refusing {what}: not a flight-recorder dump")
+    return load
+
+
+def _scalar_keys(items: Iterable[Any]) -> None:
+    for k in items:
+        if not isinstance(k, _SCALARS):
+            raise pickle.UnpicklingError(f"a {type(k).__name__} as a dict key or set member: not a flight-recorder dump")
+
+
+#: Python's own unpickler (the C one offers no hook at the opcodes below).
+_PyUnpickler: Any = pickle._Unpickler
+
+
+class _SafeUnpickler(_PyUnpickler):
+    """Python's own unpickler, with every opcode that reaches code refused and every hashed value checked.
+
+    Globals are refused by name, and every opcode that could call one is refused (REDUCE, BUILD, NEWOBJ, OBJ,
+    extension codes, persistent ids). A dict key or set member must be a plain scalar: a tuple of tuples
+    sharing memo references is hashed once per path through it, so 150 bytes of pickle could hold the C
+    unpickler for hours inside one ``hash`` that nothing can interrupt. The pure-Python unpickler is the
+    one whose dict and set opcodes can be checked; it reads a 2,000-entry dump (260 kB) in about 40 ms.
+    """
+
+    dispatch: dict[int, Any] = dict(_PyUnpickler.dispatch)
+    # GLOBAL, STACK_GLOBAL and INST reach ``find_class``, which refuses them by name.
+    for _op, _what in ((pickle.OBJ, "an instance"), (pickle.REDUCE, "a call"), (pickle.BUILD, "an object's state"),
+                       (pickle.NEWOBJ, "an instance"), (pickle.NEWOBJ_EX, "an instance"),
+                       (pickle.EXT1, "an extension code"), (pickle.EXT2, "an extension code"),
+                       (pickle.EXT4, "an extension code"), (pickle.PERSID, "a persistent id"),
+                       (pickle.BINPERSID, "a persistent id"), (pickle.NEXT_BUFFER, "an out-of-band buffer")):
+        dispatch[_op[0]] = _refuse(_what)
+    del _op, _what
+
     def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle API
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}: not a flight-recorder dump")
 
+    def _load_setitem(self) -> None:
+        _scalar_keys(self.stack[-2:-1])
+        _PyUnpickler.load_setitem(self)
+
+    # After a MARK the pure-Python unpickler's ``stack`` holds only the items since the mark.
+    def _load_setitems(self) -> None:
+        _scalar_keys(self.stack[0::2])
+        _PyUnpickler.load_setitems(self)
+
+    def _load_dict(self) -> None:
+        _scalar_keys(self.stack[0::2])
+        _PyUnpickler.load_dict(self)
+
+    def _load_additems(self) -> None:
+        _scalar_keys(self.stack)
+        _PyUnpickler.load_additems(self)
+
+    def _load_frozenset(self) -> None:
+        _scalar_keys(self.stack)
+        _PyUnpickler.load_frozenset(self)
+
+    dispatch[pickle.SETITEM[0]] = _load_setitem
+    dispatch[pickle.SETITEMS[0]] = _load_setitems
+    dispatch[pickle.DICT[0]] = _load_dict
+    dispatch[pickle.ADDITEMS[0]] = _load_additems
+    dispatch[pickle.FROZENSET[0]] = _load_frozenset
+
 
 def safe_loads(data: bytes) -> Any:
-    """Unpickle plain data only: every global (class, function) is refused. Building the objects
-    costs time linear in the bytes; walking them is what memo references can make explode, so
-    every walk of the result spends from a ``Budget``."""
-    return _SafeUnpickler(io.BytesIO(data)).load()
+    """Unpickle plain data only: no global is ever resolved, no opcode that calls anything is obeyed, and
+    no value that is costly to hash is hashed (see ``_SafeUnpickler``). Building the objects costs time
+    linear in the bytes; walking them is what memo references can make explode, so every walk of the
+    result spends from a ``Budget``."""
+    try:
+        return _SafeUnpickler(io.BytesIO(data)).load()
+    except pickle.UnpicklingError:
+        raise
+    except Exception as e:  # noqa: BLE001 - struct.error, UnicodeDecodeError, MemoryError...: all one answer
+        raise pickle.UnpicklingError(f"{type(e).__name__}: {str(e)[:200]}") from None
 
 
 class BudgetExceeded(ValueError):
@@ -61,7 +133,10 @@ class Budget:
 
     @classmethod
     def for_bytes(cls, n: int) -> Budget:
-        return cls(max(20_000, 4 * n))
+        # Every element costs at least one byte of pickle or JSON, each memo reference two: a file that
+        # was not crafted cannot describe more elements than it has bytes. Real dumps (torch's pickles of
+        # 4 kB to 260 kB, gloo's JSON) hold 0.05-0.25 elements per byte.
+        return cls(max(20_000, n))
 
     def spend(self, n: int = 1) -> None:
         self.spent += n
@@ -75,27 +150,46 @@ def to_plain(obj: Any, budget: Budget, depth: int = 0) -> Any:
     budget.spend()
     if depth > 64:
         return "[... nested too deep]"
+    if isinstance(obj, (Mapping, list, tuple, set, frozenset)) and budget.spent + len(obj) > budget.limit:
+        budget.spend(len(obj))  # a container larger than what is left: refused before it is walked
     if isinstance(obj, Mapping):
-        return {str(k): to_plain(v, budget, depth + 1) for k, v in obj.items()}
+        return {_text(k, f"[a {type(k).__name__} key]"): to_plain(v, budget, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):
         return [to_plain(v, budget, depth + 1) for v in obj]
     if isinstance(obj, (bytes, bytearray)):
         return bytes(obj[:256]).decode("utf-8", "replace")
     if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
         return None
-    if obj is None or isinstance(obj, (str, int, float, bool)):
+    if isinstance(obj, int) and not isinstance(obj, bool) and not -_INT_MAX <= obj < _INT_MAX:
+        return f"[an integer of {obj.bit_length()} bits]"  # JSON writers refuse 4,300 digits and more
+    if isinstance(obj, str):
+        # Paid for by length too (an element is about 8 characters of JSON): one string shared by memo
+        # references would otherwise be copied, written and redacted once per reference.
+        budget.spend(len(obj) // 8)
+        return _clean(obj)
+    if obj is None or isinstance(obj, (int, float, bool)):
         return obj
-    return str(obj)
+    return _text(obj, f"[{type(obj).__name__}]")
 
 
-def read_plain(path: str, max_bytes: int = 64 << 20) -> Any:
+#: The largest file read as a dump. torch's default ring of 2,000 entries pickles to about 260 kB; a
+#: hostile pickle is decoded by the pure-Python unpickler at about 7 MB of dense opcodes per CPU second.
+MAX_DUMP_BYTES = 64 << 20
+
+
+def read_plain(path: str, max_bytes: int = MAX_DUMP_BYTES, max_elements: int | None = None) -> Any:
     """One dump (pickle or JSON) as plain JSON-safe data, for reports and bundles; the one reader
-    of raw dumps besides ``read_dump``. Raises ValueError (or OSError) with a reason."""
+    of raw dumps besides ``read_dump``. Raises ValueError (or OSError) with a reason.
+
+    At most ``max_elements`` elements are copied (and never more than the file has bytes): the newest
+    entries first, so a dump that is too large keeps its last entries and says how many it left out."""
     with open(path, "rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValueError(f"larger than {max_bytes} bytes: not a flight-recorder dump")
     budget = Budget.for_bytes(len(data))
+    if max_elements is not None:
+        budget.limit = min(budget.limit, max_elements)
     if data.lstrip()[:1] in (b"{", b"["):
         try:
             doc = json.loads(data.decode("utf-8", "replace"))
@@ -108,7 +202,24 @@ def read_plain(path: str, max_bytes: int = 64 << 20) -> Any:
                 AttributeError, MemoryError, RecursionError) as e:
             raise ValueError(f"unreadable pickle: {str(e)[:200]}") from None
     try:
-        return to_plain(doc, budget)
+        entries = doc.get("entries") if isinstance(doc, Mapping) else None
+        if not isinstance(entries, (list, tuple)):
+            return to_plain(doc, budget)
+        out = {_text(k, f"[a {type(k).__name__} key]"): to_plain(v, budget, 1) for k, v in doc.items() if k != "entries"}
+        kept: list[Any] = []
+        for ent in reversed(entries):
+            try:
+                kept.append(to_plain(ent, budget, 2))
+            except BudgetExceeded:
+                if not kept:
+                    raise  # not even the newest entry fits: no dump torch wrote
+                break
+        kept.reverse()
+        out["entries"] = kept
+        if len(kept) < len(entries):
+            out["commdoctor_note"] = (f"kept the last {len(kept)} of {len(entries)} entries: the rest would pass "
+                                      f"the budget of {budget.limit} elements")
+        return out
     except RecursionError:
         raise ValueError("nested too deep to be a flight-recorder dump") from None
 
@@ -171,20 +282,81 @@ class FRDump:
     notes: list[str] = field(default_factory=list)
 
 
+#: Ranks are below this (as the hooks' records and saved reports are bounded): a larger number is not a rank.
+MAX_RANK = 2 ** 22
+#: The longest ``pg_config`` member list read as text (2^22 ranks of up to 9 characters each).
+_MAX_RANKS_TEXT = 9 * MAX_RANK
+
 _RANK_IN_NAME = re.compile(r"(\d+)(?:\.(?:pkl|pickle|json|bin|dump))?$")
 
 
 def rank_from_name(path: str) -> int | None:
     """torch names dumps PREFIX + rank (``nccl_trace_rank_3``); commdoctor ``fr-rank3.pkl``."""
     m = _RANK_IN_NAME.search(os.path.basename(path))
-    return int(m.group(1)) if m else None
+    if not m or len(m.group(1)) > 7:
+        return None
+    rank = int(m.group(1))
+    return rank if rank < MAX_RANK else None
+
+
+#: No field of a real dump (sequence numbers, sizes, nanosecond times) leaves a signed 64-bit integer.
+_INT_MAX = 2 ** 63
+
+
+def _clean(v: str) -> str:
+    """The text without lone surrogates (JSON's ``"\\ud800"``, pickle's surrogatepass), which no file can hold."""
+    try:
+        v.encode("utf-8")
+        return v
+    except UnicodeEncodeError:
+        return v.encode("utf-8", "replace").decode("utf-8")
+
+
+def _text(v: Any, default: str = "", limit: int = 4096) -> str:
+    """A text field of a dump. Only strings and numbers are turned into text: ``str`` of a tuple whose
+    members share memo references would print 2^depth of them."""
+    if isinstance(v, str):
+        return _clean(v[:limit])
+    if isinstance(v, bool) or isinstance(v, float):
+        return str(v)
+    if isinstance(v, int):
+        return str(v) if -_INT_MAX <= v < _INT_MAX else default
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v[:limit]).decode("utf-8", "replace")
+    return default
+
+
+def _config(v: Mapping[Any, Any], budget: Budget) -> dict[str, Any]:
+    """One ``pg_config`` entry with text values (a member list as text or as a list of integers)."""
+    out: dict[str, Any] = {}
+    budget.spend(len(v))
+    for k, x in v.items():
+        if isinstance(x, (list, tuple)):
+            budget.spend(len(x))
+            out[_text(k)] = [i for i in x if type(i) is int and -_INT_MAX <= i < _INT_MAX]
+        else:
+            text = _text(x, limit=_MAX_RANKS_TEXT)
+            # Text is paid for by its length: one string shared by memo references among many groups would
+            # otherwise be parsed and analysed once per group (50 groups of 262,144 ranks: 13 s from 2 MB).
+            budget.spend(len(text))
+            out[_text(k)] = text
+    return out
 
 
 def _int(v: Any, default: int | None = None) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
+    """An integer field, or ``default`` when the value is none: wrong-typed, NaN or infinite, a string
+    of thousands of digits, or outside 64 bits (a real dump never is; Python would print it for ever)."""
+    if isinstance(v, str) and len(v) > 24:
         return default
+    try:
+        n = int(v)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return n if -_INT_MAX <= n < _INT_MAX else default
+
+
+#: torch refuses tensors of more dimensions than this; a size list is one tensor's shape.
+MAX_DIMS = 64
 
 
 def _sizes(v: Any, budget: Budget) -> tuple[tuple[int, ...], ...]:
@@ -194,8 +366,10 @@ def _sizes(v: Any, budget: Budget) -> tuple[tuple[int, ...], ...]:
     out = []
     for s in v:
         if isinstance(s, (list, tuple)):
+            if len(s) > MAX_DIMS:
+                raise BudgetExceeded(f"a tensor of {len(s)} dimensions: not a flight-recorder dump torch wrote")
             budget.spend(len(s))
-            out.append(tuple(x if type(x) is int else (_int(x, 0) or 0) for x in s))
+            out.append(tuple(x if type(x) is int and -_INT_MAX <= x < _INT_MAX else (_int(x, 0) or 0) for x in s))
     return tuple(out)
 
 
@@ -206,8 +380,8 @@ def _frames(v: Any, budget: Budget) -> tuple[Frame, ...]:
     out = []
     for f in v:
         if isinstance(f, Mapping):
-            fn = str(f.get("filename") or "?")
-            out.append(Frame(function=str(f.get("name") or "?"), file=fn, line=_int(f.get("line")),
+            fn = _text(f.get("filename")) or "?"
+            out.append(Frame(function=_text(f.get("name")) or "?", file=fn, line=_int(f.get("line")),
                              short_file=_short(fn)))
     return tuple(out)
 
@@ -216,7 +390,7 @@ def _dtypes(v: Any, budget: Budget) -> tuple[str, ...]:
     if not isinstance(v, (list, tuple)):
         return ()
     budget.spend(len(v))
-    return tuple(str(x) for x in v)
+    return tuple(_text(x, "?", 64) for x in v)
 
 
 def _short(path: str) -> str:
@@ -232,17 +406,18 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget |
     if not isinstance(doc, Mapping) or "entries" not in doc and "pg_config" not in doc:
         raise ValueError("not a flight-recorder dump (no 'entries' or 'pg_config')")
     budget = budget or Budget(10_000_000)
-    d = FRDump(rank=rank, path=path, fmt=fmt, version=str(doc.get("version", "")))
+    d = FRDump(rank=rank, path=path, fmt=fmt, version=_text(doc.get("version"), "", 64))
     cfg = doc.get("pg_config") or {}
     if isinstance(cfg, Mapping):
         for k, v in cfg.items():
             if isinstance(v, Mapping):
-                d.pg_config[str(k)] = dict(v)
+                d.pg_config[_text(k, "?")] = _config(v, budget)
     st = doc.get("pg_status") or {}
     if isinstance(st, Mapping):
         for k, v in st.items():
             if isinstance(v, Mapping):
-                d.pg_status[str(k)] = {kk: _int(vv, -1) for kk, vv in v.items()}  # type: ignore[misc]
+                budget.spend(len(v))
+                d.pg_status[_text(k, "?")] = {_text(kk, "?"): _int(vv, -1) for kk, vv in v.items()}  # type: ignore[misc]
     backends: set[str] = set()
     entries = doc.get("entries") or ()
     if not isinstance(entries, (list, tuple)):
@@ -253,8 +428,9 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget |
             d.notes.append("an entry is not a mapping; skipped")
             continue
         pg = e.get("process_group") or ("", "")
-        pg_name, pg_desc = (str(pg[0]), str(pg[1])) if isinstance(pg, (list, tuple)) and len(pg) >= 2 else (str(pg), "")
-        prof = str(e.get("profiling_name") or "?")
+        pg_name, pg_desc = (_text(pg[0], "?"), _text(pg[1], "?")) if isinstance(pg, (list, tuple)) and len(pg) >= 2 \
+            else (_text(pg, "?"), "")
+        prof = _text(e.get("profiling_name"), "?", 256) or "?"
         backend, _, op = prof.partition(":") if ":" in prof else ("", "", prof)
         if op.startswith("_"):  # nccl:_allgather_base and friends
             op = op.lstrip("_")
@@ -263,7 +439,7 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget |
         seq = _int(e.get("p2p_seq_id") if is_p2p else e.get("collective_seq_id"), -1)
         d.entries.append(FREntry(
             record_id=_int(e.get("record_id"), -1) or 0, pg_id=_int(e.get("pg_id")), pg_name=pg_name, pg_desc=pg_desc,
-            seq=seq if seq is not None else -1, op=op, backend=backend, state=str(e.get("state") or ""),
+            seq=seq if seq is not None else -1, op=op, backend=backend, state=_text(e.get("state"), "", 64),
             retired=bool(e.get("retired")), is_p2p=is_p2p, input_sizes=_sizes(e.get("input_sizes"), budget),
             input_dtypes=_dtypes(e.get("input_dtypes"), budget),
             output_sizes=_sizes(e.get("output_sizes"), budget), frames=_frames(e.get("frames"), budget),
@@ -272,7 +448,7 @@ def parse_dump(doc: Any, path: str, fmt: str, rank: int | None, budget: Budget |
     return d
 
 
-def read_dump(path: str, rank: int | None = None, max_bytes: int = 512 << 20) -> FRDump:
+def read_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTES) -> FRDump:
     """One dump file; raises ValueError (with a message a user can act on) when it is not one."""
     size = os.path.getsize(path)
     if size > max_bytes:
@@ -410,6 +586,24 @@ class GroupState:
                 "mismatch_seq": self.mismatch_seq, "mismatch": {str(r): e(x) for r, x in self.mismatch.items()}}
 
 
+def _rank_list(text: str) -> list[int] | None:
+    """torch's member list as it writes it (``"[0, 1, 2]"``), in time linear in its length; None otherwise.
+    (``ast.literal_eval`` builds a syntax tree first: tens of bytes per rank, and hostile text of any shape.)"""
+    t = text.strip()
+    if len(t) > _MAX_RANKS_TEXT or len(t) < 2 or t[0] + t[-1] not in ("[]", "()"):
+        return None
+    body = t[1:-1].strip().rstrip(",")
+    if not body:
+        return []
+    out = []
+    for part in body.split(","):
+        part = part.strip()
+        if not part.isdigit() or len(part) > 7 or not part.isascii():
+            return None
+        out.append(int(part))
+    return out
+
+
 def _members(name: str, desc: str, dumps: Sequence[FRDump], seen_ranks: set[int]) -> tuple[list[int], str]:
     configs: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str, str]] = set()  # 1,024 ranks hold the same config 1,024 times
@@ -422,11 +616,9 @@ def _members(name: str, desc: str, dumps: Sequence[FRDump], seen_ranks: set[int]
 
     def ranks_of(c: Mapping[str, Any]) -> list[int] | None:
         r = c.get("ranks")
-        try:
-            val = ast.literal_eval(r) if isinstance(r, str) else r
-        except (ValueError, SyntaxError):
-            return None
-        if isinstance(val, (list, tuple)) and all(isinstance(x, int) for x in val):
+        val = _rank_list(r) if isinstance(r, str) else r
+        if isinstance(val, (list, tuple)) and len(val) <= MAX_RANK and all(
+                type(x) is int and 0 <= x < MAX_RANK for x in val):
             return sorted(val)
         return None
 
@@ -604,7 +796,8 @@ def read_header(data: bytes, max_ops: int = 50_000, where: list[int] | None = No
                     top = dict(stack[0])
                     pairs = stack[marks[0]:]
                     for k in range(0, len(pairs) - 1, 2):
-                        top[str(pairs[k])] = pairs[k + 1]
+                        if isinstance(pairs[k], str):
+                            top[pairs[k]] = pairs[k + 1]
                     if where is not None:
                         where.extend((i, len(memo)))
                     return top
@@ -628,11 +821,15 @@ def read_header(data: bytes, max_ops: int = 50_000, where: list[int] | None = No
                 stack.append(op == b"\x88")
             elif op == b"s":
                 v, k = stack.pop(), stack.pop()
+                if not isinstance(k, _SCALARS):
+                    return None  # hashing a nested tuple costs what it describes, not what it takes: see _SafeUnpickler
                 stack[-1][k] = v
             elif op == b"u":
                 m = marks.pop()
                 items = stack[m:]
                 del stack[m:]
+                if not all(isinstance(k, _SCALARS) for k in items[0::2]):
+                    return None
                 for k in range(0, len(items) - 1, 2):
                     stack[-1][items[k]] = items[k + 1]
             elif op == b"a":
@@ -728,7 +925,7 @@ def _status_of(header: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     if isinstance(st, Mapping):
         for k, v in st.items():
             if isinstance(v, Mapping):
-                out[str(k)] = {str(kk): (_int(vv, -1) if _int(vv, -1) is not None else -1)  # type: ignore[misc]
+                out[_text(k, "?")] = {_text(kk, "?"): (_int(vv, -1) if _int(vv, -1) is not None else -1)  # type: ignore[misc]
                                for kk, vv in v.items()}
     return out
 
@@ -751,7 +948,7 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
             continue
         try:
             with open(f, "rb") as fh:
-                data = fh.read(512 << 20)
+                data = fh.read(MAX_DUMP_BYTES + 1)
         except OSError as e:
             errors.append(f"{f}: {e.strerror or e}")
             continue
@@ -779,7 +976,9 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
         rep_path, rep_rank, _ = members[0]
         try:
             with open(rep_path, "rb") as fh:
-                rep_data = fh.read(512 << 20)
+                rep_data = fh.read(MAX_DUMP_BYTES + 1)
+            if len(rep_data) > MAX_DUMP_BYTES:
+                raise ValueError(f"larger than {MAX_DUMP_BYTES} bytes: not a flight-recorder dump")
             rep = parse_dump(safe_loads(rep_data), rep_path, "pickle", rep_rank, Budget.for_bytes(len(rep_data)))
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
@@ -788,12 +987,12 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
             continue
         dumps.append(rep)
         for path, rank, head in members[1:]:
-            d = FRDump(rank=rank, path=path, fmt="pickle", version=str(head.get("version", "")),
+            d = FRDump(rank=rank, path=path, fmt="pickle", version=_text(head.get("version"), "", 64),
                        backend=rep.backend, pg_status=_status_of(head), entries=rep.entries,
                        notes=[f"entries taken from rank {rep_rank}'s dump: same sequence status in every group"])
             cfg = head.get("pg_config")
             if isinstance(cfg, Mapping):
-                own = {str(kk): dict(v) for kk, v in cfg.items() if isinstance(v, Mapping)}
+                own = {_text(kk, "?"): _config(v, Budget(1 << 24)) for kk, v in cfg.items() if isinstance(v, Mapping)}
                 # Every rank holds the same member lists (4,096 ranks: 20 kB each): share the reader's.
                 d.pg_config = rep.pg_config if own == rep.pg_config else own
             dumps.append(d)
