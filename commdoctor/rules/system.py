@@ -226,6 +226,15 @@ SIGNATURES = (
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
        # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
        fails=True),
+    # socket.cpp: "The server socket has failed to bind to {addr} (errno: {n} - {msg})." and, from torch 2.2, the
+    # summary "... port: {port}, useIpv6: {b}, code: {-errno}, name: {NAME}, ...". EACCES on bind is not a port
+    # in use: ports below 1024 need root (CAP_NET_BIND_SERVICE), so a master port like 98 can never be bound.
+    sig("port_not_permitted", ("errno: 13", "EACCES"),
+       r"failed to bind to (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5}) \(errno: 13\b"
+       r"|port: (?P<port2>\d{1,5}), useIpv6: \w{1,5}, code: -13, name: EACCES",
+       "launcher_misconfig", ROOT, 1, "the store's port may not be bound by this user: a port below 1024 needs root",
+       code="LOG016", params=lambda hs: {"port": hs[0].groups.get("port") or hs[0].groups.get("port2") or "?"},
+       fails=True),
     ctx("store_listening", ("has started to listen on",),
         r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
         "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
@@ -375,6 +384,9 @@ CODES = (
     Code("LOG010", "port-in-use", E, "port {port} is already in use on the rendezvous host",
          "Give each concurrent job its own port (--master-port / --rdzv-endpoint HOST:0 picks a free one), or stop the stale job holding it",
          cause="port_conflict", steps=("ss -ltnp | grep :{port} shows the process holding it",)),
+    Code("LOG016", "port-not-permitted", E, "the rendezvous host may not bind port {port} (permission denied)",
+         "Pick a master/rendezvous port of 1024 or above (ports below 1024 need root), e.g. --master-port 29500",
+         cause="launcher_misconfig", steps=("echo $MASTER_PORT and the launcher's --master-port / --rdzv-endpoint",)),
     Code("LOG013", "address-is-loopback", E, "a rank advertised {addr} to its peers, which they cannot reach",
          "Make the host name resolve to the routable address (/etc/hosts maps it to 127.0.1.1 on Debian/Ubuntu), or name the interface explicitly",
          cause="hostname_resolution", env={"GLOO_SOCKET_IFNAME": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"},

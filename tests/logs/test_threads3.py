@@ -1,0 +1,63 @@
+"""Public failure threads, round 3 (fixtures/logs/threads/*/PROVENANCE.md names each thread).
+
+Each rule row has a real line and a near-miss that must not match; the fixtures run through `commdoctor logs
+--json` as a user would (the fixture test of test_threads.py, with this round's cases).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import commdoctor.rules as rules
+from commdoctor.parsing.signatures import match_all
+from logs.test_corpus import diagnose_file
+from logs import test_threads as round1
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # torch socket.cpp: "The server socket has failed to bind to {addr} (errno: {n} - {msg})." and the torch >= 2.2
+    # summary "port: {p}, useIpv6: {b}, code: {-errno}, name: {NAME}". EACCES is a port the user may not bind;
+    # errno 98 is a port some process holds (port_in_use).
+    ("port_not_permitted", "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+     "network address. The server socket has failed to bind to [::]:98 (errno: 13 - Permission denied). The server "
+     "socket has failed to bind to 0.0.0.0:98 (errno: 13 - Permission denied).",  # KimMeen/Time-LLM#158
+     "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:25641 (errno: 98 - Address already in "
+     "use)."),  # hunto/DIST_KD#10
+    ("port_not_permitted", "RuntimeError: The server socket has failed to listen on any local network address. port: "
+     "80, useIpv6: 0, code: -13, name: EACCES, message: permission denied",
+     "RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, "
+     "code: -98, name: EADDRINUSE, message: address already in use."),  # om-ai-lab/VLM-R1#289
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    assert rule in rules.BY_ID
+    assert rule in [s.id for s, _ in match_all(line)]
+    assert rule not in [s.id for s, _ in match_all(near)]
+
+
+def test_permission_denied_on_the_store_port_is_the_launch_setting_not_a_port_in_use(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:98 (errno: 13 - Permission "
+                 "denied).\n[W socket.cpp:426] [c10d] The server socket has failed to bind to 0.0.0.0:98 (errno: 13 - "
+                 "Permission denied).\n")
+    found = diagnose_file(p)["findings"]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG016", "launcher_misconfig") and "98" in found[0]["title"]
+    assert "port_conflict" not in [f["cause"] for f in found]
+    q = tmp_path / "taken.log"  # the same lines with errno 98: the port is held by another process
+    q.write_text(p.read_text().replace("13 - Permission denied", "98 - Address already in use"))
+    assert diagnose_file(q)["findings"][0]["cause"] == "port_conflict"
+
+
+# (fixture, the first cause `commdoctor logs --json` must give, causes that must be among the first three)
+FIXTURES = [
+    ("timellm-158-privileged-port-98", "launcher_misconfig", ()),
+]
+
+
+@pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
+def test_public_thread_fixture_round3(slug: str, first: str | None, top3: tuple[str, ...]) -> None:
+    round1.test_public_thread_fixture(slug, first, top3)
