@@ -29,6 +29,16 @@ ROWS = [
      "80, useIpv6: 0, code: -13, name: EACCES, message: permission denied",
      "RuntimeError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, "
      "code: -98, name: EADDRINUSE, message: address already in use."),  # om-ai-lab/VLM-R1#289
+    # deepspeed/launcher/runner.py: the ssh pre-check of a hostfile node ("Using hostfile at {path} but host={host} was
+    # not reachable via ssh"); exit status 255 is ssh's own failure, 1 is the remote command's.
+    ("launcher_ssh", "RuntimeError: Using hostfile at /home/552/dz9214/hostfile but host=gadi-gpu-v100-0011 was not "
+     "reachable via ssh. If you are running with a single node please remove /home/552/dz9214/hostfile or setup "
+     "passwordless ssh.",  # hpcac/2023-APAC-HPC-AI#1
+     "subprocess.CalledProcessError: Command 'ssh node1 nvidia-smi' returned non-zero exit status 255."),
+    ("launcher_ssh", "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 192.168.3.100 hostname' "
+     "returned non-zero exit status 255.",  # deepspeedai/DeepSpeed#4907
+     "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no 192.168.3.100 hostname' returned "
+     "non-zero exit status 1."),
 ]
 
 
@@ -52,9 +62,21 @@ def test_permission_denied_on_the_store_port_is_the_launch_setting_not_a_port_in
     assert diagnose_file(q)["findings"][0]["cause"] == "port_conflict"
 
 
+def test_ssh_precheck_failure_is_the_launch_not_an_unrecognised_error(tmp_path: Path) -> None:
+    p = tmp_path / "ds.log"  # the CalledProcessError and the RuntimeError DeepSpeed raises from it (hpcac/2023-APAC-HPC-AI#1)
+    p.write_text("subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no gadi-gpu-v100-0011 hostname' "
+                 "returned non-zero exit status 255.\n\nDuring handling of the above exception, another exception "
+                 "occurred:\n\nRuntimeError: Using hostfile at /home/u/hostfile but host=gadi-gpu-v100-0011 was not "
+                 "reachable via ssh. If you are running with a single node please remove /home/u/hostfile or setup "
+                 "passwordless ssh.\n")
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG065", "launcher_misconfig") and "gadi-gpu-v100-0011" in first["title"]
+
+
 # (fixture, the first cause `commdoctor logs --json` must give, causes that must be among the first three)
 FIXTURES = [
     ("timellm-158-privileged-port-98", "launcher_misconfig", ()),
+    ("hpcac-1-deepspeed-ssh-unreachable", "launcher_misconfig", ()),
 ]
 
 
