@@ -81,7 +81,10 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if nvls:
         out.append(cand("LOG033", "fabric_manager_nvls", 1, nvls, alts=[
             ("hardware_fault", "if the fabric manager reports healthy and `nvidia-smi -q` shows Xid errors, a GPU or NVSwitch "
-                               "is failing; NCCL_NVLS_ENABLE=0 working only avoids the path")]))
+                               "is failing; NCCL_NVLS_ENABLE=0 working only avoids the path"),
+            ("driver_cuda_mismatch", "a driver older than the CUDA that NCCL was built for (nvidia-smi's CUDA version below "
+                                     "the '+cudaX.Y' of NCCL's version line) fails the multicast calls with the same "
+                                     "error while the fabric manager is healthy")]))
     if unknown:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))

@@ -73,6 +73,20 @@ def test_ssh_precheck_failure_is_the_launch_not_an_unrecognised_error(tmp_path: 
     assert (first["code"], first["cause"]) == ("LOG065", "launcher_misconfig") and "gadi-gpu-v100-0011" in first["title"]
 
 
+def test_nvls_invalid_argument_names_an_old_driver_among_the_alternatives(tmp_path: Path) -> None:
+    """pytorch/pytorch#150852: NCCL 2.26 built for CUDA 12.6 on a 12.2 driver fails its NVLS setup with 'invalid
+    argument', the same line a fabric manager restarted without a GPU reset gives: the fabric stays first, the driver
+    is named among the first three."""
+    p = tmp_path / "nvls.log"
+    p.write_text("[2025-04-08 08:39:46] devgpu263:589012:591652 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 "
+                 "'invalid argument'\ndevgpu263:589012:591652 [0] NCCL INFO transport/nvls.cc:409 -> 1\n")
+    causes = [f["cause"] for f in diagnose_file(p)["findings"]]
+    assert causes[0] == "fabric_manager_nvls" and "driver_cuda_mismatch" in causes[:3]
+    q = tmp_path / "p2p.log"  # an invalid argument outside NVLS: neither the fabric nor the driver is named
+    q.write_text("host:1:2 [0] transport/p2p.cc:275 NCCL WARN Cuda failure 1 'invalid argument'\n")
+    assert not {"fabric_manager_nvls", "driver_cuda_mismatch"} & {f["cause"] for f in diagnose_file(q)["findings"]}
+
+
 # (fixture, the first cause `commdoctor logs --json` must give, causes that must be among the first three)
 FIXTURES = [
     ("timellm-158-privileged-port-98", "launcher_misconfig", ()),
