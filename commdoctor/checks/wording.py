@@ -103,6 +103,8 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "BK004": {"text": "<backend string> is not a backend torch knows"},
     "LOG011": {"how": "<refused or timed out>"},
     "LOG015": {"what": "<host name>"},
+    "LOG065": {"host": "<node>"},
+    "LOG016": {"port": "<port>"},
     "LOG020": {"what": "<interface and address>"},
     "LOG022": {"how": "<refused, reset or closed>"},
     "LOG027": {"what": "<UCX's message>"},

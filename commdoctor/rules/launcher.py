@@ -120,6 +120,15 @@ SIGNATURES = (
        code="LOG062", params=lambda hs: {"what": "a rank asked for a GPU index this node does not have"},
        detail="More processes per node than GPUs (--nproc-per-node, --ntasks-per-node), or a local rank computed from "
               "the wrong variable, asks CUDA for a device that does not exist."),
+    # deepspeed/launcher/runner.py: with a hostfile it first runs `ssh -o PasswordAuthentication=no HOST hostname`
+    # (and `ssh HOST hostname -I` to find the master address) and raises "Using hostfile at {path} but host={host}
+    # was not reachable via ssh. ..." when that fails. Exit status 255 is ssh's own failure (no key, refused, no
+    # route), not the remote command's; nothing of the job started.
+    sig("launcher_ssh", ("was not reachable via ssh", "exit status 255"),
+       r"Using hostfile at \S{1,300} but host=(?P<host>[\w.\-:\[\]]{1,255}) was not reachable via ssh"
+       r"|Command '\[?'?ssh (?:-o \S{1,60} |-p \d{1,5} )*(?P<host2>[\w.\-]{1,255}) hostname(?: -I)?'?\]?' returned non-zero exit status 255",
+       "launcher_misconfig", ROOT, 1, "the launcher could not ssh to a node of its hostfile, so the job never started there",
+       code="LOG065", params=lambda hs: {"host": hs[0].groups.get("host") or hs[0].groups.get("host2") or "?"}),
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
@@ -135,6 +144,9 @@ CODES = (
     Code("LOG060", "process-died", E, "{what}",
          "Find why that process died (OOM killer in dmesg, a segfault, preemption); the other ranks' errors are the echo",
          cause="peer_process_died"),
+    Code("LOG065", "launcher-ssh-failed", E, "the launcher could not reach {host} over ssh, so no rank started there",
+         "Make passwordless ssh work from the first node to every node of the hostfile (same port, key and user), or on one node drop the hostfile; under a scheduler without ssh, start each node's launcher through the scheduler",
+         cause="launcher_misconfig", steps=("ssh -o PasswordAuthentication=no {host} hostname from the first node",)),
     Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
          "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
          cause="launcher_misconfig"),

@@ -81,7 +81,10 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if nvls:
         out.append(cand("LOG033", "fabric_manager_nvls", 1, nvls, alts=[
             ("hardware_fault", "if the fabric manager reports healthy and `nvidia-smi -q` shows Xid errors, a GPU or NVSwitch "
-                               "is failing; NCCL_NVLS_ENABLE=0 working only avoids the path")]))
+                               "is failing; NCCL_NVLS_ENABLE=0 working only avoids the path"),
+            ("driver_cuda_mismatch", "a driver older than the CUDA that NCCL was built for (nvidia-smi's CUDA version below "
+                                     "the '+cudaX.Y' of NCCL's version line) fails the multicast calls with the same "
+                                     "error while the fabric manager is healthy")]))
     if unknown:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
@@ -225,6 +228,15 @@ SIGNATURES = (
        code="LOG010", build=_port_in_use,
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
        # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
+       fails=True),
+    # socket.cpp: "The server socket has failed to bind to {addr} (errno: {n} - {msg})." and, from torch 2.2, the
+    # summary "... port: {port}, useIpv6: {b}, code: {-errno}, name: {NAME}, ...". EACCES on bind is not a port
+    # in use: ports below 1024 need root (CAP_NET_BIND_SERVICE), so a master port like 98 can never be bound.
+    sig("port_not_permitted", ("errno: 13", "EACCES"),
+       r"failed to bind to (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5}) \(errno: 13\b"
+       r"|port: (?P<port2>\d{1,5}), useIpv6: \w{1,5}, code: -13, name: EACCES",
+       "launcher_misconfig", ROOT, 1, "the store's port may not be bound by this user: a port below 1024 needs root",
+       code="LOG016", params=lambda hs: {"port": hs[0].groups.get("port") or hs[0].groups.get("port2") or "?"},
        fails=True),
     ctx("store_listening", ("has started to listen on",),
         r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
@@ -375,6 +387,9 @@ CODES = (
     Code("LOG010", "port-in-use", E, "port {port} is already in use on the rendezvous host",
          "Give each concurrent job its own port (--master-port / --rdzv-endpoint HOST:0 picks a free one), or stop the stale job holding it",
          cause="port_conflict", steps=("ss -ltnp | grep :{port} shows the process holding it",)),
+    Code("LOG016", "port-not-permitted", E, "the rendezvous host may not bind port {port} (permission denied)",
+         "Pick a master/rendezvous port of 1024 or above (ports below 1024 need root), e.g. --master-port 29500",
+         cause="launcher_misconfig", steps=("echo $MASTER_PORT and the launcher's --master-port / --rdzv-endpoint",)),
     Code("LOG013", "address-is-loopback", E, "a rank advertised {addr} to its peers, which they cannot reach",
          "Make the host name resolve to the routable address (/etc/hosts maps it to 127.0.1.1 on Debian/Ubuntu), or name the interface explicitly",
          cause="hostname_resolution", env={"GLOO_SOCKET_IFNAME": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"},
