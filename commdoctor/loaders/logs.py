@@ -650,7 +650,7 @@ class _Builder:
             pair, kind = parsed
             label = f"{pair} {kind}"
             head = _transport_head(raw, key)
-            if len(self._transport_lines) < 4096:
+            if len(self._transport_lines) < 4096 and len(raw) <= 512:  # bounded: 4,096 short lines, ~3 MB at most
                 self._transport_lines[raw] = (key, label, kind, head)
         rec = self._heads.get(head) if head is not None else None
         if rec is None or (label not in self.m.transports and len(self.m.transports) < 4096):
