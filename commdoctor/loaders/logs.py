@@ -271,6 +271,9 @@ class _Builder:
         self._transport_keys: dict[bytes, tuple[str, str] | None] = {}
         #: A transport line's record by what comes before its leading word (see _transport_head).
         self._heads: dict[bytes, Record] = {}
+        #: What a transport line says that depends on its bytes alone (key, label, kind, head), by the line:
+        #: a folder of rank logs reports the same lines once per file (the bench's 1,024 files: 65,536 reports, 1,024 lines).
+        self._transport_lines: dict[bytes, tuple[bytes, str, str, bytes | None]] = {}
 
     # -- helpers ---------------------------------------------------------------
     def rank_of(self, rec: Record) -> int | None:
@@ -630,19 +633,25 @@ class _Builder:
                 cur.signal = s.group("name")
 
     def transport(self, src: str, line_no: int, raw: bytes, key: bytes) -> None:
-        if key in self._transport_keys:
-            parsed = self._transport_keys[key]
+        known = self._transport_lines.get(raw)
+        if known is not None and known[0] == key:
+            _, label, kind, head = known
         else:
-            # What a key says depends on the key alone, and every rank log of a job repeats the same few:
-            # read each once (a folder of 1,024 rank logs reports each key once per file).
-            parsed = _parse_transport_key(key)
-            if len(self._transport_keys) < 4096:
-                self._transport_keys[key] = parsed
-        if parsed is None:
-            return
-        pair, kind = parsed
-        label = f"{pair} {kind}"
-        head = _transport_head(raw, key)
+            if key in self._transport_keys:
+                parsed = self._transport_keys[key]
+            else:
+                # What a key says depends on the key alone, and every rank log of a job repeats the same few:
+                # read each once (a folder of 1,024 rank logs reports each key once per file).
+                parsed = _parse_transport_key(key)
+                if len(self._transport_keys) < 4096:
+                    self._transport_keys[key] = parsed
+            if parsed is None:
+                return
+            pair, kind = parsed
+            label = f"{pair} {kind}"
+            head = _transport_head(raw, key)
+            if len(self._transport_lines) < 4096 and len(raw) <= 512:  # bounded: 4,096 short lines, ~3 MB at most
+                self._transport_lines[raw] = (key, label, kind, head)
         rec = self._heads.get(head) if head is not None else None
         if rec is None or (label not in self.m.transports and len(self.m.transports) < 4096):
             text, _ = clean(raw)

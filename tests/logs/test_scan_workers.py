@@ -181,6 +181,50 @@ def test_a_transport_lines_writer_read_from_its_head_is_the_one_read_from_the_wh
     assert cached.ranks["h3:13"].rank == 12 and cached.ranks["rank8"].transports == {"NET/Socket"} and {"SHM", "NET/IB", "P2P/CUMEM"} <= set(cached.transport_kinds)
 
 
+def test_a_transport_line_seen_in_an_earlier_file_gives_what_reading_it_afresh_gives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every rank log of a folder is a new stream, so the same transport lines are reported once per file;
+    # what a line says by its bytes alone is kept from the first report. The writer's rank must still
+    # follow what is learned later (h3:13 is tied to rank 12 only by the second file), a line under
+    # another key must not take the kept one's, and the counts must count every report.
+    lines = [
+        b"h3:13:23 [0] NCCL INFO Channel 00/1 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
+        b"[rank5]:h1:11:21 [1] NCCL INFO Channel 00/0 : 5[1] -> 6[2] via P2P/IPC",
+        b"h6:16:26 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/IPC\r",
+        b"h6:16:26 [2] NCCL INFO Channel 01/0 : 2[2] -> 4[3] via P2P/IPC \xc3\xa9",
+        b"INFO 0 -> 1 via P2P/IPC",
+        b"some tool: Channel 01/0 : 7 -> 8 via NET/Socket/1 [rank8]",
+        # Matched by two expressions, under two keys.
+        b"h8:18:28 [0] NCCL INFO Channel 00/0 : 1 -> 2 via P2P/IPC INFO 3 -> 4 via SHM",
+    ]
+    files = []
+    for i in range(4):
+        extra = [b"h3:13:23 [0] NCCL INFO comm 0x1 rank 12 nranks 16 cudaDev 0 busId 1000 - Init START"] if i == 1 else []
+        f = tmp_path / f"rank{i}.log"
+        f.write_bytes(b"\n".join(extra + lines) + b"\n")
+        files.append(str(f))
+    kept: list[int] = []
+    real = logs._Builder.transport
+
+    def spy(self: logs._Builder, *a: Any) -> None:
+        real(self, *a)
+        kept.append(len(self._transport_lines))
+
+    monkeypatch.setattr(logs._Builder, "transport", spy)
+    memo = load_logs(files, jobs=1)
+    assert 0 < kept[-1] < len(kept)  # lines were kept and found again
+
+    def afresh(self: logs._Builder, *a: Any) -> None:
+        self._transport_lines.clear()
+        real(self, *a)
+
+    monkeypatch.setattr(logs._Builder, "transport", afresh)
+    fresh = load_logs(files, jobs=1)
+    assert _plain(memo) == _plain(fresh)
+    assert memo.transport_kinds == fresh.transport_kinds and sum(memo.transport_kinds.values()) >= 4 * 6
+    assert memo.ranks["h3:13"].rank == 12
+
+
 def test_a_worker_stuck_on_a_lock_it_inherited_is_stopped_and_its_files_read_here(
         job: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The workers are forked from the check's thread: a lock another thread held at that moment is held
