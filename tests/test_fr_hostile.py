@@ -135,3 +135,23 @@ def test_a_hostile_dump_is_one_finding_and_the_good_one_is_still_read(case: str,
     assert ("unreadable" in rank1) == refused, rank1
     assert report_cpu < 1.0, f"report --fr took {report_cpu:.2f} s of CPU"
     assert not os.path.exists(F.canary())
+
+
+def test_a_truncated_dump_is_named_as_cut_short(tmp_path: Path) -> None:
+    """A rank that died while writing its dump leaves a pickle cut short: the finding says so in words,
+    not with the unpickler's own error; a whole dump that is otherwise broken keeps the unpickler's reason."""
+    fr = tmp_path / "fr"
+    fr.mkdir()
+    (fr / "nccl_trace_rank_0").write_bytes((NCCL / "nccl_trace_rank_0").read_bytes())
+    whole = (NCCL / "nccl_trace_rank_1").read_bytes()
+    bad = fr / "nccl_trace_rank_1"
+    bad.write_bytes(whole[: len(whole) // 2])
+    _, out, _ = F._cli(["hang", "--fr", str(fr), "--json"])
+    named = [f for f in json.loads(out)["findings"] if f["code"] == "HANG020"]
+    assert len(named) == 1 and "cut short" in json.dumps(named[0]), named
+
+    # Near-miss: a complete pickle (it ends with STOP) that is still unreadable is not called truncated.
+    bad.write_bytes(b"\x80\x04\x95\xff\x00\x00\x00\x00\x00\x00\x00.")
+    _, out, _ = F._cli(["hang", "--fr", str(fr), "--json"])
+    named = [f for f in json.loads(out)["findings"] if f["code"] == "HANG020"]
+    assert len(named) == 1 and "cut short" not in json.dumps(named[0]) and "unreadable" in json.dumps(named[0]), named

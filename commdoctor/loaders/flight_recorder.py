@@ -105,6 +105,13 @@ class _SafeUnpickler(_PyUnpickler):
     dispatch[pickle.FROZENSET[0]] = _load_frozenset
 
 
+def _pickle_trouble(data: bytes, e: BaseException) -> str:
+    """Why a pickle could not be read, in words: a dump cut short says so rather than the unpickler's error."""
+    if not data.rstrip(b"\n").endswith(pickle.STOP):
+        return "cut short: it does not end as a pickle does (a truncated dump: the rank died while writing it, or the copy was cut)"
+    return f"unreadable pickle: {str(e)[:200]}"
+
+
 def safe_loads(data: bytes) -> Any:
     """Unpickle plain data only: no global is ever resolved, no opcode that calls anything is obeyed, and
     no value that is costly to hash is hashed (see ``_SafeUnpickler``). Building the objects costs time
@@ -200,7 +207,7 @@ def read_plain(path: str, max_bytes: int = MAX_DUMP_BYTES, max_elements: int | N
             doc = safe_loads(data)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
-            raise ValueError(f"unreadable pickle: {str(e)[:200]}") from None
+            raise ValueError(_pickle_trouble(data, e)) from None
     try:
         entries = doc.get("entries") if isinstance(doc, Mapping) else None
         if not isinstance(entries, (list, tuple)):
@@ -469,7 +476,7 @@ def read_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
             doc = safe_loads(data)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
-            raise ValueError(f"unreadable pickle: {e}") from None
+            raise ValueError(_pickle_trouble(data, e)) from None
         return parse_dump(doc, path, "pickle", rank, Budget.for_bytes(len(data)))
     raise ValueError("neither a pickle nor a JSON flight-recorder dump")
 
@@ -974,6 +981,7 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
             progress("reading entries", k, len(classes))
         members.sort(key=lambda it: it[1])
         rep_path, rep_rank, _ = members[0]
+        rep_data = b""
         try:
             with open(rep_path, "rb") as fh:
                 rep_data = fh.read(MAX_DUMP_BYTES + 1)
@@ -982,7 +990,8 @@ def load_dumps_at_scale(paths: Iterable[str], full_read_ranks: int = FULL_READ_R
             rep = parse_dump(safe_loads(rep_data), rep_path, "pickle", rep_rank, Budget.for_bytes(len(rep_data)))
         except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
                 AttributeError, MemoryError, RecursionError) as e:
-            errors.append(f"{rep_path}: unreadable: {str(e)[:200]}")
+            why = str(e)[:200] if isinstance(e, (OSError, ValueError)) else _pickle_trouble(rep_data, e)
+            errors.append(f"{rep_path}: unreadable: {why}")
             rest.extend(p for p, *_ in members[1:])
             continue
         dumps.append(rep)
