@@ -209,3 +209,17 @@ def test_recorder_rotates_at_max_bytes_and_readers_follow_the_rotation(tmp_path)
     # a .1 of another run (a new recorder over the same directory) is left out
     Recorder(0, 2, str(tmp_path), thread=False).close()
     assert load([str(tmp_path)]).paths == [path]
+
+
+def test_only_torchs_own_teardown_abort_is_not_counted_as_the_job_taken_down() -> None:
+    """The hooks tests' check for a job taken down forgives one thing: a rank that printed its result and then
+    died of torch's own exit with a gloo group never destroyed (SIGABRT, C++'s terminate line alone)."""
+    from hooks_support import not_taken_down
+
+    done = {"rank": 1, "error": "CollectiveMismatchError", "returncode": -6,
+            "stderr": "terminate called without an active exception\n"}
+    assert not_taken_down([done])
+    # Near-misses: anything else on stderr, another signal, or no result printed is the job taken down.
+    assert not not_taken_down([dict(done, stderr="Fatal Python error: Aborted\nterminate called without an active exception\n")])
+    assert not not_taken_down([dict(done, returncode=-9)])
+    assert not not_taken_down([dict(done, missing=True)])
