@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
+from typing import Any
 
 from commdoctor.core.errors import CommDoctorError, ExitCode
 
@@ -76,6 +78,34 @@ def main(args: argparse.Namespace) -> int:
     return watch(args, hargs, argv)
 
 
+class _DeferInterrupt:
+    """Ctrl-C (SIGINT) while a hang is diagnosed: the first one is held until the verdict is out, so it cannot
+    cut the report short or be taken for Ctrl-C before any verdict; a second one interrupts at once."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._installed = False
+        self._before: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+        self.hit = True
+        _say("Ctrl-C: stopping once the verdict is out (Ctrl-C again to stop now)")
+
+    def __enter__(self) -> "_DeferInterrupt":
+        try:
+            self._before = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        except (ValueError, OSError):  # not the main thread: Python's own handling stays
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._before)
+
+
 def _say(msg: str) -> None:
     sys.stderr.write(f"commdoctor: {msg}\n")
     sys.stderr.flush()
@@ -102,7 +132,7 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
     _say(f"started {' '.join(argv)} (pid {proc.pid}); diagnosis files in {watch_dir}")
     _say("set for the job: " + ", ".join(f"{k}" for k in w.env_set) if w.env_set else "no variables set")
     _say(f"a hang is called after {args.hang_after:g} s without progress")
-    diagnosed_error = False
+    diagnosed_error = stuck = False
     from commdoctor.render.progress import Progress
 
     # While no rank makes progress, a line counts the seconds up to --hang-after (a terminal only, never
@@ -132,26 +162,34 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
                 if diagnosed_error:
                     return ExitCode.FINDINGS
                 return rc if rc >= 0 else 128 - rc
-            pids = stall.pids
-            _say(f"no progress for {stall.stalled_s:.0f} s (measured by {stall.signal}); diagnosing "
-                 f"{len(pids)} rank(s), pids {' '.join(map(str, pids))}")
-            t0 = time.monotonic()
-            job, notes = describe(pids)
-            snap = snapshot_job(job, timeout=args.stack_timeout, native=args.native, notes=notes)
-            if not args.no_agent:
-                got = w.request_fr_dumps(len([v for v in snap.ranks.values() if not v.dead]))
-                if got:
-                    notes.append(f"flight-recorder dumps from {got} rank(s)")
-            opts = hang_options(hargs, pids, attach=False, extra={
-                "snapshot": snap, "watch_dir": watch_dir,
-                "fr": [os.path.join(watch_dir, "fr"), os.path.join(watch_dir, "fr-torch")],
-            })
-            heading = (f"commdoctor {__version__}: no progress for {stall.stalled_s:.0f} s — "
-                       f"diagnosing the hang while the job still runs")
-            rc = run_hang(hargs, opts, heading)
+            with _DeferInterrupt() as deferred:  # from here the job is known to be stuck
+                stuck = True
+                pids = stall.pids
+                _say(f"no progress for {stall.stalled_s:.0f} s (measured by {stall.signal}); diagnosing "
+                     f"{len(pids)} rank(s), pids {' '.join(map(str, pids))}")
+                t0 = time.monotonic()
+                job, notes = describe(pids)
+                snap = snapshot_job(job, timeout=args.stack_timeout, native=args.native, notes=notes)
+                if not args.no_agent:
+                    got = w.request_fr_dumps(len([v for v in snap.ranks.values() if not v.dead]))
+                    if got:
+                        notes.append(f"flight-recorder dumps from {got} rank(s)")
+                opts = hang_options(hargs, pids, attach=False, extra={
+                    "snapshot": snap, "watch_dir": watch_dir,
+                    "fr": [os.path.join(watch_dir, "fr"), os.path.join(watch_dir, "fr-torch")],
+                })
+                heading = (f"commdoctor {__version__}: no progress for {stall.stalled_s:.0f} s — "
+                           f"diagnosing the hang while the job still runs")
+                rc = run_hang(hargs, opts, heading)
             _say(f"diagnosis took {time.monotonic() - t0:.1f} s")
             if rc == ExitCode.FINDINGS:
                 diagnosed_error = True
+            if deferred.hit:
+                # Ctrl-C while the verdict was being made or printed: the job was found stuck, so it is left
+                # running for inspection, as after a verdict (never Ctrl-C passed on to a job under diagnosis).
+                _say(f"stopped watching; the job keeps running (pid {proc.pid})")
+                return ExitCode.FINDINGS if diagnosed_error else ExitCode.INTERRUPTED
+            if rc == ExitCode.FINDINGS:
                 if args.kill_on_hang:
                     _say("stopping the job (--kill-on-hang)")
                     w.kill()
@@ -161,11 +199,12 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
                 end = proc.wait()
                 _say(f"the job ended with exit status {end}")
                 return ExitCode.FINDINGS
+            stuck = False  # nobody waits in communication: the job is watched as before
             _say("no rank waits in communication: watching on")
     except KeyboardInterrupt:
-        if diagnosed_error:
+        if diagnosed_error or stuck:  # a stuck job stays for inspection, whatever the diagnosis got to
             _say(f"stopped watching; the job keeps running (pid {proc.pid})")
-            return ExitCode.FINDINGS
+            return ExitCode.FINDINGS if diagnosed_error else ExitCode.INTERRUPTED
         _say("interrupted: passing Ctrl-C to the job")
         w.interrupt()
         return ExitCode.INTERRUPTED
