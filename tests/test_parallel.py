@@ -50,3 +50,45 @@ def test_namespace_tests_are_grouped_per_module() -> None:
         module = nodeid.split("::")[0]
         want = "tests/integration/test_multinode.py" if module == "tests/test_fresh_machine.py" else module
         assert group == f"netns:{want}", (nodeid, group)
+
+
+def test_heavy_tests_run_at_most_one_per_core_while_light_ones_fill_in(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With more workers than cores, the tests recorded as heavy in the CPU file hold one slot per core, so no
+    more of them than cores run at once; the light ones run beside them on the extra worker."""
+    cores = os.cpu_count() or 1
+    stamps = tmp_path / "stamps"
+    stamps.mkdir()
+    mod = tmp_path / "test_slots_demo.py"
+    mod.write_text(
+        "import os, time, pytest\n"
+        f"STAMPS = {str(stamps)!r}\n"
+        "def _run(name, s):\n"
+        "    t0 = time.time(); time.sleep(s)\n"
+        "    open(os.path.join(STAMPS, name), 'w').write(f'{t0} {time.time()}')\n"
+        "@pytest.mark.parametrize('i', range(%d))\n"
+        "def test_heavy(i):\n"
+        "    _run(f'heavy{i}', 1.5)\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_light(i):\n"
+        "    _run(f'light{i}', 0.5)\n" % (2 * cores + 2))
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text("{" + ", ".join(f'"test_slots_demo.py::test_heavy[{i}]": 9.0' for i in range(2 * cores + 2)) + "}")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COMMDOCTOR_TEST_CPU_FILE": str(cpu)}
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", str(cores + 1), "-p", "tests.conftest",
+                        "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-c", os.devnull, str(mod)],
+                       capture_output=True, text=True, timeout=240, cwd=str(tmp_path), env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    spans = {f.name: tuple(map(float, f.read_text().split())) for f in stamps.iterdir()}
+    assert len(spans) == 2 * cores + 2 + 6
+
+    def most_at_once(names: list[str]) -> int:
+        edges = sorted([(spans[n][0], 1) for n in names] + [(spans[n][1], -1) for n in names])
+        now = peak = 0
+        for _, d in edges:
+            now += d
+            peak = max(peak, now)
+        return peak
+
+    heavy = [n for n in spans if n.startswith("heavy")]
+    assert most_at_once(heavy) <= cores  # never more heavies than cores at once
+    assert most_at_once(list(spans)) > cores  # the extra worker ran light tests beside them

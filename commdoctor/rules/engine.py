@@ -62,7 +62,7 @@ def diagnose(m: Any) -> list[Cand]:
 
 def merge(cands: list[Cand]) -> list[Cand]:
     """One candidate per (code, cause): evidence, ranks and hosts pooled, the earliest and strongest kept."""
-    out: dict[tuple[str, str], Cand] = {}
+    out: dict[tuple[str, str | None], Cand] = {}
     for c in cands:
         k = (c.code, c.cause)
         old = out.get(k)
