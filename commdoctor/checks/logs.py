@@ -172,8 +172,17 @@ class LogDiagnosisCheck(Check):
         libs = libraries(m)
         run.data["libraries"] = sorted(libs)
         summary = self._summary(run, m)
-        run.summary(summary + ("" if cands else "; no failure found"))
+        notes = bool(cands) and all(c.note for c in cands)
+        run.summary(summary + ("" if cands and not notes else "; no failure found")
+                    + (f"; {len(cands)} note(s) on what the job did not fail of" if notes else ""))
         if not cands:
+            return
+        if notes:
+            # The job did not fail of these (it completed, or recovered): notes (never a verdict) that name no cause.
+            run.data["outcome"] = {"failed": False, "why": cands[0].note}
+            for c in cands:
+                c.detail = (c.detail + " " if c.detail else "") + c.note
+                yield replace(self._emit(c, I, None, libs, m), cause=None)
             return
         primary = cands[0]
         first_rank = sorted(primary.ranks)[0] if primary.ranks else None

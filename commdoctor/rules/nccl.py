@@ -351,6 +351,20 @@ SIGNATURES = (
     # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
     ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",
         "NCCL could not read an InfiniBand NIC's PCI path (virtual machines, containers) and went on", harmless=True),
+    # -- how the job ended (read by commdoctor.rules.engine.outcome) ---------------------------------------------
+    # init.cc: INFO("comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE") once ncclCommDestroy has
+    # freed a communicator; a communicator torn down after an error says "Abort COMPLETE" instead.
+    ctx("nccl_destroyed", ("Destroy COMPLETE",), r"comm \S{1,20} rank \d{1,7} nranks \d{1,7} .{0,80}- Destroy COMPLETE",
+        "a communicator was destroyed normally (ncclCommDestroy): the job reached its end", harmless=True),
+    # nccl-tests common.cu: PRINT("# Out of bounds values : %d %s", errors, errors ? "FAILED" : "OK") after the
+    # last size, then "# Avg bus bandwidth": the test checked every result and found none wrong.
+    ctx("nccl_tests_passed", ("Out of bounds values",), r"Out of bounds values\s{0,4}: 0 OK",
+        "nccl-tests ran every size and found no wrong value: the test completed", harmless=True),
+    # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
+    # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
+    ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
+        r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}",
+        "nccl-tests' list of the job's ranks with their host and GPU"),
 )
 
 MODEL_RULES = (
