@@ -134,7 +134,7 @@ SIGNATURES = (
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),
-    # -- how the job ended (read by commdoctor.rules.engine.outcome) ---------------------------------------------
+    # -- how the job ended (read by commdoctor.rules.engine.completed / recovered) ---------------------------------------------
     # torch/distributed/elastic/agent/server/api.py, at INFO (torchrun's LOGLEVEL=INFO): "[%s] worker group
     # successfully finished. Waiting %s seconds for other agents to finish." once every worker of the node exited 0,
     # and from the exit barrier "Local worker group finished (WorkerState.SUCCEEDED). ...".

@@ -351,7 +351,14 @@ SIGNATURES = (
     # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
     ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",
         "NCCL could not read an InfiniBand NIC's PCI path (virtual machines, containers) and went on", harmless=True),
-    # -- how the job ended (read by commdoctor.rules.engine.outcome) ---------------------------------------------
+    # net_ib.cc ncclIbInit: when wrap_ibv_open_device fails, WARN("NET/IB : Unable to open device %s") and
+    # `continue` to the next device (ibvwrap.cc first says WARN("Call to ibv_open_device failed")); with none left
+    # NCCL says "NET/IB : No device found." and uses its socket transport. A container without the IB devices
+    # passed in prints both in jobs that work; what fails, if anything, says so in its own words.
+    ctx("ib_open_note", ("Unable to open device", "Call to ibv_open_device failed"),
+        r"NET/IB : Unable to open device \S{1,64}\s*$|Call to ibv_open_device failed\s*$",
+        "NCCL could not open an InfiniBand device and skipped it (a socket transport takes over)", harmless=True),
+    # -- how the job ended (read by commdoctor.rules.engine.completed) ---------------------------------------------
     # init.cc: INFO("comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE") once ncclCommDestroy has
     # freed a communicator; a communicator torn down after an error says "Abort COMPLETE" instead.
     ctx("nccl_destroyed", ("Destroy COMPLETE",), r"comm \S{1,20} rank \d{1,7} nranks \d{1,7} .{0,80}- Destroy COMPLETE",
