@@ -141,10 +141,14 @@ SIGNATURES = (
     ctx("agent_succeeded", ("successfully finished", "WorkerState.SUCCEEDED"),
         r"worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\)",
         "the launcher saw every worker of its node exit 0", harmless=True),
-    # The same loop, when restarts are left: "[%s] Worker group %s. %s/%s attempts left; will restart worker group".
+    # The same loop, when restarts are left: "[%s] Worker group %s. %s/%s attempts left; will restart worker group"; and
+    # on a healthy node when another node rejoins the rendezvous (its own workers having failed): "[%s] Detected %s new
+    # nodes from group_rank=%s; will restart worker group".
     ctx("agent_restart", ("will restart worker group",),
-        r"Worker group (?:FAILED|UNHEALTHY)\. \d{1,6}/\d{1,6} attempts left; will restart worker group",
-        "the launcher restarts its workers after a failure (--max-restarts not used up)", harmless=True),
+        r"Worker group (?:FAILED|UNHEALTHY)\. \d{1,6}/\d{1,6} attempts left; will restart worker group"
+        r"|Detected \d{1,6} new nodes from group_rank=\d{1,6}; will restart worker group",
+        "the launcher restarts its workers: after a failure (--max-restarts not used up), or when a node rejoins",
+        harmless=True),
 )
 
 MODEL_RULES = (
