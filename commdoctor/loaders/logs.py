@@ -51,8 +51,10 @@ _COMM = re.compile(
 )
 # nccl-tests' NCCLCHECK / CUDACHECK ("%s: Test NCCL failure %s:%d '%s / %s'", "Test CUDA failure %s:%d '%s'"; older
 # releases print "NCCL failure %s:%d '%s'") and its trace (" .. %s pid %d: Test failure %s:%d"): plain text, but the
-# test failed, so a log holding only them is a failure (LOG080 quotes it), never healthy.
-_NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$")
+# test failed, so a log holding only them is a failure (LOG080 quotes it), never healthy. So is its closing check
+# finding wrong values ("# Out of bounds values : %d %s" with FAILED): the run completed, its results did not hold.
+_NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$"
+                              r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")

@@ -94,6 +94,15 @@ def recovered(m: Any) -> list[Any]:
     return restarts
 
 
+def connected(m: Any) -> list[Any]:
+    """Lines that say NCCL connected its channels, when every communicator the logs show reached Init COMPLETE."""
+    comms = getattr(m, "comms", ())
+    hs = m.hits.get("nccl_connected", [])
+    if not hs or not comms or any(c.state not in ("Init COMPLETE", "Destroy COMPLETE") for c in comms):
+        return []
+    return [hs[0].ev]
+
+
 def settle(m: Any, cands: list[Cand]) -> list[Cand]:
     """Notes harmless in the job's own context carry no cause.
 
@@ -112,7 +121,16 @@ def settle(m: Any, cands: list[Cand]) -> list[Cand]:
             return cands
         ended = completed(m)
         if not ended:
-            return cands  # no failure seen, but no end either: a hang leaves exactly this
+            # No end logged (a hang leaves exactly this), but an interface that peers cannot reach is a risk only until
+            # connections are made: NCCL connecting every channel, each communicator initialised, says they were.
+            linked = connected(m)
+            if linked:
+                why = (f"NCCL connected its channels over these interfaces ({linked[0].source}:{linked[0].line}), every "
+                       f"communicator completed its init and no error was logged: a risk the job did not run into.")
+                for c in cands:
+                    if c.cause == "wrong_interface":
+                        c.note = why
+            return cands
         why = (f"The job reached its end ({ended[0].source}:{ended[0].line}: {ended[0].text.strip()[:120]}) and no "
                f"error was logged: a risk it did not run into, not the cause of a failure.")
     for c in cands:

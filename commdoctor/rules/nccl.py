@@ -363,6 +363,11 @@ SIGNATURES = (
     # freed a communicator; a communicator torn down after an error says "Abort COMPLETE" instead.
     ctx("nccl_destroyed", ("Destroy COMPLETE",), r"comm \S{1,20} rank \d{1,7} nranks \d{1,7} .{0,80}- Destroy COMPLETE",
         "a communicator was destroyed normally (ncclCommDestroy): the job reached its end", harmless=True),
+    # init.cc / transport.cc: INFO(NCCL_INIT, "Connected all rings" [", use ring PXN %d GDR %d"]) and "Connected all
+    # trees" once every channel's connections to its ring/tree peers are made (at init, or at the first collective
+    # with runtime connection): the interfaces NCCL listed carried those connections.
+    ctx("nccl_connected", ("Connected all",), r"Connected all (?:rings|trees)\b",
+        "NCCL connected every ring or tree channel to its peers"),
     # nccl-tests common.cu: PRINT("# Out of bounds values : %d %s", errors, errors ? "FAILED" : "OK") after the
     # last size, then "# Avg bus bandwidth": the test checked every result and found none wrong.
     ctx("nccl_tests_passed", ("Out of bounds values",), r"Out of bounds values\s{0,4}: 0 OK",

@@ -107,6 +107,10 @@ ROWS = [
     # (rule id, real line, near-miss): the lines that say how a job ended, and NCCL's notes on IB devices it skipped.
     ("nccl_destroyed", "vm:929:929 [0] NCCL INFO comm 0x418cea50 rank 0 nranks 2 cudaDev 0 busId 60 - Destroy COMPLETE",
      "vm:1284:1290 [0] NCCL INFO comm 0x37404000 rank 0 nranks 2 cudaDev 0 busId 60 - Abort COMPLETE"),
+    ("nccl_connected", "vm:930:930 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0",
+     "vm:930:930 [0] NCCL INFO Channel 00/02 : 0 1"),
+    ("nccl_connected", "myles-MC62-G40-00:6742:6766 [0] NCCL INFO Connected all trees",
+     "qh100-gpu20:39633:39689 [4] NCCL INFO Trees [0] 14/-1/-1->12->11 [1] 14/-1/-1->12->11"),
     ("nccl_tests_passed", "# Out of bounds values : 0 OK", "# Out of bounds values : 50 FAILED"),
     ("nccl_tests_rank", "#  Rank  0 Group  0 Pid 895544 on     h100-2 device  0 [0002:00:01] NVIDIA H100 80GB HBM3",
      " .. h100-4 pid 739791: Test failure common.cu:893"),
@@ -132,3 +136,29 @@ ROWS = [
 @pytest.mark.parametrize("rule,line,near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
 def test_rule_row(rule: str, line: str, near: str) -> None:
     check_row(rule, line, near)
+
+
+def _capture_with_bridge(tmp_path: Path, upto: str) -> Path:
+    """The GPU capture's healthy job (fixtures/logs/nccl-healthy, NCCL 2.28.9, runtime connection) cut just after the
+    first line holding ``upto``, with NET/Socket's list as NCCL prints it on a host that also has a docker bridge
+    (composed: the capture's own line, one interface added, in NCCL's format)."""
+    out = []
+    for ln in (ROOT / "fixtures" / "logs" / "nccl-healthy" / "torchrun.log").read_text().splitlines(keepends=True):
+        if "NET/Socket : Using [0]eth0:192.0.2.2<0>" in ln:
+            ln = ln.rstrip("\n") + " [1]docker0:172.17.0.1<0>\n"
+        out.append(ln)
+        if upto in ln:
+            break
+    p = tmp_path / "torchrun.log"
+    p.write_text("".join(out))
+    return p
+
+
+def test_a_bridge_in_the_socket_list_of_a_job_that_connected_is_a_note(tmp_path: Path) -> None:
+    """Every communicator initialised and NCCL connected its rings over the listed interfaces, no error: the bridge
+    is a note. Cut before the rings connected (a job that hangs there), the same list keeps its cause."""
+    doc = diagnose_file(_capture_with_bridge(tmp_path, "Connected all rings"))
+    assert _causes(doc) == []
+    assert [f["severity"] for f in doc["findings"] if f["code"] == "LOG020"] == ["info"]
+    early = _capture_with_bridge(tmp_path, "Init COMPLETE")
+    assert ("LOG020", "wrong_interface") in _causes(diagnose_file(early))
