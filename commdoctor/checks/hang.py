@@ -47,7 +47,8 @@ def log_signals(facts: HangLogs | None) -> list[dict[str, Any]]:
     try:
         from commdoctor.rules.engine import diagnose
 
-        cands = diagnose(facts.model)  # already merged and in causal order
+        # Already merged and in causal order; notes (what the job did not fail of) name no cause here either.
+        cands = [c for c in diagnose(facts.model) if not c.note]
     except Exception:  # noqa: BLE001 - see the docstring
         return scan_signs(facts.paths, facts.pid_rank)
     out: list[dict[str, Any]] = []

@@ -168,12 +168,20 @@ class LogDiagnosisCheck(Check):
 
     def run(self, run: CheckRun) -> Iterator[Finding]:
         m = _log_model(run)
-        cands = diagnose(m)
+        found = diagnose(m)
         libs = libraries(m)
         run.data["libraries"] = sorted(libs)
         summary = self._summary(run, m)
-        run.summary(summary + ("" if cands else "; no failure found"))
+        # What the job did not fail of (it completed, recovered, or connected over the interface at risk): notes,
+        # never a verdict, that name no cause; the rest is diagnosed as before.
+        notes = [c for c in found if c.note]
+        cands = [c for c in found if not c.note]
+        run.summary(summary + ("" if cands else "; no failure found")
+                    + (f"; {len(notes)} note(s) on what the job did not fail of" if notes else ""))
+        if notes and not cands:
+            run.data["outcome"] = {"failed": False, "why": notes[0].note}
         if not cands:
+            yield from self._notes(notes, libs, m)
             return
         primary = cands[0]
         first_rank = sorted(primary.ranks)[0] if primary.ranks else None
@@ -199,6 +207,13 @@ class LogDiagnosisCheck(Check):
         for c in cons:
             c.detail = (c.detail + " " if c.detail else "") + f"Follows from {head} ({primary.cause}){where}."
             yield self._emit(c, E, head, libs, m)
+        yield from self._notes(notes, libs, m)
+
+    def _notes(self, notes: list[Cand], libs: set[str], m: Any) -> Iterator[Finding]:
+        """What the job did not fail of, as informational findings that name no cause (each says why)."""
+        for c in notes:
+            c.detail = (c.detail + " " if c.detail else "") + c.note
+            yield replace(self._emit(c, I, None, libs, m), cause=None)
 
     def _emit(self, c: Cand, sev: Severity, after: str | None, libs: set[str], m: Any) -> Finding:
         if c.code in ALIASES:

@@ -51,8 +51,10 @@ _COMM = re.compile(
 )
 # nccl-tests' NCCLCHECK / CUDACHECK ("%s: Test NCCL failure %s:%d '%s / %s'", "Test CUDA failure %s:%d '%s'"; older
 # releases print "NCCL failure %s:%d '%s'") and its trace (" .. %s pid %d: Test failure %s:%d"): plain text, but the
-# test failed, so a log holding only them is a failure (LOG080 quotes it), never healthy.
-_NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$")
+# test failed, so a log holding only them is a failure (LOG080 quotes it), never healthy. So is its closing check
+# finding wrong values ("# Out of bounds values : %d %s" with FAILED): the run completed, its results did not hold.
+_NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$"
+                              r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
@@ -165,6 +167,7 @@ class ElasticFailure:
     signal: str | None = None
     traceback: str | None = None
     ev: Evidence | None = None
+    agent: bool = False  # the agent's own "failed (exitcode: N) local_rank: ..." line, not its final summary
 
 
 @dataclass
@@ -243,6 +246,9 @@ class RunModel:
     flight_files: list[str] = field(default_factory=list)
     flight_errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how the inputs were read, when it went other than planned
+    #: Per input, the number of its last line that the job wrote going on normally (read, not an error, not the
+    #: launcher's): whether a job went on after its launcher restarted the workers.
+    last_ok: dict[str, int] = field(default_factory=dict)
     lines_seen: int = 0
     engine: str = ""
 
@@ -368,6 +374,8 @@ class _Builder:
             self.m.hit_counts[sig.id] = self.m.hit_counts.get(sig.id, 0) + 1
             if len(hs) < MAX_HITS_PER_SIG:
                 hs.append(Hit(sig, self.ev(src, line_no, rec, rank), self.seq, groups, rec))
+        if not is_error and not roots and "distributed/elastic/" not in text:
+            self.m.last_ok[src] = line_no
         if (roots or is_error) and ri is not None and ri.first_error is None:
             ri.first_error, ri.first_error_seq = self.ev(src, line_no, rec, rank), self.seq
         if is_error and not roots and len(self.m.unmatched_errors) < MAX_EXCEPTIONS:
@@ -599,7 +607,7 @@ class _Builder:
             a = _AGENT_FAIL.search(msg)
             if a:
                 self.m.elastic.append(ElasticFailure(root=False, local_rank=int(a.group("local")), exitcode=int(a.group("code")),
-                                                     pid=int(a.group("pid")), ev=self.ev(src, line_no, rec, rank)))
+                                                     pid=int(a.group("pid")), ev=self.ev(src, line_no, rec, rank), agent=True))
                 return
         if self._elastic_root is None:
             return

@@ -52,6 +52,9 @@ class Cand:
     weak: bool = False  # a risk seen in the setup, not a failure the logs show
     consequence: bool = False  # always a consequence (closed connections, timeouts on waiting ranks)
     severity: Severity | None = None
+    #: Set when the logs show the job did not fail of it (it completed, or recovered): why, for the user.
+    #: Such a candidate is shown as a note and names no cause (see commdoctor.rules.engine.settle).
+    note: str = ""
 
 
 #: A rule's own logic: (run model, this rule's hits, candidates found so far) -> candidates.

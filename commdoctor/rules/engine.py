@@ -53,11 +53,90 @@ STEPS = _steps()
 
 
 def diagnose(m: Any) -> list[Cand]:
-    """Every candidate cause the run model supports, likeliest root cause first."""
+    """Every candidate cause the run model supports, likeliest root cause first (notes only, when the job did
+    not fail: see ``settle``)."""
     out: list[Cand] = []
     for _phase, _i, step in STEPS:
         out.extend(step(m, out))
-    return order(merge(out))
+    return settle(m, order(merge(out)))
+
+
+#: Context rows whose line says the job reached its end (a communicator destroyed normally, nccl-tests' final
+#: check passed, the launcher saw its workers exit 0).
+ENDED = ("nccl_destroyed", "nccl_tests_passed", "agent_succeeded")
+
+
+def completed(m: Any) -> list[Any]:
+    """Lines that say the job reached its end, unless a communicator was aborted or failed to start."""
+    if any(c.state in ("Abort COMPLETE", "Init FAILED") for c in getattr(m, "comms", ())):
+        return []
+    return [m.hits[s][0].ev for s in ENDED if m.hits.get(s)]
+
+
+def recovered(m: Any) -> list[Any]:
+    """The launcher's restarts, when every failure the logs show came before a restart in its own file and the
+    job went on after it (torchrun --max-restarts: a worker failed, the group was restarted and ran). A job that
+    still failed ends with the launcher's failure summary, so any summary entry means it did not recover."""
+    elastic = getattr(m, "elastic", [])
+    restarts = [f.ev for f in elastic if f.agent and f.ev is not None] + [h.ev for h in m.hits.get("agent_restart", [])]
+    if not restarts or any(not f.agent for f in elastic):
+        return []
+    last: dict[str, int] = {}
+    for ev in restarts:
+        last[ev.source] = max(last.get(ev.source, 0), ev.line)
+    failures = [h.ev for hs in m.hits.values() for h in hs if h.sig.role != CONTEXT]
+    failures += [ev for ev, _seq, _kind in m.unmatched_errors] + [ev for _t, _msg, ev, _seq in m.exceptions]
+    if any(ev.line >= last.get(ev.source, -1) for ev in failures):
+        return []  # an error after the last restart (or in a file with none): the restarted job failed too
+    went_on = getattr(m, "last_ok", {})
+    if any(went_on.get(src, 0) <= line for src, line in last.items()):
+        return []  # nothing after the restart: the logs do not show the job going on
+    return restarts
+
+
+def connected(m: Any) -> list[Any]:
+    """Lines that say NCCL connected its channels, when every communicator the logs show reached Init COMPLETE."""
+    comms = getattr(m, "comms", ())
+    hs = m.hits.get("nccl_connected", [])
+    if not hs or not comms or any(c.state not in ("Init COMPLETE", "Destroy COMPLETE") for c in comms):
+        return []
+    return [hs[0].ev]
+
+
+def settle(m: Any, cands: list[Cand]) -> list[Cand]:
+    """Notes harmless in the job's own context carry no cause.
+
+    When the logs show the job did not fail (no error any rule knows or not, no non-zero exit, no timeout) and
+    that it reached its end, what the rules found are risks of the setup the job did not run into (a docker
+    bridge in NCCL's interface list, an environment override): each stays as a note and names no cause. Errors
+    the launcher recovered from (a restart after which the job went on without error) are notes too."""
+    if not cands:
+        return cands
+    again = recovered(m)
+    if again:
+        why = (f"The launcher restarted the workers ({again[-1].source}:{again[-1].line}) and the job went on "
+               f"without another error: a failure it recovered from, not what stopped it.")
+    else:
+        if any(not c.weak for c in cands) or m.elastic or any(w.timed_out for w in m.watchdog) or m.unmatched_errors:
+            return cands
+        ended = completed(m)
+        if not ended:
+            # No end logged (a hang leaves exactly this), but an interface that peers cannot reach is a risk only until
+            # connections are made: NCCL connecting every channel, each communicator initialised, says they were.
+            linked = connected(m)
+            if linked:
+                why = (f"NCCL connected its channels over these interfaces ({linked[0].source}:{linked[0].line}), every "
+                       f"communicator completed its init and no error was logged: a risk the job did not run into.")
+                for c in cands:
+                    if c.cause == "wrong_interface":
+                        c.note = why
+            return cands
+        why = (f"The job reached its end ({ended[0].source}:{ended[0].line}: {ended[0].text.strip()[:120]}) and no "
+               f"error was logged: a risk it did not run into, not the cause of a failure.")
+    for c in cands:
+        c.note = why
+        c.consequence = False
+    return cands
 
 
 def merge(cands: list[Cand]) -> list[Cand]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, raised_ranks, sig
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, ctx, missing_ranks, raised_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -134,6 +134,21 @@ SIGNATURES = (
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),
+    # -- how the job ended (read by commdoctor.rules.engine.completed / recovered) ---------------------------------------------
+    # torch/distributed/elastic/agent/server/api.py, at INFO (torchrun's LOGLEVEL=INFO): "[%s] worker group
+    # successfully finished. Waiting %s seconds for other agents to finish." once every worker of the node exited 0,
+    # and from the exit barrier "Local worker group finished (WorkerState.SUCCEEDED). ...".
+    ctx("agent_succeeded", ("successfully finished", "WorkerState.SUCCEEDED"),
+        r"worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\)",
+        "the launcher saw every worker of its node exit 0", harmless=True),
+    # The same loop, when restarts are left: "[%s] Worker group %s. %s/%s attempts left; will restart worker group"; and
+    # on a healthy node when another node rejoins the rendezvous (its own workers having failed): "[%s] Detected %s new
+    # nodes from group_rank=%s; will restart worker group".
+    ctx("agent_restart", ("will restart worker group",),
+        r"Worker group (?:FAILED|UNHEALTHY)\. \d{1,6}/\d{1,6} attempts left; will restart worker group"
+        r"|Detected \d{1,6} new nodes from group_rank=\d{1,6}; will restart worker group",
+        "the launcher restarts its workers: after a failure (--max-restarts not used up), or when a node rejoins",
+        harmless=True),
 )
 
 MODEL_RULES = (

@@ -351,6 +351,32 @@ SIGNATURES = (
     # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
     ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",
         "NCCL could not read an InfiniBand NIC's PCI path (virtual machines, containers) and went on", harmless=True),
+    # net_ib.cc ncclIbInit: when wrap_ibv_open_device fails, WARN("NET/IB : Unable to open device %s") and
+    # `continue` to the next device (ibvwrap.cc first says WARN("Call to ibv_open_device failed")); with none left
+    # NCCL says "NET/IB : No device found." and uses its socket transport. A container without the IB devices
+    # passed in prints both in jobs that work; what fails, if anything, says so in its own words.
+    ctx("ib_open_note", ("Unable to open device", "Call to ibv_open_device failed"),
+        r"NET/IB : Unable to open device \S{1,64}\s*$|Call to ibv_open_device failed\s*$",
+        "NCCL could not open an InfiniBand device and skipped it (a socket transport takes over)", harmless=True),
+    # -- how the job ended (read by commdoctor.rules.engine.completed) ---------------------------------------------
+    # init.cc: INFO("comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE") once ncclCommDestroy has
+    # freed a communicator; a communicator torn down after an error says "Abort COMPLETE" instead.
+    ctx("nccl_destroyed", ("Destroy COMPLETE",), r"comm \S{1,20} rank \d{1,7} nranks \d{1,7} .{0,80}- Destroy COMPLETE",
+        "a communicator was destroyed normally (ncclCommDestroy): the job reached its end", harmless=True),
+    # init.cc / transport.cc: INFO(NCCL_INIT, "Connected all rings" [", use ring PXN %d GDR %d"]) and "Connected all
+    # trees" once every channel's connections to its ring/tree peers are made (at init, or at the first collective
+    # with runtime connection): the interfaces NCCL listed carried those connections.
+    ctx("nccl_connected", ("Connected all",), r"Connected all (?:rings|trees)\b",
+        "NCCL connected every ring or tree channel to its peers"),
+    # nccl-tests common.cu: PRINT("# Out of bounds values : %d %s", errors, errors ? "FAILED" : "OK") after the
+    # last size, then "# Avg bus bandwidth": the test checked every result and found none wrong.
+    ctx("nccl_tests_passed", ("Out of bounds values",), r"Out of bounds values\s{0,4}: 0 OK",
+        "nccl-tests ran every size and found no wrong value: the test completed", harmless=True),
+    # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
+    # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
+    ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
+        r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}",
+        "nccl-tests' list of the job's ranks with their host and GPU"),
 )
 
 MODEL_RULES = (

@@ -132,7 +132,10 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     # them is where the socket calls fail (NVIDIA/nccl#697: a dozen docker bridges, fixed by NCCL_SOCKET_IFNAME).
     failing_net = failing_net or any(_SYSTEM_ERR.search(ev.text) for ev, _seq, _k in m.unmatched_errors)
     bad: list[tuple[str, str, Any]] = []
+    one_node = single_node(m)
     for hi in m.hosts.values():
+        if hi.name == one_node:
+            continue  # every rank on this one host: no connection leaves it, whatever interface is listed
         first_boot = next(iter(hi.bootstrap.items()), None)
         # NET/Socket lists every interface it could use; they carry data only when the network is Socket.
         socket_data = not hi.network or any("Socket" in n for n in hi.network)
@@ -148,6 +151,17 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     return [Cand("LOG020", "wrong_interface", 2 if failing_net else 7, 0 if failing_net else 10**9,
                  [e for _, _, e in bad[:3]], params={"what": desc}, weak=not failing_net,
                  hosts={e.host for _, _, e in bad if e.host})]
+
+
+def single_node(m: Any) -> str | None:
+    """The host every rank of the job ran on, when the logs list them all there (nccl-tests' table of ranks);
+    None when the job spans hosts or the logs do not say."""
+    rows = m.hits.get("nccl_tests_rank", [])
+    hosts = {h.groups.get("host") for h in rows}
+    ranks = {h.groups.get("rank") for h in rows}
+    if len(hosts) != 1 or m.hit_counts.get("nccl_tests_rank", 0) > len(rows) or ranks != {str(i) for i in range(len(ranks))}:
+        return None
+    return next(iter(hosts))
 
 
 def _dup_hostnames(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
