@@ -175,3 +175,45 @@ def test_an_error_of_the_communication_stack_is_not_the_programs_own(tmp_path: P
     other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
                            "RuntimeError: NCCL communicator was aborted on rank 1.")
     assert "peer_process_died" not in _causes(tmp_path, node0=BARRIER, node1=other)[:1]
+
+
+# Round 2 (bench/multihost_logs/gen.py ifname-lo, wrong-port, link-down): real lines of those jobs; the timed-out
+# connect is wrong-port's, with the lab's address of the store lines' job (192.168.171.1) so that only the port differs.
+STORE_ON_29500 = ("[I1127 17:39:08.166102034 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+                  "[I1127 17:39:08.166701422 TCPStore.cpp:316] [c10d - debug] TCP client connected to host "
+                  "192.168.171.1:29500\n")
+TIMED_OUT_29501 = ("[E1127 17:35:56.751216428 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+                   "trying to connect to (192.168.171.1, 29501).\n")
+
+
+def test_a_rank_trying_another_port_than_the_store_listens_on_has_a_wrong_master_port(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_ON_29500 + STORE_WAITED, node1=TIMED_OUT_29501)[0] == "rendezvous_unreachable"
+
+
+def test_a_silent_timeout_on_the_port_the_store_listens_on_stays_a_firewall(tmp_path: Path) -> None:
+    same = TIMED_OUT_29501.replace("29501", "29500")
+    assert _causes(tmp_path, node0=STORE_ON_29500 + STORE_WAITED, node1=same)[0] == "firewall_or_port_blocked"
+
+
+CUT_OFF = ("[rank0]:[E1127 17:38:12.832135261 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 2 failed to pass monitoredBarrier "
+           "in 10000 ms\n[rank0]:[E1127 17:38:12.832163568 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 3 failed to pass "
+           "monitoredBarrier in 10000 ms\n[rank0]:[E1127 17:38:12.832169371 ProcessGroupGloo.cpp:67] [Rank 0]: Ranks 2, 3 "
+           "failed to pass monitoredBarrier in 10000 ms\n")
+THERE = ("[rank3]:[E1127 17:38:12.827189622 ProcessGroupGloo.cpp:67] Rank 3 successfully reached monitoredBarrier, but "
+         "received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+         "[rank2]:[E1127 17:38:12.834947542 ProcessGroupGloo.cpp:67] Rank 2 successfully reached monitoredBarrier, but "
+         "received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n")
+
+
+def test_ranks_named_by_the_barrier_that_say_they_were_there_meanwhile_lost_the_network(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=CUT_OFF, node1=THERE)[0] == "hardware_fault"
+
+
+def test_a_named_rank_that_reached_the_barrier_only_later_was_late(tmp_path: Path) -> None:
+    late = THERE.replace("17:38:12.8", "17:38:27.8")
+    assert _causes(tmp_path, node0=CUT_OFF, node1=late)[0] == "collective_timeout_straggler"
+
+
+def test_one_named_rank_never_there_is_not_a_network_cut(tmp_path: Path) -> None:
+    only3 = THERE.splitlines(keepends=True)[0]
+    assert _causes(tmp_path, node0=CUT_OFF, node1=only3)[0] != "hardware_fault"
