@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, raised_ranks, sig
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, ctx, missing_ranks, raised_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -103,6 +103,12 @@ def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
 
 
 SIGNATURES = (
+    # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
+    # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
+    # on: usually the store's host finished first and closed the store. Its own traceback (a closed connection)
+    # is no failure of the job; a real one shows on the host whose workers failed.
+    ctx("exit_barrier_error", ("Error waiting on exit barrier",), r"Error waiting on exit barrier",
+        "this host's workers all finished; waiting for the other hosts' launchers failed (harmless)", harmless=True),
     # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
     # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
     # limit, preemption, Ctrl-C, `timeout`) signals the launcher; it then stops its workers.

@@ -217,3 +217,37 @@ def test_a_named_rank_that_reached_the_barrier_only_later_was_late(tmp_path: Pat
 def test_one_named_rank_never_there_is_not_a_network_cut(tmp_path: Path) -> None:
     only3 = THERE.splitlines(keepends=True)[0]
     assert _causes(tmp_path, node0=CUT_OFF, node1=only3)[0] != "hardware_fault"
+
+
+# healthy-uneven-2 (host b's log): b's worker finished, then its launcher's exit barrier lost the store, whose host
+# (the master) had finished first and closed it. torchrun logs that with logger.exception and exits 0.
+_AGENT = 'E1127 17:43:46.451000 7330 site-packages/torch/distributed/elastic/agent/server/api.py:1008] '
+EXIT_BARRIER = ("rank 2: done\n"
+                '[W1127 17:43:46.092916666 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd='
+                '3, addr=[2c01::30df:438a:fe7f:0]:35395, remote=[6f98:ae59:8c55:0:9a:ae59:8c55:0]:21634): Failed '
+                'to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?' "\n"
+                + _AGENT + 'Error waiting on exit barrier. Elapsed: 0.015603303909301758 seconds' + "\n"
+                + _AGENT + 'Traceback (most recent call last):' + "\n"
+                + _AGENT + '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/elastic/agen'
+                't/server/api.py", line 994, in _exit_barrier' + "\n"
+                + _AGENT + '    store_util.barrier(' + "\n"
+                + _AGENT + '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/elastic/util'
+                's/store.py", line 201, in barrier' + "\n"
+                + _AGENT + '    store.wait([last_member_key])' + "\n"
+                + _AGENT + 'torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. D'
+                'id the remote server shutdown or crash?' + "\n"
+                )
+
+
+def test_a_launchers_failed_exit_barrier_after_its_workers_finished_is_no_failure(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node1.log").write_text(EXIT_BARRIER)
+    doc = diagnose_file(d)
+    assert [f["code"] for f in doc["findings"] if f.get("cause") or f["code"] == "LOG080"] == []
+
+
+def test_the_same_closed_connection_outside_the_exit_barrier_still_counts(tmp_path: Path) -> None:
+    lines = EXIT_BARRIER.splitlines()
+    other = "\n".join(x for x in lines if "Error waiting on exit barrier" not in x) + "\n"  # a record of its own
+    assert _causes(tmp_path, node1=other)[0] == "peer_process_died"
