@@ -75,6 +75,13 @@ class Host:
     def iptables(self, *args: str) -> None:
         sh("ip", "netns", "exec", self.ns, "iptables", "-w", "5", *args)
 
+    def cap(self, p: subprocess.Popen[bytes], limit: str) -> None:
+        """Put the process (and so the children it starts) in a memory cgroup of ``limit`` bytes, like a container's."""
+        cg = Path("/sys/fs/cgroup/memory") / self.ns
+        cg.mkdir(exist_ok=True)
+        (cg / "memory.limit_in_bytes").write_text(limit)
+        (cg / "cgroup.procs").write_text(str(p.pid))
+
     def stop(self) -> None:
         for p in self.procs:
             if p.poll() is None:
@@ -87,6 +94,19 @@ class Host:
             except subprocess.TimeoutExpired:
                 pass
         self.procs.clear()
+        cg = Path("/sys/fs/cgroup/memory") / self.ns
+        if cg.exists():  # the job's processes in a session of their own (torchrun's workers)
+            for pid in (cg / "cgroup.procs").read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for _ in range(50):
+            try:
+                cg.rmdir() if cg.exists() else None
+                break
+            except OSError:  # its last processes are still exiting
+                time.sleep(0.1)
 
 
 class Lab:
@@ -185,6 +205,13 @@ NEW: dict[str, tuple[str, dict]] = {
     "barrier-skipped": ("collective_mismatch", {"fault": "skip_barrier"}),
     "link-down": ("hardware_fault", {"linkdown_b": True}),
     "healthy-uneven": ("none", {"nproc_a": 2, "nproc_b": 1}),
+    # Added after the nine above were scored (same rules for the held-out run). memcap_b: host b's torchrun runs
+    # in a memory cgroup of that size; sigterm_b: b's torchrun gets SIGTERM once b has logged step 2 (a preemption,
+    # scancel, a pod evicted); unnamed_b: b's /etc/hosts lacks b's own name.
+    "oom-killed": ("peer_process_died", {"fault": "grow", "memcap_b": str(2 << 30)}),
+    "preempted": ("peer_process_died", {"sigterm_b": True}),
+    "rank-exits": ("peer_process_died", {"fault": "exit"}),
+    "hostname-unknown": ("hostname_resolution", {"unnamed_b": True, "net": "192.168"}),
 }
 NEW_HOLDOUT = {(name, 2 if i % 2 == 0 else 1) for i, name in enumerate(NEW)}
 for _name, (_label, _fault) in NEW.items():
@@ -210,6 +237,8 @@ def run_case(name: str, run: int, k: int, out_root: Path) -> str:
     lab = Lab(k, s.get("net", "10.209")).up()
     try:
         lab.names(s.get("hosts_a", ""), s.get("hosts_b", ""))
+        if s.get("unnamed_b"):
+            lab.b.hosts(f"{lab.a.addr} {lab.a.name}\n")
         if s.get("fw_b") == "gloo":  # b lets only the store's port through: no other TCP connection in or out
             lab.b.iptables("-A", "INPUT", "-p", "tcp", "--syn", "-j", "DROP")
             lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "-j", "DROP")
@@ -236,12 +265,18 @@ def run_case(name: str, run: int, k: int, out_root: Path) -> str:
             if s.get("fault"):
                 extra.update(FAULT=s["fault"], FAULT_RANK=str(s.get("fault_rank", 1)))
             procs[h.name] = h.start(cmd, env_for(extra), case / "logs" / f"node{i}.log")
+            if b and s.get("memcap_b"):
+                h.cap(procs[h.name], s["memcap_b"])
         t0 = time.monotonic()
         failed_at = None
         down = False
         while time.monotonic() - t0 < DEADLINE:
-            if s.get("linkdown_b") and not down and b"step 2" in (case / "logs" / "node1.log").read_bytes():
-                sh("ip", "-n", lab.b.ns, "link", "set", "eth0", "down")  # the cable is pulled mid-training
+            if (s.get("linkdown_b") or s.get("sigterm_b")) and not down \
+                    and b"step 2" in (case / "logs" / "node1.log").read_bytes():
+                if s.get("linkdown_b"):
+                    sh("ip", "-n", lab.b.ns, "link", "set", "eth0", "down")  # the cable is pulled mid-training
+                else:
+                    procs[lab.b.name].send_signal(signal.SIGTERM)  # to b's launcher, as a scheduler does
                 down = True
             rcs = [p.poll() for p in procs.values()]
             if all(rc is not None for rc in rcs):

@@ -11,6 +11,8 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
   segv       the rank dies of a real segmentation fault (reads address 0)
   raise_early    the rank fails to open its data before the first collective (a real FileNotFoundError)
   skip_barrier   the rank skips the first barrier at or after FAULT_STEP (rank-dependent control flow)
+  grow       the rank keeps allocating host memory until the kernel's OOM killer ends it (gen.py caps its host's memory)
+  exit       the rank's own check fails and it exits with status 3, no exception
 PG_TIMEOUT is the process group's timeout in seconds.
 """
 import datetime
@@ -43,6 +45,13 @@ for step in range(steps):
         print(f"rank {rank}: step {step}", flush=True)
         import ctypes
         ctypes.string_at(0)
+    if me and fault == "grow":
+        hoard = []
+        while True:
+            hoard.append(torch.ones(16 << 20))  # 64 MB, written, so resident
+    if me and fault == "exit":
+        print(f"rank {rank}: loss is nan at step {step}, stopping", flush=True)
+        sys.exit(3)
     if me and fault == "straggler":
         time.sleep(float(os.environ.get("STRAGGLE", "25")))
     if me and fault == "memory":

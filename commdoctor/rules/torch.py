@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, raised_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, quiet_exits,
+    raised_ranks, sig,
 )
 
 
@@ -73,6 +74,8 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     named = {int(x) for x in (hs[0].groups.get("ranks") or "").replace(",", " ").split() if x.isdigit() and len(x) < 8}
     failed = set(raised_ranks(m)) | {f.rank for f in m.elastic
                                      if f.rank is not None and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
+    # A rank that ended itself (rules.launcher.quiet_exits) did not arrive because it was gone.
+    failed |= {f.rank for f in quiet_exits(m)}
     who = f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"
     there = _reached_meanwhile(m, hs, named)
     if named and not named & failed and there:

@@ -251,3 +251,28 @@ def test_the_same_closed_connection_outside_the_exit_barrier_still_counts(tmp_pa
     lines = EXIT_BARRIER.splitlines()
     other = "\n".join(x for x in lines if "Error waiting on exit barrier" not in x) + "\n"  # a record of its own
     assert _causes(tmp_path, node1=other)[0] == "peer_process_died"
+
+
+# rank-exits-2: rank 3 (host b) ends itself with sys.exit(3) and logs nothing; rank 0's barrier names it.
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "multihost"
+
+
+def test_a_named_rank_that_exited_with_its_own_status_having_logged_nothing_ended_itself(tmp_path: Path) -> None:
+    logs = FIX / "rank-exits-2" / "logs"
+    d = tmp_path / "logs"
+    d.mkdir()
+    for f in logs.iterdir():
+        (d / f.name).write_text(f.read_text())
+    first = diagnose_file(d)["findings"][0]
+    assert first["cause"] == "peer_process_died" and "rank 3" in first["title"] and "logged no error" in first["title"]
+
+
+def test_a_rank_that_exited_with_status_1_after_an_error_of_its_own_is_not_said_to_have_ended_itself(tmp_path: Path) -> None:
+    logs = FIX / "rank-exits-2" / "logs"
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node0.log").write_text((logs / "node0.log").read_text())
+    own = ("[E1127 17:49:47.016141373 ProcessGroupGloo.cpp:67] [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/"
+           "tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete\n")
+    (d / "node1.log").write_text(own + (logs / "node1.log").read_text())
+    assert all("logged no error" not in f["title"] for f in diagnose_file(d)["findings"])
