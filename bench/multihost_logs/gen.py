@@ -16,7 +16,9 @@ A case is ``OUT/<split>/<scenario>-<run>/logs/*.log`` plus ``truth.json``
 (root_cause: a label of /work/shared/corpus/README.md, "none" for a healthy run);
 score with ``python /work/shared/tools/score_corpus.py OUT/dev --dir``.
 The split is fixed before tuning: run 2 of every third scenario is ``holdout``,
-the rest ``dev``. Every job is bounded (``DEADLINE``); the namespaces and their
+the rest ``dev``. Round 2's scenarios (``NEW``) go to ``new-dev`` / ``new-holdout``
+(``NEW_HOLDOUT`` names the held-out run of each) and ``new-holdout4`` for run 4.
+``--k0`` moves the labs' numbers (namespace names, addresses) clear of another gen.py. Every job is bounded (``DEADLINE``); the namespaces and their
 /etc/netns folders are removed on any exit (also Ctrl-C / SIGTERM).
 """
 
@@ -229,7 +231,8 @@ for _label, _runs in SCENARIOS.values():
 def run_case(name: str, run: int, k: int, out_root: Path) -> str:
     label, runs = SCENARIOS[name]
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in runs[run].items()}
-    split = ("new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") if name in NEW else \
+    split = (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
+        if name in NEW else \
         "holdout4" if run == 4 else "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
     case = out_root / split / f"{name}-{run}"
     shutil.rmtree(case, ignore_errors=True)
