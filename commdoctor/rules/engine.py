@@ -141,13 +141,16 @@ def settle(m: Any, cands: list[Cand]) -> list[Cand]:
 
 def merge(cands: list[Cand]) -> list[Cand]:
     """One candidate per (code, cause): evidence, ranks and hosts pooled, the earliest and strongest kept."""
-    out: dict[tuple[str, str], Cand] = {}
+    out: dict[tuple[str, str | None], Cand] = {}
     for c in cands:
         k = (c.code, c.cause)
         old = out.get(k)
         if old is None:
             out[k] = c
             continue
+        if (c.consequence, c.tier) < (old.consequence, old.tier):  # the stronger one says what it is
+            old.params, old.detail = c.params, c.detail or old.detail
+            old.evidence = (c.evidence[:] + [e for e in old.evidence if e not in c.evidence])[:6]
         old.tier = min(old.tier, c.tier)
         old.seq = min(old.seq, c.seq)
         for e in c.evidence:
