@@ -8,6 +8,11 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
   mismatch_op    the rank broadcasts where the others all_reduce
   mismatch_size  the rank all_reduces a tensor of another size
   memory     the rank asks for more host memory than there is (torch's allocator fails)
+  segv       the rank dies of a real segmentation fault (reads address 0)
+  raise_early    the rank fails to open its data before the first collective (a real FileNotFoundError)
+  skip_barrier   the rank skips the first barrier at or after FAULT_STEP (rank-dependent control flow)
+  grow       the rank keeps allocating host memory until the kernel's OOM killer ends it (gen.py caps its host's memory)
+  exit       the rank's own check fails and it exits with status 3, no exception
 PG_TIMEOUT is the process group's timeout in seconds.
 """
 import datetime
@@ -26,6 +31,8 @@ steps = int(os.environ.get("STEPS", "8"))
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "10"))))
 rank, world = dist.get_rank(), dist.get_world_size()
 print(f"rank {rank}/{world} on {os.uname().nodename}: process group ready", flush=True)
+if fault == "raise_early" and rank == bad:
+    open(f"/nonexistent/data/shard-{rank:05d}.bin", "rb")
 grad = torch.ones(1024)
 for step in range(steps):
     me = rank == bad and step == at
@@ -34,6 +41,17 @@ for step in range(steps):
         os.kill(os.getpid(), signal.SIGKILL)
     if me and fault == "raise":
         raise ValueError(f"batch {step} has 0 samples after filtering (rank {rank})")
+    if me and fault == "segv":
+        print(f"rank {rank}: step {step}", flush=True)
+        import ctypes
+        ctypes.string_at(0)
+    if me and fault == "grow":
+        hoard = []
+        while True:
+            hoard.append(torch.ones(16 << 20))  # 64 MB, written, so resident
+    if me and fault == "exit":
+        print(f"rank {rank}: loss is nan at step {step}, stopping", flush=True)
+        sys.exit(3)
     if me and fault == "straggler":
         time.sleep(float(os.environ.get("STRAGGLE", "25")))
     if me and fault == "memory":
@@ -44,7 +62,7 @@ for step in range(steps):
         dist.all_reduce(torch.ones(512))
     else:
         dist.all_reduce(grad)
-    if step % 3 == 2:
+    if step % 3 == 2 and not (fault == "skip_barrier" and rank == bad and step >= at):
         dist.barrier()
     grad = torch.ones(1024)
     print(f"rank {rank}: step {step} loss {1.0 / (step + 1):.4f}", flush=True)

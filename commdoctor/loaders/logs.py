@@ -78,6 +78,9 @@ _MEMBER = re.compile(r"GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: (?P<member>\d{1,7
 _ELASTIC_FIELD = re.compile(r"^\s{1,8}(?P<key>host|rank|exitcode|traceback|error_file|time)\s*:\s?(?P<val>.*)$")
 _ELASTIC_RANK = re.compile(r"(?P<rank>-?\d{1,7})(?: \(local_rank: (?P<local>\d{1,6})\))?")
 _ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?")
+#: The head of one log record as torch's Python logger (torchrun) and glog print it: level, date, time to the
+#: microsecond or nanosecond, pid (Python), file:line. A multi-line record repeats it on every line.
+_RECORD_HEAD = re.compile(r"(?:\[rank\d{1,7}\]:)?\[?[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{6,9} (?:\d{1,10} )?[^\s\]]{1,300}:\d{1,6}\] ")
 _AGENT_FAIL = re.compile(r"failed \(exitcode: (?P<code>-?\d{1,5})\) local_rank: (?P<local>\d{1,6}) \(pid: (?P<pid>\d{1,10})\)")
 _SIGNAL = re.compile(r"Signal (?P<sig>\d{1,3}) \((?P<name>SIG\w{1,10})\)")
 _TOPO_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,3})\s+(?P<cells>(?:(?:X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2})\s+){1,64})")
@@ -271,6 +274,7 @@ class _Builder:
         self._sig_cache: dict[str, list[tuple[Signature, dict[str, str | None]]]] = {}
         self._pid_rank: dict[tuple[str, int], int] = {}
         self._last_host: dict[tuple[str, int | None], str] = {}
+        self._quiet: dict[str, str] = {}  # file -> the head of a harmless multi-line log record still being read
         self._elastic_root: bool | None = None
         self._elastic_cur: ElasticFailure | None = None
         self._last_error_line: tuple[str, int] | None = None
@@ -352,7 +356,16 @@ class _Builder:
                 if len(files) < 64:
                     files.add(os.path.basename(rec.file))
             return  # "file:line -> N" is a trace of an error already reported by a WARN
+        quiet = self._quiet.get(src)
+        if quiet is not None:
+            if text.startswith(quiet):
+                return  # the rest of a harmless record (logger.exception's traceback under the same head)
+            del self._quiet[src]
         matched = self.signatures(subject)
+        if any(s.harmless for s, _ in matched):
+            head = _RECORD_HEAD.match(text)
+            if head:
+                self._quiet[src] = head.group(0)
         if kind == "nccl" and rec.level != "WARN":
             # NCCL reports failures as WARN; its INFO lines ("Call to connect returned Connection refused,
             # retrying") describe retries and setup, which only context signatures may read.

@@ -191,6 +191,19 @@ def raised_ranks(m: Any) -> dict[int, Any]:
     return out
 
 
+def quiet_exits(m: Any) -> list[Any]:
+    """Launcher failure records of ranks that exited with a status of their own (exit code > 0, no signal) having
+    logged no error at all: the rank ended itself (sys.exit(3) on a bad loss, a failed check). A rank that fails in
+    a collective or raises logs that first."""
+    spoke = {ri.rank for ri in m.ranks.values() if ri.rank is not None and ri.first_error is not None}
+    # A host running one rank prints its errors without a rank prefix: any error line of that file (other than
+    # its launcher's own report of the exit) may be the rank's.
+    loud = {h.ev.source for hs in m.hits.values() for h in hs
+            if h.sig.role != CONTEXT and h.ev.rank is None and h.sig.id not in ("process_died", "agent_signalled")}
+    return [f for f in m.elastic if f.rank is not None and f.signal is None and f.exitcode is not None
+            and f.exitcode > 0 and f.rank not in spoke and (f.ev is None or f.ev.source not in loud)]
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

@@ -148,6 +148,9 @@ def merge(cands: list[Cand]) -> list[Cand]:
         if old is None:
             out[k] = c
             continue
+        if (c.consequence, c.tier) < (old.consequence, old.tier):  # the stronger one says what it is
+            old.params, old.detail = c.params, c.detail or old.detail
+            old.evidence = (c.evidence[:] + [e for e in old.evidence if e not in c.evidence])[:6]
         old.tier = min(old.tier, c.tier)
         old.seq = min(old.seq, c.seq)
         for e in c.evidence:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, ctx, missing_ranks, raised_ranks, sig
+from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, ctx, missing_ranks, quiet_exits,
+                                   raised_ranks, sig)
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -36,7 +37,8 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         return []
     evs = [f.ev for f in el if f.ev][:2] + [h.ev for h in hs[:2]]
     seq = min([h.seq for h in hs] + [0 if el else 10**12])
-    who = next((f for f in el), None)
+    quiet = quiet_exits(m)
+    who = next((f for f in el if f in quiet), None) or next((f for f in el), None)
     what = "a rank was killed or crashed"
     if who is not None:
         bits = [f"rank {who.rank}" if who.rank is not None else "a rank", f"on {who.host}" if who.host else ""]
@@ -49,7 +51,11 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         c.ranks.add(who.rank)
     if who is not None and who.host:
         c.hosts.add(who.host)
-    if who is not None and who.signal is None and (who.exitcode or 0) > 0:
+    if who is not None and who in quiet:
+        c.params["what"] += " having logged no error: its own code ended it (sys.exit, os._exit), not a failure it met"
+        c.tier = 4
+        c.evidence = [e for e in [who.ev] + [x for x in c.evidence if x is not who.ev] if e is not None]
+    elif who is not None and who.signal is None and (who.exitcode or 0) > 0:
         c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
         c.consequence = bool(found) or bool(m.unmatched_errors)
     elif _aborted_itself(m, who, hs):
@@ -103,6 +109,12 @@ def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
 
 
 SIGNATURES = (
+    # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
+    # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
+    # on: usually the store's host finished first and closed the store. Its own traceback (a closed connection)
+    # is no failure of the job; a real one shows on the host whose workers failed.
+    ctx("exit_barrier_error", ("Error waiting on exit barrier",), r"Error waiting on exit barrier",
+        "this host's workers all finished; waiting for the other hosts' launchers failed (harmless)", harmless=True),
     # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
     # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
     # limit, preemption, Ctrl-C, `timeout`) signals the launcher; it then stops its workers.

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, raised_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, quiet_exits,
+    raised_ranks, sig,
 )
 
 
@@ -42,13 +43,52 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
+_REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
+
+
+def _stamp(text: str) -> tuple[str, float] | None:
+    w = _STAMP.match(text)
+    return (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
+
+
+def _reached_meanwhile(m: Any, hs: list[Any], named: set[int]) -> list[Any]:
+    """Lines of every rank that rank 0 named as not passing monitored_barrier saying it did reach the barrier
+    ("Rank N successfully reached monitoredBarrier, but received errors ... from rank 0"), logged within three seconds
+    of rank 0's line: each side waited for the other at the same time. Empty unless every named rank says so."""
+    when = [t for t in (_stamp(h.ev.text) for h in hs) if t]
+    if not named or not when:
+        return []
+    out: dict[int, Any] = {}
+    for h in hits(m, "monitored_barrier_peer"):
+        r, t = _REACHED.search(h.ev.text), _stamp(h.ev.text)
+        if r and t and int(r.group("rank")) in named and \
+                any(t[0] == w[0] and abs(t[1] - w[1]) <= 3.0 for w in when):
+            out.setdefault(int(r.group("rank")), h)
+    return list(out.values()) if set(out) == named else []
+
+
 def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """monitored_barrier names the ranks that did not arrive; a named rank whose own code raised or that was killed
     did not arrive because it had failed (that failure is the root cause), otherwise it was late."""
     named = {int(x) for x in (hs[0].groups.get("ranks") or "").replace(",", " ").split() if x.isdigit() and len(x) < 8}
     failed = set(raised_ranks(m)) | {f.rank for f in m.elastic
                                      if f.rank is not None and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
+    # A rank that ended itself (rules.launcher.quiet_exits) did not arrive because it was gone.
+    failed |= {f.rank for f in quiet_exits(m)}
     who = f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"
+    there = _reached_meanwhile(m, hs, named)
+    if named and not named & failed and there:
+        return [cand("LOG037", "hardware_fault", 2, hs + there[:2], params={
+            "what": f"rank(s) {', '.join(map(str, sorted(named)))} reached monitored_barrier, yet rank 0 never heard from "
+                    "them: messages between the ranks were lost"},
+            detail="Rank 0 says the named ranks did not pass monitored_barrier, and those ranks say, within seconds of "
+                   "it, that they reached it and then heard nothing back from rank 0. Both sides were there: the messages "
+                   "between them were lost on the way (a link or interface that went down, a network partition, a "
+                   "switch or cable fault), not delayed by a slow rank.",
+            alts=[("firewall_or_port_blocked", "a firewall rule added while the job ran cuts connections the same way"),
+                  ("collective_timeout_straggler", "if the hosts' clocks differ by more than a few seconds, the times "
+                                                   "cannot tell a rank that arrived late")])]
     if named & failed:
         return [cand("LOG051", "collective_timeout_straggler", 6, hs, params={"who": who + " (it had failed first)"},
                      consequence=True)]
@@ -79,6 +119,19 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
         # another address was given a wrong one, whatever happened to its packets.
         at = {h.groups.get("host") for h in hits(m, "store_connected") if h.groups.get("host")}
         wrong_address = bool(at) and not names & at
+        # The port the store listens on ("The server has started on port = P", or where its own host reached it):
+        # a rank that tried another port was given a wrong MASTER_PORT; nothing listens there, whatever the network.
+        listen = {h.groups.get("sport") for h in hits(m, "store_started") + hits(m, "store_connected")} - {None, ""}
+        tried = {h.groups.get("port") for h in timed} - {None, ""}
+        if listen and tried and not tried & listen:
+            return [cand("LOG011", "rendezvous_unreachable", 2, timed + up[:1], params={
+                "endpoint": f"{sorted(names)[0] if names else '?'}:{sorted(tried)[0]}",
+                "how": f"timed out connecting to port {sorted(tried)[0]}, while the store listened on port "
+                       f"{sorted(listen)[0]}"},
+                detail="The store was up on one port (its own host's log says which), and this host tried another: "
+                       "MASTER_PORT (--master-port, --rdzv-endpoint) differs between the hosts. Give every host the same.",
+                alts=[("port_conflict", "if the store host moved to another port because its own was taken, "
+                                        "the other hosts still use the old one")])]
         if wrong_address or not names:
             pass  # the address itself is in question: LOG011 below
         elif unknown and not refused:
@@ -408,7 +461,7 @@ SIGNATURES = (
         r"we are taking the entire process down|[Ww]atchdog thread terminated with exception",
         "torch's watchdog aborted this process after a failure it logged before (SIGABRT follows)"),
     # TCPStore.cpp (TORCH_CPP_LOG_LEVEL=INFO): "The server has started on port = N." -- the store is listening.
-    ctx("store_started", ("The server has started on port",), r"The server has started on port",
+    ctx("store_started", ("The server has started on port",), r"The server has started on port(?: = (?P<sport>\d{1,5}))?",
         "the rendezvous store is listening on this host", harmless=True),
     # ProcessGroupWrapper.cpp (TORCH_DISTRIBUTED_DEBUG=DETAIL): before each collective the wrapper runs a
     # monitored barrier; "Monitored Barrier encountered error running collective: <fingerprint>. Error: <why>"
@@ -419,7 +472,7 @@ SIGNATURES = (
         "the DETAIL wrapper's barrier before a collective failed (a peer gone or late), quoting that collective"),
     # socket.cpp / TCPStore.cpp: the client reached the store (after any retries it logged before).
     ctx("store_connected", ("The client socket has connected to", "TCP client connected to host"),
-        r"The client socket has connected to|TCP client connected to host (?P<host>[^\s:]{1,255}|\[[^\]]{1,64}\]):\d{1,5}",
+        r"The client socket has connected to|TCP client connected to host (?P<host>[^\s:]{1,255}|\[[^\]]{1,64}\]):(?P<sport>\d{1,5})",
         "this process's connection to the store succeeded", harmless=True),
     # socket.cpp: "No socket on {} is listening yet, will retry." -- its wording for a refused connect (ECONNREFUSED)
     # to the store, which it retries until its timeout.

@@ -175,3 +175,104 @@ def test_an_error_of_the_communication_stack_is_not_the_programs_own(tmp_path: P
     other = RAISED.replace("ValueError: batch 3 has 0 samples after filtering (rank 1)",
                            "RuntimeError: NCCL communicator was aborted on rank 1.")
     assert "peer_process_died" not in _causes(tmp_path, node0=BARRIER, node1=other)[:1]
+
+
+# Round 2 (bench/multihost_logs/gen.py ifname-lo, wrong-port, link-down): real lines of those jobs; the timed-out
+# connect is wrong-port's, with the lab's address of the store lines' job (192.168.171.1) so that only the port differs.
+STORE_ON_29500 = ("[I1127 17:39:08.166102034 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+                  "[I1127 17:39:08.166701422 TCPStore.cpp:316] [c10d - debug] TCP client connected to host "
+                  "192.168.171.1:29500\n")
+TIMED_OUT_29501 = ("[E1127 17:35:56.751216428 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms while "
+                   "trying to connect to (192.168.171.1, 29501).\n")
+
+
+def test_a_rank_trying_another_port_than_the_store_listens_on_has_a_wrong_master_port(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=STORE_ON_29500 + STORE_WAITED, node1=TIMED_OUT_29501)[0] == "rendezvous_unreachable"
+
+
+def test_a_silent_timeout_on_the_port_the_store_listens_on_stays_a_firewall(tmp_path: Path) -> None:
+    same = TIMED_OUT_29501.replace("29501", "29500")
+    assert _causes(tmp_path, node0=STORE_ON_29500 + STORE_WAITED, node1=same)[0] == "firewall_or_port_blocked"
+
+
+CUT_OFF = ("[rank0]:[E1127 17:38:12.832135261 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 2 failed to pass monitoredBarrier "
+           "in 10000 ms\n[rank0]:[E1127 17:38:12.832163568 ProcessGroupGloo.cpp:2901] [Rank 0]: Rank 3 failed to pass "
+           "monitoredBarrier in 10000 ms\n[rank0]:[E1127 17:38:12.832169371 ProcessGroupGloo.cpp:67] [Rank 0]: Ranks 2, 3 "
+           "failed to pass monitoredBarrier in 10000 ms\n")
+THERE = ("[rank3]:[E1127 17:38:12.827189622 ProcessGroupGloo.cpp:67] Rank 3 successfully reached monitoredBarrier, but "
+         "received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+         "[rank2]:[E1127 17:38:12.834947542 ProcessGroupGloo.cpp:67] Rank 2 successfully reached monitoredBarrier, but "
+         "received errors while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n")
+
+
+def test_ranks_named_by_the_barrier_that_say_they_were_there_meanwhile_lost_the_network(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=CUT_OFF, node1=THERE)[0] == "hardware_fault"
+
+
+def test_a_named_rank_that_reached_the_barrier_only_later_was_late(tmp_path: Path) -> None:
+    late = THERE.replace("17:38:12.8", "17:38:27.8")
+    assert _causes(tmp_path, node0=CUT_OFF, node1=late)[0] == "collective_timeout_straggler"
+
+
+def test_one_named_rank_never_there_is_not_a_network_cut(tmp_path: Path) -> None:
+    only3 = THERE.splitlines(keepends=True)[0]
+    assert _causes(tmp_path, node0=CUT_OFF, node1=only3)[0] != "hardware_fault"
+
+
+# healthy-uneven-2 (host b's log): b's worker finished, then its launcher's exit barrier lost the store, whose host
+# (the master) had finished first and closed it. torchrun logs that with logger.exception and exits 0.
+_AGENT = 'E1127 17:43:46.451000 7330 site-packages/torch/distributed/elastic/agent/server/api.py:1008] '
+EXIT_BARRIER = ("rank 2: done\n"
+                '[W1127 17:43:46.092916666 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd='
+                '3, addr=[2c01::30df:438a:fe7f:0]:35395, remote=[6f98:ae59:8c55:0:9a:ae59:8c55:0]:21634): Failed '
+                'to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?' "\n"
+                + _AGENT + 'Error waiting on exit barrier. Elapsed: 0.015603303909301758 seconds' + "\n"
+                + _AGENT + 'Traceback (most recent call last):' + "\n"
+                + _AGENT + '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/elastic/agen'
+                't/server/api.py", line 994, in _exit_barrier' + "\n"
+                + _AGENT + '    store_util.barrier(' + "\n"
+                + _AGENT + '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/elastic/util'
+                's/store.py", line 201, in barrier' + "\n"
+                + _AGENT + '    store.wait([last_member_key])' + "\n"
+                + _AGENT + 'torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. D'
+                'id the remote server shutdown or crash?' + "\n"
+                )
+
+
+def test_a_launchers_failed_exit_barrier_after_its_workers_finished_is_no_failure(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node1.log").write_text(EXIT_BARRIER)
+    doc = diagnose_file(d)
+    assert [f["code"] for f in doc["findings"] if f.get("cause") or f["code"] == "LOG080"] == []
+
+
+def test_the_same_closed_connection_outside_the_exit_barrier_still_counts(tmp_path: Path) -> None:
+    lines = EXIT_BARRIER.splitlines()
+    other = "\n".join(x for x in lines if "Error waiting on exit barrier" not in x) + "\n"  # a record of its own
+    assert _causes(tmp_path, node1=other)[0] == "peer_process_died"
+
+
+# rank-exits-2: rank 3 (host b) ends itself with sys.exit(3) and logs nothing; rank 0's barrier names it.
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "multihost"
+
+
+def test_a_named_rank_that_exited_with_its_own_status_having_logged_nothing_ended_itself(tmp_path: Path) -> None:
+    logs = FIX / "rank-exits-2" / "logs"
+    d = tmp_path / "logs"
+    d.mkdir()
+    for f in logs.iterdir():
+        (d / f.name).write_text(f.read_text())
+    first = diagnose_file(d)["findings"][0]
+    assert first["cause"] == "peer_process_died" and "rank 3" in first["title"] and "logged no error" in first["title"]
+
+
+def test_a_rank_that_exited_with_status_1_after_an_error_of_its_own_is_not_said_to_have_ended_itself(tmp_path: Path) -> None:
+    logs = FIX / "rank-exits-2" / "logs"
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "node0.log").write_text((logs / "node0.log").read_text())
+    own = ("[E1127 17:49:47.016141373 ProcessGroupGloo.cpp:67] [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/"
+           "tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete\n")
+    (d / "node1.log").write_text(own + (logs / "node1.log").read_text())
+    assert all("logged no error" not in f["title"] for f in diagnose_file(d)["findings"])

@@ -57,6 +57,10 @@ ROWS = [
      "pair closure", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Application error"),
     ("conn_lost", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Socket closed [10.0.0.2]:41235",
      "Socket closed cleanly at shutdown"),
+    ("exit_barrier_error", "E1127 17:43:46.451000 7330 site-packages/torch/distributed/elastic/agent/server/api.py:1008] "
+     "Error waiting on exit barrier. Elapsed: 0.015603303909301758 seconds",
+     "I1127 17:43:46.45 7330 site-packages/torch/distributed/elastic/agent/server/api.py:1000] Done waiting for other "
+     "agents. Elapsed: 0.0156 seconds"),
     ("agent_signalled", "torch.distributed.elastic.multiprocessing.api.SignalException: Process 25603 got signal: 15",
      '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)'),
     # Lines of the public corpus (../shared/corpus, case named), each with a line that reads alike and means otherwise.
