@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, missing_ranks, raised_ranks, sig
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, group, missing_ranks, raised_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -129,6 +129,36 @@ SIGNATURES = (
        r"|Command '\[?'?ssh (?:-o \S{1,60} |-p \d{1,5} )*(?P<host2>[\w.\-]{1,255}) hostname(?: -I)?'?\]?' returned non-zero exit status 255",
        "launcher_misconfig", ROOT, 1, "the launcher could not ssh to a node of its hostfile, so the job never started there",
        code="LOG065", params=lambda hs: {"host": hs[0].groups.get("host") or hs[0].groups.get("host2") or "?"}),
+    # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
+    # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
+    # it. ..."): a process on this host already listens on that port (a second job, a stale run).
+    sig("accelerate_port_in_use", ("but another process is utilizing it",),
+       r"Tried to launch distributed communication on port `?(?P<port>\d{1,5})`?, but another process is utilizing it",
+       "port_conflict", ROOT, 1, "accelerate found the main process port already taken on this host",
+       code="LOG010", params=lambda hs: {"port": hs[0].groups.get("port") or "?"}),
+    # Slurm's task/cgroup plugin, after a step: "Detected %u oom_kill event%s in %ps. Some of the step tasks have been
+    # OOM Killed." (older: "Detected %u oom-kill event(s) in step %u.%u cgroup. Some of your processes may have been
+    # killed by the cgroup out-of-memory handler."), and srun's "srun: error: {node}: task(s) {ids}: Out Of Memory".
+    # The kernel killed tasks of the job for exceeding their memory limit: host memory, not GPU memory.
+    sig("slurm_oom_kill", ("oom_kill event", "oom-kill event", "Out Of Memory"),
+       r"Detected \d{1,9} oom[_-]kill events?(?:\(s\))? in (?P<step>[\w.=]{1,60})"
+       r"|srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): Out Of Memory",
+       "peer_process_died", ROOT, 3, "Slurm killed tasks of the job for running out of host memory",
+       code="LOG060", params=lambda hs: {"what": "Slurm's cgroup killed " + (
+           f"task(s) {group(hs, 'tasks')} on {group(hs, 'node')}" if group(hs, "tasks") else "tasks of the step")
+           + " for exceeding their host-memory limit (OOM kill)"},
+       detail="The step's memory limit (--mem, --mem-per-cpu, --mem-per-gpu) is below what the job uses (data "
+              "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
+    # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." A worker killed by
+    # SIGKILL ("Killed") is the kernel's OOM killer or a cgroup limit taking it: the rank raises and dies with it.
+    # (Bus error names /dev/shm, which the shm rule reads.)
+    sig("dataloader_killed", ("is killed by signal: Killed",),
+       r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, ]{1,60})\) is killed by signal: Killed",
+       "peer_process_died", ROOT, 4, "a data-loader worker was killed (SIGKILL), most often by the OOM killer",
+       code="LOG060", params=lambda hs: {"what": f"a DataLoader worker (pid {hs[0].groups.get('pid') or '?'}) was "
+                                                 "killed by SIGKILL, most often the kernel's OOM killer: host memory"},
+       detail="Each worker holds its own copy of what the dataset keeps in memory; with several ranks per node "
+              "host memory runs out. Fewer workers (num_workers), a smaller prefetch, or more memory for the job."),
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",

@@ -1,0 +1,80 @@
+"""Public failure threads, round 5 (fixtures/logs/threads/*/PROVENANCE.md names each thread).
+
+Each rule row has a real line and a near-miss that must not match; the fixtures run through `commdoctor logs
+--json` as a user would (the fixture test of test_threads.py, with this round's cases).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs import test_threads as round1
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # accelerate/commands/launch.py: the launcher's own check of the main process port before torch starts.
+    ("accelerate_port_in_use", "ConnectionError: Tried to launch distributed communication on port `29144`, but "
+     "another process is utilizing it. Please specify a different port (such as using the `--main_process_port` flag "
+     "or specifying a different `main_process_port` in your config file) and rerun your script. To automatically use "
+     "the next open port (on a single node), you can set this to `0`.",  # huggingface/accelerate#2955
+     "Tried to launch distributed communication on port `29500`."),
+    # Slurm task/cgroup: "Detected %u oom_kill event%s in %ps. Some of the step tasks have been OOM Killed." (older
+    # "oom-kill event(s) in step ... cgroup"); srun: "srun: error: {node}: task(s) {ids}: Out Of Memory".
+    ("slurm_oom_kill", "slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have "
+     "been OOM Killed.",  # chrisknewman/tusas#149
+     "slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***"),
+    ("slurm_oom_kill", "srun: error: nid001277: tasks 1-3: Out Of Memory",  # chrisknewman/tusas#149
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 76.00 MiB."),
+    ("slurm_oom_kill", "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.",  # lanl/PyBNF#118
+     "srun: error: node107: task 0: Exited with exit code 1"),
+    # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." SIGKILL reads
+    # "Killed"; a Bus error names /dev/shm and is the shm rule's.
+    ("dataloader_killed", "RuntimeError: DataLoader worker (pid 13772) is killed by signal: Killed.",  # CompVis/latent-diffusion#76
+     "RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit."),  # ultralytics/yolov3#1151
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+def test_slurm_oom_kill_names_the_tasks_and_outranks_the_cancelled_step(tmp_path: Path) -> None:
+    p = tmp_path / "slurm.out"
+    p.write_text((round1.FIX / "tusas-149-srun-tasks-oom-killed" / "log.txt").read_text())
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died")
+    assert "1-3" in first["title"] and "nid001277" in first["title"]
+
+
+def test_accelerate_port_check_names_the_port(tmp_path: Path) -> None:
+    p = tmp_path / "launch.log"
+    p.write_text((round1.FIX / "accelerate-2955-main-process-port-taken" / "log.txt").read_text())
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG010", "port_conflict") and "29144" in first["title"]
+
+
+def test_dataloader_bus_error_stays_shared_memory(tmp_path: Path) -> None:
+    p = tmp_path / "bus.log"  # a worker killed by SIGBUS is /dev/shm, not host memory
+    p.write_text("RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is possible that "
+                 "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n")
+    causes = [f["cause"] for f in diagnose_file(p)["findings"]]
+    assert causes[0] == "shm_too_small" and "peer_process_died" not in causes[:1]
+
+
+# (fixture, the first cause `commdoctor logs --json` must give, causes that must be among the first three)
+FIXTURES = [
+    ("accelerate-2955-main-process-port-taken", "port_conflict", ()),
+    ("tusas-149-srun-tasks-oom-killed", "peer_process_died", ()),
+    ("latentdiffusion-76-ddp-dataloader-killed", "peer_process_died", ()),
+]
+
+
+@pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
+def test_public_thread_fixture_round5(slug: str, first: str | None, top3: tuple[str, ...]) -> None:
+    round1.test_public_thread_fixture(slug, first, top3)
