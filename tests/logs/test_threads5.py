@@ -78,3 +78,37 @@ FIXTURES = [
 @pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_public_thread_fixture_round5(slug: str, first: str | None, top3: tuple[str, ...]) -> None:
     round1.test_public_thread_fixture(slug, first, top3)
+
+
+# NCCL prints its interface list on the "NET/Socket : Using" line ("[0]eno1:172.18.40.41<0> [1]veth...<0>"); posts
+# often wrap it, the header alone and one "[N]name:addr<0>" per line. Oneflow-Inc/oneflow#3586's list, wrapped so.
+_WRAPPED = ("worker:101542:101542 [0] NCCL INFO NET/Socket : Using\n"
+            "[0]eno1:172.18.40.41<0>\n"
+            "[1]veth25f2e72:fe80::380d:bfff:fe5b:54d2%veth25f2e72<0>\n")
+_SYSTEM_ERROR = "ncclSystemError: System call (socket, malloc, munmap, etc) failed\n"
+
+
+def test_interface_list_wrapped_one_item_per_line_is_still_read(tmp_path: Path) -> None:
+    p = tmp_path / "wrapped.log"
+    p.write_text(_SYSTEM_ERROR + _WRAPPED)
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG020", "wrong_interface") and "veth25f2e72" in first["title"]
+    assert "eno1" not in first["title"]
+
+
+def test_interface_items_without_their_header_are_not_an_interface_list(tmp_path: Path) -> None:
+    p = tmp_path / "noheader.log"  # the same items after an unrelated line: nothing says they are NCCL's interfaces
+    p.write_text(_SYSTEM_ERROR + "worker:101542:101542 [0] NCCL INFO Using network Socket\n"
+                 + "".join(_WRAPPED.splitlines(keepends=True)[1:]))
+    assert "LOG020" not in [f["code"] for f in diagnose_file(p)["findings"]]
+
+
+def test_wrapped_interface_list_of_a_working_job_is_only_the_warning_the_one_line_list_gives(tmp_path: Path) -> None:
+    done = "worker:101542:101934 [0] NCCL INFO comm 0x7f1 rank 0 nranks 2 cudaDev 0 busId 18000 - Init COMPLETE\n"
+    p = tmp_path / "wrapped.log"
+    p.write_text(_WRAPPED + done)
+    q = tmp_path / "oneline.log"
+    q.write_text(" ".join(_WRAPPED.splitlines()) + "\n" + done)
+    got = [(f["code"], f["severity"]) for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert got == [(f["code"], f["severity"]) for f in diagnose_file(q)["findings"] if f["cause"]]
+    assert got == [("LOG020", "warning")]
