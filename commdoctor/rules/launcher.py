@@ -38,13 +38,21 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     seq = min([h.seq for h in hs] + [0 if el else 10**12])
     who = next((f for f in el), None)
     what = "a rank was killed or crashed"
+    ds = next((h.groups["dscode"] for h in hs if h.groups.get("dscode")), None)
+    if who is None and ds is not None:
+        try:
+            sname = signal.Signals(-int(ds)).name
+        except ValueError:
+            sname = f"signal {-int(ds)}"
+        what = f"a rank was killed by {sname} (DeepSpeed's launcher: return code {ds})"
     if who is not None:
         bits = [f"rank {who.rank}" if who.rank is not None else "a rank", f"on {who.host}" if who.host else ""]
         sgn = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
         what = " ".join(b for b in bits if b) + (f" was killed by {sgn}" if sgn else f" exited with status {who.exitcode}")
+    killed9 = (who is not None and who.signal == "SIGKILL") or (who is None and ds == "-9")
     c = Cand("LOG060", "peer_process_died", 5, seq, [e for e in evs if e is not None], params={"what": what},
              detail=("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
-                     "enforcing limits, or a manual kill." if who is not None and who.signal == "SIGKILL" else ""))
+                     "enforcing limits, or a manual kill." if killed9 else ""))
     if who is not None and who.rank is not None:
         c.ranks.add(who.rank)
     if who is not None and who.host:
@@ -75,7 +83,7 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
     else:
         # "Aborted (core dumped)" is how a shell or srun reports a child ended by SIGABRT.
         abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
-                                or h.groups.get("code") == "-6" or h.groups.get("abrt") for h in hs)
+                                or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt") for h in hs)
     if not abrt:
         return False
     return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
@@ -159,8 +167,13 @@ SIGNATURES = (
                                                  "killed by SIGKILL, most often the kernel's OOM killer: host memory"},
        detail="Each worker holds its own copy of what the dataset keeps in memory; with several ranks per node "
               "host memory runs out. Fewer workers (num_workers), a smaller prefetch, or more memory for the job."),
-    sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
+    # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first
+    # local rank that ends; Popen gives -N for a process killed by signal N (a positive code is the rank raising,
+    # whose own traceback says why).
+    sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
+                         "exits with return code = -"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
+       r"|exits with return code = (?P<dscode>-\d{1,3})\b"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),

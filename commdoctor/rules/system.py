@@ -354,6 +354,18 @@ SIGNATURES = (
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
        build=_memlock, always=True),
+    # NCCL before 2.12 printed "Call to ibv_create_qp failed" (and _cq) without errno (ibvwrap.c/.cc). Creating a
+    # queue pair or completion queue pins memory; in a container or under a scheduler whose locked-memory limit is
+    # the 64 kB default that is where it fails (NVIDIA/pyxis#60: `srun bash -c "ulimit -l"` gave 64). Later NCCL
+    # appends "with error <strerror>", which the memlock row (ENOMEM) or nothing here reads.
+    sig("ib_create_bare", ("Call to ibv_create_",),
+       r"Call to ibv_create_(?P<what>qp|cq) failed\s*$",
+       "rlimit_memlock", ROOT, 3, "NCCL could not create an RDMA queue; the usual reason is the locked-memory limit",
+       code="LOG035",
+       detail="NCCL of this age does not print the reason. Creating RDMA queues pins memory: check `ulimit -l` "
+              "inside the job (srun, mpirun, the container), not in a login shell.",
+       alts=[("ib_misconfig", "if `ulimit -l` is unlimited inside the job, the HCA's queue-pair limits or its "
+                              "configuration (NCCL_IB_HCA, a port that is down) are next: `ibv_devinfo -v`")]),
     sig("memlock_limit", ("max locked memory",),
        r"max locked memory\s+\(kbytes, -l\)\s+(?P<kb>\d+)",
        "rlimit_memlock", CONTEXT, 2, "the locked-memory limit printed by ulimit -a"),

@@ -36,6 +36,17 @@ ROWS = [
     ("dataloader_killed", "RuntimeError: DataLoader worker (pid 13772) is killed by signal: Killed.",  # CompVis/latent-diffusion#76
      "RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is possible that dataloader's "
      "workers are out of shared memory. Please try to raise your shared memory limit."),  # ultralytics/yolov3#1151
+    # deepspeed/launcher/launch.py sigkill_handler: "{cmd} exits with return code = {returncode}"; -N is signal N.
+    ("process_died", "[2023-04-07 13:09:33,220] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python3', '-u', "
+     "'run_clm.py', '--local_rank=0'] exits with return code = -9",  # deepspeedai/DeepSpeed#3160
+     "[2024-02-24 04:37:50,021] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'train.py'] exits "
+     "with return code = 1"),  # huggingface/accelerate#2468: the rank raised; its traceback is the cause
+    # NCCL < 2.12 ibvwrap: "Call to ibv_create_qp failed" with no errno; later versions append "with error %s".
+    ("ib_create_bare", "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed",  # NVIDIA/nccl#562
+     "node08:1:1 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed with error Invalid argument"),
+    ("ib_create_bare", "spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed",  # NVIDIA/nccl#380
+     "spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate "
+     "memory"),
 ]
 
 
@@ -59,6 +70,19 @@ def test_accelerate_port_check_names_the_port(tmp_path: Path) -> None:
     assert (first["code"], first["cause"]) == ("LOG010", "port_conflict") and "29144" in first["title"]
 
 
+def test_deepspeed_return_code_names_the_signal_and_an_abort_after_a_timeout_is_the_echo(tmp_path: Path) -> None:
+    p = tmp_path / "ds.log"
+    p.write_text((round1.FIX / "deepspeed-3232-launcher-return-code-9" / "log.txt").read_text())
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died") and "SIGKILL" in first["title"]
+    q = tmp_path / "abort.log"  # return code -6 after a watchdog timeout: the timeout is the cause, the abort follows
+    q.write_text("[rank0]:[E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800668 "
+                 "milliseconds before timing out.\n[2023-04-07 13:09:33,220] [ERROR] [launch.py:324:sigkill_handler] "
+                 "['python', '-u', 'train.py', '--local_rank=0'] exits with return code = -6\n")
+    assert diagnose_file(q)["findings"][0]["cause"] != "peer_process_died"
+
+
 def test_dataloader_bus_error_stays_shared_memory(tmp_path: Path) -> None:
     p = tmp_path / "bus.log"  # a worker killed by SIGBUS is /dev/shm, not host memory
     p.write_text("RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is possible that "
@@ -72,6 +96,8 @@ FIXTURES = [
     ("accelerate-2955-main-process-port-taken", "port_conflict", ()),
     ("tusas-149-srun-tasks-oom-killed", "peer_process_died", ()),
     ("latentdiffusion-76-ddp-dataloader-killed", "peer_process_died", ()),
+    ("nccl-562-pyxis-create-qp-memlock", "rlimit_memlock", ()),
+    ("deepspeed-3232-launcher-return-code-9", "peer_process_died", ()),
 ]
 
 
