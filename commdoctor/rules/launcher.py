@@ -167,6 +167,16 @@ SIGNATURES = (
                                                  "killed by SIGKILL, most often the kernel's OOM killer: host memory"},
        detail="Each worker holds its own copy of what the dataset keeps in memory; with several ranks per node "
               "host memory runs out. Fewer workers (num_workers), a smaller prefetch, or more memory for the job."),
+    # ray/exceptions.py: ActorDiedError (RayActorError before Ray 2.9) "The actor died unexpectedly before finishing
+    # this task." and "The actor is dead because its worker process has died." -- the process behind a rank (a vLLM
+    # or verl worker) ended without raising: killed (OOM killer, ray stop) or crashed. ("... because of an error raised
+    # in its creation task" is the actor's own exception, not this.)
+    sig("ray_actor_died", ("The actor died unexpectedly", "its worker process has died"),
+       r"The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died",
+       "peer_process_died", ROOT, 5, "a Ray actor's worker process died without raising (killed or crashed)",
+       code="LOG060", params=lambda hs: {"what": "a Ray actor's worker process died (killed or crashed)"},
+       detail="Ray's own log for the dead worker (and dmesg on its node) says which: the OOM killer, `ray stop`, or "
+              "a crash such as SIGSEGV. The other workers' errors follow from it."),
     # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first
     # local rank that ends; Popen gives -N for a process killed by signal N (a positive code is the rank raising,
     # whose own traceback says why).

@@ -41,6 +41,12 @@ ROWS = [
      "'run_clm.py', '--local_rank=0'] exits with return code = -9",  # deepspeedai/DeepSpeed#3160
      "[2024-02-24 04:37:50,021] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'train.py'] exits "
      "with return code = 1"),  # huggingface/accelerate#2468: the rank raised; its traceback is the cause
+    # ray/exceptions.py ActorDiedError / RayActorError; an exception raised in the actor's own code reads differently.
+    ("ray_actor_died", "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",  # Simple-Efficient/RL-Factory#8
+     "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+     "ray::RayWorkerWrapper.__init__() (pid=4009, ip=10.0.0.1)"),
+    ("ray_actor_died", "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",  # ray-project/ray#18586
+     "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=18948, ip=10.164.37.106)"),
     # NCCL < 2.12 ibvwrap: "Call to ibv_create_qp failed" with no errno; later versions append "with error %s".
     ("ib_create_bare", "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed",  # NVIDIA/nccl#562
      "node08:1:1 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed with error Invalid argument"),
@@ -98,6 +104,7 @@ FIXTURES = [
     ("latentdiffusion-76-ddp-dataloader-killed", "peer_process_died", ()),
     ("nccl-562-pyxis-create-qp-memlock", "rlimit_memlock", ()),
     ("deepspeed-3232-launcher-return-code-9", "peer_process_died", ()),
+    ("rlfactory-8-ray-actor-died", "peer_process_died", ()),
 ]
 
 
