@@ -47,6 +47,11 @@ ROWS = [
      "ray::RayWorkerWrapper.__init__() (pid=4009, ip=10.0.0.1)"),
     ("ray_actor_died", "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",  # ray-project/ray#18586
      "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=18948, ip=10.164.37.106)"),
+    # rccl/src/init.cc: WARN("Missing \"iommu=pt\" from kernel command line which can lead to system instablity or hang!")
+    ("rccl_iommu", "supllm:402:402 [0] /longer_pathname_so_that_rpms_can_support_packaging_the_debug_info_for_all_os_"
+     "profiles/src/out/ubuntu-22.04/22.04/build/rccl/hipify/src/init.cc:179 NCCL WARN Missing \"iommu=pt\" from kernel "
+     "command line which can lead to system instablity or hang!",  # ROCm/vllm#390
+     "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz-6.8.0 root=/dev/sda1 ro amd_iommu=on iommu=pt"),
     # NCCL < 2.12 ibvwrap: "Call to ibv_create_qp failed" with no errno; later versions append "with error %s".
     ("ib_create_bare", "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed",  # NVIDIA/nccl#562
      "node08:1:1 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed with error Invalid argument"),
@@ -89,6 +94,20 @@ def test_deepspeed_return_code_names_the_signal_and_an_abort_after_a_timeout_is_
     assert diagnose_file(q)["findings"][0]["cause"] != "peer_process_died"
 
 
+def test_rccl_iommu_warning_is_the_cause_of_a_failed_job_and_a_risk_in_a_working_one(tmp_path: Path) -> None:
+    warn = ("supllm:402:402 [0] /x/rccl/hipify/src/init.cc:179 NCCL WARN Missing \"iommu=pt\" from kernel command line "
+            "which can lead to system instablity or hang!\n")
+    p = tmp_path / "hang.log"
+    p.write_text(warn + "[rank0]:[E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600668 "
+                 "milliseconds before timing out.\n")
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"], first["severity"]) == ("LOG038", "p2p_acs_iommu", "error")
+    q = tmp_path / "ok.log"  # the same warning in a job that initialised and ran: only a warning
+    q.write_text(warn + "supllm:402:402 [0] NCCL INFO comm 0x7f1 rank 0 nranks 2 cudaDev 0 busId 3000 - Init COMPLETE\n")
+    assert all(f["severity"] != "error" for f in diagnose_file(q)["findings"])
+
+
 def test_dataloader_bus_error_stays_shared_memory(tmp_path: Path) -> None:
     p = tmp_path / "bus.log"  # a worker killed by SIGBUS is /dev/shm, not host memory
     p.write_text("RuntimeError: DataLoader worker (pid 3855) is killed by signal: Bus error. It is possible that "
@@ -105,6 +124,7 @@ FIXTURES = [
     ("nccl-562-pyxis-create-qp-memlock", "rlimit_memlock", ()),
     ("deepspeed-3232-launcher-return-code-9", "peer_process_died", ()),
     ("rlfactory-8-ray-actor-died", "peer_process_died", ()),
+    ("rocmvllm-390-rccl-missing-iommu-pt", "p2p_acs_iommu", ()),
 ]
 
 
