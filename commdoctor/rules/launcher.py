@@ -157,6 +157,16 @@ SIGNATURES = (
            + " for exceeding their host-memory limit (OOM kill)"},
        detail="The step's memory limit (--mem, --mem-per-cpu, --mem-per-gpu) is below what the job uses (data "
               "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
+    # Kubernetes (kubectl describe pod): a container's "Last State: Terminated / Reason: OOMKilled / Exit Code: 137",
+    # and `kubectl get pods` STATUS "OOMKilled": the kernel killed the container at its memory limit (host memory).
+    sig("k8s_oom_killed", ("OOMKilled",),
+       r"Reason:\s{0,40}OOMKilled\b|^\s*(?P<pod>[a-z0-9][\w.\-]{0,252})\s+\d+/\d+\s+OOMKilled\s",
+       "peer_process_died", ROOT, 3, "Kubernetes killed a container at its memory limit (OOMKilled)",
+       code="LOG060", params=lambda hs: {"what": "Kubernetes OOM-killed " + (
+           f"pod {group(hs, 'pod')}" if group(hs, "pod") else "a container") + " at its memory limit (host memory)"},
+       detail="The container's memory limit (resources.limits.memory) is below what the rank uses on the host "
+              "(data loader workers, pinned buffers, /dev/shm counted against the pod); the other ranks' errors "
+              "follow from it."),
     # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." A worker killed by
     # SIGKILL ("Killed") is the kernel's OOM killer or a cgroup limit taking it: the rank raises and dies with it.
     # (Bus error names /dev/shm, which the shm rule reads.)

@@ -31,6 +31,12 @@ ROWS = [
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 76.00 MiB."),
     ("slurm_oom_kill", "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.",  # lanl/PyBNF#118
      "srun: error: node107: task 0: Exited with exit code 1"),
+    # kubectl describe pod: "Last State: Terminated / Reason: OOMKilled / Exit Code: 137" (the Kubernetes docs'
+    # simmemleak example); `kubectl get pods` shows OOMKilled as the STATUS (the docs' memory-demo-2 example).
+    ("k8s_oom_killed", "        Reason:       OOMKilled",
+     "        Reason:       Error"),
+    ("k8s_oom_killed", "memory-demo-2   0/1     OOMKilled   2          24s",
+     "memory-demo-2   0/1     CrashLoopBackOff   2          40s"),
     # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." SIGKILL reads
     # "Killed"; a Bus error names /dev/shm and is the shm rule's.
     ("dataloader_killed", "RuntimeError: DataLoader worker (pid 13772) is killed by signal: Killed.",  # CompVis/latent-diffusion#76
