@@ -58,6 +58,11 @@ ROWS = [
      "profiles/src/out/ubuntu-22.04/22.04/build/rccl/hipify/src/init.cc:179 NCCL WARN Missing \"iommu=pt\" from kernel "
      "command line which can lead to system instablity or hang!",  # ROCm/vllm#390
      "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz-6.8.0 root=/dev/sda1 ro amd_iommu=on iommu=pt"),
+    # init.cc: WARN("Invalid config blocking attribute value %d"); -2147483648 is NCCL >= 2.17's "unset" marker
+    # reaching an older libnccl. Another value is a program setting a wrong value, not two libraries.
+    ("nccl_config_undef", "dsw-226-64b7566f8b-xz9j6:71868:71868 [0] init.cc:1270 NCCL WARN Invalid config blocking "
+     "attribute value -2147483648",  # NVIDIA/Megatron-LM#596
+     "node:1:1 [0] init.cc:1270 NCCL WARN Invalid config blocking attribute value 2"),
     # NCCL < 2.12 ibvwrap: "Call to ibv_create_qp failed" with no errno; later versions append "with error %s".
     ("ib_create_bare", "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed",  # NVIDIA/nccl#562
      "node08:1:1 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed with error Invalid argument"),
@@ -131,6 +136,7 @@ FIXTURES = [
     ("deepspeed-3232-launcher-return-code-9", "peer_process_died", ()),
     ("rlfactory-8-ray-actor-died", "peer_process_died", ()),
     ("rocmvllm-390-rccl-missing-iommu-pt", "p2p_acs_iommu", ()),
+    ("vllm-1726-two-nccl-wheels-blocking-int-min", "version_mismatch", ()),
 ]
 
 
