@@ -137,6 +137,25 @@ SIGNATURES = (
        r"|Command '\[?'?ssh (?:-o \S{1,60} |-p \d{1,5} )*(?P<host2>[\w.\-]{1,255}) hostname(?: -I)?'?\]?' returned non-zero exit status 255",
        "launcher_misconfig", ROOT, 1, "the launcher could not ssh to a node of its hostfile, so the job never started there",
        code="LOG065", params=lambda hs: {"host": hs[0].groups.get("host") or hs[0].groups.get("host2") or "?"}),
+    # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
+    # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
+    # init_process_group("env://") in a process no launcher started (plain `python train.py`).
+    sig("env_rendezvous_unset", ("expected, but not set",),
+       r"env:// rendezvous: environment variable (?P<var>[A-Z_]{2,32}) expected, but not set",
+       "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var') or 'RANK'} is not set, so this process was not "
+                                                 "started by a launcher (torchrun, srun, mpirun)"}),
+    # Open MPI (help-orte-rmaps-base.txt): "There are not enough slots available in the system to satisfy the N slots
+    # that were requested by the application"; horovodrun: "Process number should not be larger than total available
+    # slots."; srun: "Unable to create step for job N: More processors requested than permitted".
+    sig("launch_slots", ("not enough slots available", "larger than total available slots", "More processors requested"),
+       r"There are not enough slots available in the system to satisfy the (?P<n>\d{1,6})\s*(?:slots)?"
+       r"|Process number should not be larger than total available slots"
+       r"|Unable to create (?:job )?step(?: for job \d{1,12})?: More processors requested than permitted",
+       "launcher_misconfig", ROOT, 1, "the launcher was asked for more processes than the hosts or allocation offer",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'n')} processes requested, more than the hosts or the "
+                                                 "allocation offer" if group(hs, "n") else "more processes requested "
+                                                 "than the hosts or the allocation offer"}),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).
@@ -210,6 +229,10 @@ CODES = (
     Code("LOG065", "launcher-ssh-failed", E, "the launcher could not reach {host} over ssh, so no rank started there",
          "Make passwordless ssh work from the first node to every node of the hostfile (same port, key and user), or on one node drop the hostfile; under a scheduler without ssh, start each node's launcher through the scheduler",
          cause="launcher_misconfig", steps=("ssh -o PasswordAuthentication=no {host} hostname from the first node",)),
+    Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
+         "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "
+         "--nproc-per-node=<GPUs>, mpirun -np N -H host:slots, or srun with --ntasks matching the allocation",
+         cause="launcher_misconfig"),
     Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
          "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
          cause="launcher_misconfig"),

@@ -63,6 +63,22 @@ ROWS = [
     ("nccl_config_undef", "dsw-226-64b7566f8b-xz9j6:71868:71868 [0] init.cc:1270 NCCL WARN Invalid config blocking "
      "attribute value -2147483648",  # NVIDIA/Megatron-LM#596
      "node:1:1 [0] init.cc:1270 NCCL WARN Invalid config blocking attribute value 2"),
+    # torch/distributed/rendezvous.py _env_error: a process no launcher started; a tcp:// URL without a port is
+    # a different mistake (the URL itself).
+    ("env_rendezvous_unset", "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+     "variable RANK expected, but not set",  # HRNet/HRNet-Semantic-Segmentation#35
+     "ValueError: Error initializing torch.distributed using tcp:// rendezvous: port number missing"),
+    ("env_rendezvous_unset", "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+     "variable MASTER_ADDR expected, but not set",  # pytorch/pytorch#39832
+     "[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+     "assign requested address)."),
+    # Open MPI's rmaps help text, horovodrun's own check, srun's step creation: more processes than slots.
+    ("launch_slots", "There are not enough slots available in the system to satisfy the 2 slots ",  # horovod/horovod#978
+     "mpirun noticed that process rank 0 with PID 0 on node gpu01 exited on signal 9 (Killed)."),
+    ("launch_slots", "ValueError: Process number should not be larger than total available slots.",  # horovod/horovod#2090
+     "ValueError: Process number should not be larger than total available GPUs."),
+    ("launch_slots", "srun: error: Unable to create step for job 99825: More processors requested than permitted",
+     "srun: error: Unable to create step for job 99825: Requested node configuration is not available"),
     # NCCL < 2.12 ibvwrap: "Call to ibv_create_qp failed" with no errno; later versions append "with error %s".
     ("ib_create_bare", "hai-a100-3:3778851:3779883 [4] ibvwrap.c:130 NCCL WARN Call to ibv_create_qp failed",  # NVIDIA/nccl#562
      "node08:1:1 [0] misc/ibvwrap.cc:280 NCCL WARN Call to ibv_create_qp failed with error Invalid argument"),
@@ -137,6 +153,8 @@ FIXTURES = [
     ("rlfactory-8-ray-actor-died", "peer_process_died", ()),
     ("rocmvllm-390-rccl-missing-iommu-pt", "p2p_acs_iommu", ()),
     ("vllm-1726-two-nccl-wheels-blocking-int-min", "version_mismatch", ()),
+    ("horovod-978-not-enough-slots", "launcher_misconfig", ()),
+    ("hrnet-35-rank-not-set-no-launcher", "launcher_misconfig", ()),
 ]
 
 
