@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, group, missing_ranks, raised_ranks, sig
+from commdoctor.rules.base import E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, group, missing_ranks, raised_ranks, sig
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -110,6 +110,29 @@ def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
     return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
 
 
+
+def _slurm_cancelled(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Slurm cancelled the job or step: a lost node is the hardware; a time limit, preemption or scancel stopped it
+    from outside, and whatever kept it running that long (a hang) is what to look for."""
+    why = (group(hs, "why") or "").upper()
+    ids = group(hs, "id") or "?"
+    node = group(hs, "node") or "?"
+    if "NODE FAILURE" in why:
+        return [cand("LOG037", "hardware_fault", 3, hs, params={"what": f"Slurm lost node {node} and cancelled {ids}"})]
+    what = {"TIME LIMIT": "at its time limit", "PREEMPTION": "for preemption"}.get(why, "from outside (scancel)")
+    return [cand("LOG060", "peer_process_died", 5 if why == "PREEMPTION" else 7, hs,
+                 params={"what": f"Slurm cancelled {ids} on {node} {what}"},
+                 alts=[("collective_timeout_straggler", "a job that ran into its time limit often hung first: the "
+                                                        "last lines of each rank before the cancel show where")])]
+
+
+def _srun_task_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """srun's "task N: Killed|Terminated|...": after Slurm cancelled the step it is that cancel's echo."""
+    cancelled = bool(m.hits.get("slurm_cancelled"))
+    return [cand("LOG060", "peer_process_died", 7 if cancelled else 6, hs, consequence=cancelled,
+                 params={"what": f"srun reports task(s) {group(hs, 'tasks') or '?'} on {group(hs, 'node') or '?'} "
+                                 f"ended by a signal ({group(hs, 'sig') or '?'})"})]
+
 SIGNATURES = (
     # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
     # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
@@ -176,6 +199,18 @@ SIGNATURES = (
            + " for exceeding their host-memory limit (OOM kill)"},
        detail="The step's memory limit (--mem, --mem-per-cpu, --mem-per-gpu) is below what the job uses (data "
               "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
+    # slurmstepd: "*** JOB|STEP {id} ON {node} CANCELLED AT {time} [DUE TO TIME LIMIT|PREEMPTION|NODE FAILURE] ***";
+    # srun: "srun: error: {node}: task(s) {ids}: {strsignal}" for tasks a signal ended (Killed, Terminated, ...).
+    sig("slurm_cancelled", ("CANCELLED AT",),
+       r"\*\*\* (?:JOB|STEP) (?P<id>[\w.+]{1,40}) ON (?P<node>[\w.\-\[\],]{1,255}) CANCELLED AT \S{1,40}"
+       r"(?: DUE TO (?P<why>TIME LIMIT|PREEMPTION|NODE FAILURE))?",
+       "peer_process_died", ROOT, 7, "Slurm cancelled the job or step (time limit, preemption, scancel or a lost node)",
+       build=_slurm_cancelled, fails=True),
+    sig("srun_task_signal", ("srun: error:",),
+       r"srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): (?P<sig>Killed|Terminated|Aborted"
+       r"|Segmentation fault|Bus error)\b",
+       "peer_process_died", ROOT, 6, "srun reports tasks a signal ended",
+       build=_srun_task_signal, fails=True),
     # Kubernetes (kubectl describe pod): a container's "Last State: Terminated / Reason: OOMKilled / Exit Code: 137",
     # and `kubectl get pods` STATUS "OOMKilled": the kernel killed the container at its memory limit (host memory).
     sig("k8s_oom_killed", ("OOMKilled",),

@@ -31,6 +31,15 @@ ROWS = [
      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 76.00 MiB."),
     ("slurm_oom_kill", "slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.",  # lanl/PyBNF#118
      "srun: error: node107: task 0: Exited with exit code 1"),
+    # slurmstepd's "*** STEP|JOB id ON node CANCELLED AT time [DUE TO ...] ***" and srun's "task N: <strsignal>"
+    # (lines quoted in public job notes); srun's own step messages and an exit status are not these.
+    ("slurm_cancelled", "slurmstepd: error: *** STEP 18958691.0 ON wbl009 CANCELLED AT 2021-04-08T15:43:02 DUE TO TIME "
+     "LIMIT ***",
+     "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."),
+    ("slurm_cancelled", "slurmstepd: error: *** STEP 255506.0 ON ramses16304 CANCELLED AT 2024-12-20T14:27:46 ***",
+     "srun: Terminating StepId=255506.0"),
+    ("srun_task_signal", "srun: error: wbl009: task 0: Killed",
+     "srun: error: node107: task 0: Exited with exit code 1"),
     # kubectl describe pod: "Last State: Terminated / Reason: OOMKilled / Exit Code: 137" (the Kubernetes docs'
     # simmemleak example); `kubectl get pods` shows OOMKilled as the STATUS (the docs' memory-demo-2 example).
     ("k8s_oom_killed", "        Reason:       OOMKilled",
@@ -133,6 +142,20 @@ def test_rccl_iommu_warning_is_the_cause_of_a_failed_job_and_a_risk_in_a_working
     q = tmp_path / "ok.log"  # the same warning in a job that initialised and ran: only a warning
     q.write_text(warn + "supllm:402:402 [0] NCCL INFO comm 0x7f1 rank 0 nranks 2 cudaDev 0 busId 3000 - Init COMPLETE\n")
     assert all(f["severity"] != "error" for f in diagnose_file(q)["findings"])
+
+
+def test_slurm_cancel_is_named_and_a_timeout_before_it_stays_first(tmp_path: Path) -> None:
+    cancel = ("slurmstepd: error: *** STEP 18958691.0 ON wbl009 CANCELLED AT 2021-04-08T15:43:02 DUE TO TIME LIMIT ***\n"
+              "srun: error: wbl009: task 0: Killed\n")
+    p = tmp_path / "cancel.log"  # a job Slurm stopped at its time limit is not healthy
+    p.write_text(cancel)
+    first = diagnose_file(p)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died") and "time limit" in first["title"]
+    q = tmp_path / "hang.log"  # the job hung first: the timeout is the cause, the cancel what followed
+    q.write_text("[rank1]:[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800668 "
+                 "milliseconds before timing out.\n" + cancel)
+    assert diagnose_file(q)["findings"][0]["cause"] == "collective_timeout_straggler"
 
 
 def test_dataloader_bus_error_stays_shared_memory(tmp_path: Path) -> None:
