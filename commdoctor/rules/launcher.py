@@ -163,10 +163,14 @@ SIGNATURES = (
     # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
     # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
     # init_process_group("env://") in a process no launcher started (plain `python train.py`).
-    sig("env_rendezvous_unset", ("expected, but not set",),
-       r"env:// rendezvous: environment variable (?P<var>[A-Z_]{2,32}) expected, but not set",
+    # The same missing launch, read by the program itself: os.environ["LOCAL_RANK"] and kin raise KeyError.
+    sig("env_rendezvous_unset", ("expected, but not set", "KeyError: 'LOCAL_RANK'", "KeyError: 'RANK'",
+                                 "KeyError: 'WORLD_SIZE'", "KeyError: 'LOCAL_WORLD_SIZE'", "KeyError: 'MASTER_ADDR'",
+                                 "KeyError: 'MASTER_PORT'"),
+       r"env:// rendezvous: environment variable (?P<var>[A-Z_]{2,32}) expected, but not set"
+       r"|^KeyError: '(?P<var2>LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'\s*$",
        "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
-       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var') or 'RANK'} is not set, so this process was not "
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var', 'var2') or 'RANK'} is not set, so this process was not "
                                                  "started by a launcher (torchrun, srun, mpirun)"}),
     # Open MPI (help-orte-rmaps-base.txt): "There are not enough slots available in the system to satisfy the N slots
     # that were requested by the application"; horovodrun: "Process number should not be larger than total available

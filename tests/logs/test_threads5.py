@@ -81,6 +81,8 @@ ROWS = [
      "variable MASTER_ADDR expected, but not set",  # pytorch/pytorch#39832
      "[W socket.cpp:601] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
      "assign requested address)."),
+    ("env_rendezvous_unset", "KeyError: 'RANK'",  # facebookresearch/DeeperCluster#2: os.environ['RANK'] in plain python
+     "KeyError: 'RANKING'"),
     # Open MPI's rmaps help text, horovodrun's own check, srun's step creation: more processes than slots.
     ("launch_slots", "There are not enough slots available in the system to satisfy the 2 slots ",  # horovod/horovod#978
      "mpirun noticed that process rank 0 with PID 0 on node gpu01 exited on signal 9 (Killed)."),
