@@ -60,6 +60,10 @@ _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
+# NCCL prints its interface list on the "Bootstrap : Using" / "NET/Socket : Using" line itself ("[0]eth0:10.0.0.1<0>
+# [1]..."); a post that wraps the list puts the header alone on a line and each "[N]name:addr<port>" on its own.
+_IFACE_HEAD = re.compile(r"(?:^|\s)(?P<what>Bootstrap|NET/Socket|NET) ?: Using\s*$")
+_IFACE_ONLY = re.compile(r"^\s*\[\d{1,3}\][^\s:<>\[\];]{1,64}:[0-9a-fA-F.:%\w\-]{1,80}<\d{1,5}>\s*$")
 _IB_DEV = re.compile(r"\[\d{1,3}\](?P<dev>[\w\-.]{1,64}):(?P<port>\d{1,3})/(?P<link>\w{1,10})")
 _ENV_SET = re.compile(r"(?P<var>[A-Z][A-Z0-9_]{2,63}) set by environment to (?P<val>\S{0,200}?)\.?$")
 _PLUGIN = re.compile(r"(?:Loaded|Using|loaded) (?P<kind>net|coll|tuner|profiler|env|gin|external)? ?plugin:? ?(?P<name>[^,;]{1,80})|"
@@ -275,6 +279,9 @@ class _Builder:
         self._pid_rank: dict[tuple[str, int], int] = {}
         self._last_host: dict[tuple[str, int | None], str] = {}
         self._quiet: dict[str, str] = {}  # file -> the head of a harmless multi-line log record still being read
+        # An interface-list header posted alone: file -> (which list, host); its items follow one per line (keyed by
+        # file alone: a leading "[N]" of an item reads like a launcher's rank tag).
+        self._iface_head: dict[str, tuple[str, str]] = {}
         self._elastic_root: bool | None = None
         self._elastic_cur: ElasticFailure | None = None
         self._last_error_line: tuple[str, int] | None = None
@@ -340,6 +347,16 @@ class _Builder:
             self._last_host[ctx] = rec.host
             self.host_info(rec.host).pids.add(rec.pid or 0)
         kind = rec.kind
+        head = self._iface_head.pop(src, None) if self._iface_head else None
+        if head is not None and _IFACE_ONLY.match(text):
+            self.iface_items(head, text, rec, src, line_no)
+            self._iface_head[src] = head
+            return
+        if "Using" in text:
+            hm = _IFACE_HEAD.search(msg or text)
+            if hm:
+                self._iface_head[src] = ("bootstrap" if hm.group("what") == "Bootstrap" else "net_socket",
+                                         rec.host or self._last_host.get(ctx) or "?")
 
         if kind == "version":
             self.version(rec.version or "", src, line_no, rec, self._last_host.get(ctx), ri)
@@ -363,9 +380,9 @@ class _Builder:
             del self._quiet[src]
         matched = self.signatures(subject)
         if any(s.harmless for s, _ in matched):
-            head = _RECORD_HEAD.match(text)
-            if head:
-                self._quiet[src] = head.group(0)
+            rec_head = _RECORD_HEAD.match(text)
+            if rec_head:
+                self._quiet[src] = rec_head.group(0)
         if kind == "nccl" and rec.level != "WARN":
             # NCCL reports failures as WARN; its INFO lines ("Call to connect returned Connection refused,
             # retrying") describe retries and setup, which only context signatures may read.
@@ -448,6 +465,16 @@ class _Builder:
             for r in self.m.ranks.values():
                 if r.host == host and r.nccl_version is None:
                     r.nccl_version = v
+
+    def iface_items(self, head: tuple[str, str], text: str, rec: Record, src: str, line_no: int) -> None:
+        """One "[N]name:addr<port>" item of an interface list whose header line stood alone."""
+        which, host = head
+        h = self.host_info(host)
+        target = h.bootstrap if which == "bootstrap" else h.net_socket
+        for i in _IFACE.finditer(text):
+            if len(target) < 16:
+                target.setdefault(f"{i.group('name')}:{i.group('addr')}",
+                                  Evidence(src, text[:MAX_EVIDENCE_TEXT], line_no, host=rec.host))
 
     def nccl(self, rec: Record, src: str, line_no: int, rank: int | None, ri: RankInfo | None) -> None:
         msg = rec.msg

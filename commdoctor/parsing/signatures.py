@@ -30,6 +30,9 @@ MODEL_KEYWORDS: tuple[str, ...] = (
     "local=[", "remote=[", "Last error", "SeqNum", "atchdog", "bort",
     # NCCL's error-return traces ("bootstrap.cc:554 -> 3") carry no other keyword.
     ".cc:", ".cu:", ".h:", ".c:", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7",
+    # An item of NCCL's interface list ("[1]br-05ab815fa14e:172.19.0.1<0>": interfaces print port 0) on a line of
+    # its own, where a post wrapped the "NET/Socket : Using" list.
+    "<0>",
 )
 
 

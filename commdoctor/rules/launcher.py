@@ -13,8 +13,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, ctx, missing_ranks, quiet_exits,
-                                   raised_ranks, sig)
+from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks,
+                                   quiet_exits, raised_ranks, sig)
 
 
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -40,13 +40,21 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     quiet = quiet_exits(m)
     who = next((f for f in el if f in quiet), None) or next((f for f in el), None)
     what = "a rank was killed or crashed"
+    ds = next((h.groups["dscode"] for h in hs if h.groups.get("dscode")), None)
+    if who is None and ds is not None:
+        try:
+            sname = signal.Signals(-int(ds)).name
+        except ValueError:
+            sname = f"signal {-int(ds)}"
+        what = f"a rank was killed by {sname} (DeepSpeed's launcher: return code {ds})"
     if who is not None:
         bits = [f"rank {who.rank}" if who.rank is not None else "a rank", f"on {who.host}" if who.host else ""]
         sgn = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
         what = " ".join(b for b in bits if b) + (f" was killed by {sgn}" if sgn else f" exited with status {who.exitcode}")
+    killed9 = (who is not None and who.signal == "SIGKILL") or (who is None and ds == "-9")
     c = Cand("LOG060", "peer_process_died", 5, seq, [e for e in evs if e is not None], params={"what": what},
              detail=("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
-                     "enforcing limits, or a manual kill." if who is not None and who.signal == "SIGKILL" else ""))
+                     "enforcing limits, or a manual kill." if killed9 else ""))
     if who is not None and who.rank is not None:
         c.ranks.add(who.rank)
     if who is not None and who.host:
@@ -81,7 +89,7 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
     else:
         # "Aborted (core dumped)" is how a shell or srun reports a child ended by SIGABRT.
         abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
-                                or h.groups.get("code") == "-6" or h.groups.get("abrt") for h in hs)
+                                or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt") for h in hs)
     if not abrt:
         return False
     return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
@@ -107,6 +115,29 @@ def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
         name = f"signal {g.get('sig')}"
     return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
 
+
+
+def _slurm_cancelled(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Slurm cancelled the job or step: a lost node is the hardware; a time limit, preemption or scancel stopped it
+    from outside, and whatever kept it running that long (a hang) is what to look for."""
+    why = (group(hs, "why") or "").upper()
+    ids = group(hs, "id") or "?"
+    node = group(hs, "node") or "?"
+    if "NODE FAILURE" in why:
+        return [cand("LOG037", "hardware_fault", 3, hs, params={"what": f"Slurm lost node {node} and cancelled {ids}"})]
+    what = {"TIME LIMIT": "at its time limit", "PREEMPTION": "for preemption"}.get(why, "from outside (scancel)")
+    return [cand("LOG060", "peer_process_died", 5 if why == "PREEMPTION" else 7, hs,
+                 params={"what": f"Slurm cancelled {ids} on {node} {what}"},
+                 alts=[("collective_timeout_straggler", "a job that ran into its time limit often hung first: the "
+                                                        "last lines of each rank before the cancel show where")])]
+
+
+def _srun_task_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """srun's "task N: Killed|Terminated|...": after Slurm cancelled the step it is that cancel's echo."""
+    cancelled = bool(m.hits.get("slurm_cancelled"))
+    return [cand("LOG060", "peer_process_died", 7 if cancelled else 6, hs, consequence=cancelled,
+                 params={"what": f"srun reports task(s) {group(hs, 'tasks') or '?'} on {group(hs, 'node') or '?'} "
+                                 f"ended by a signal ({group(hs, 'sig') or '?'})"})]
 
 SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
@@ -141,8 +172,98 @@ SIGNATURES = (
        r"|Command '\[?'?ssh (?:-o \S{1,60} |-p \d{1,5} )*(?P<host2>[\w.\-]{1,255}) hostname(?: -I)?'?\]?' returned non-zero exit status 255",
        "launcher_misconfig", ROOT, 1, "the launcher could not ssh to a node of its hostfile, so the job never started there",
        code="LOG065", params=lambda hs: {"host": hs[0].groups.get("host") or hs[0].groups.get("host2") or "?"}),
-    sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM"),
+    # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
+    # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
+    # init_process_group("env://") in a process no launcher started (plain `python train.py`).
+    # The same missing launch, read by the program itself: os.environ["LOCAL_RANK"] and kin raise KeyError.
+    sig("env_rendezvous_unset", ("expected, but not set", "KeyError: 'LOCAL_RANK'", "KeyError: 'RANK'",
+                                 "KeyError: 'WORLD_SIZE'", "KeyError: 'LOCAL_WORLD_SIZE'", "KeyError: 'MASTER_ADDR'",
+                                 "KeyError: 'MASTER_PORT'"),
+       r"env:// rendezvous: environment variable (?P<var>[A-Z_]{2,32}) expected, but not set"
+       r"|^KeyError: '(?P<var2>LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)'\s*$",
+       "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var', 'var2') or 'RANK'} is not set, so this process was not "
+                                                 "started by a launcher (torchrun, srun, mpirun)"}),
+    # Open MPI (help-orte-rmaps-base.txt): "There are not enough slots available in the system to satisfy the N slots
+    # that were requested by the application"; horovodrun: "Process number should not be larger than total available
+    # slots."; srun: "Unable to create step for job N: More processors requested than permitted".
+    sig("launch_slots", ("not enough slots available", "larger than total available slots", "More processors requested"),
+       r"There are not enough slots available in the system to satisfy the (?P<n>\d{1,6})\s*(?:slots)?"
+       r"|Process number should not be larger than total available slots"
+       r"|Unable to create (?:job )?step(?: for job \d{1,12})?: More processors requested than permitted",
+       "launcher_misconfig", ROOT, 1, "the launcher was asked for more processes than the hosts or allocation offer",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'n')} processes requested, more than the hosts or the "
+                                                 "allocation offer" if group(hs, "n") else "more processes requested "
+                                                 "than the hosts or the allocation offer"}),
+    # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
+    # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
+    # it. ..."): a process on this host already listens on that port (a second job, a stale run).
+    sig("accelerate_port_in_use", ("but another process is utilizing it",),
+       r"Tried to launch distributed communication on port `?(?P<port>\d{1,5})`?, but another process is utilizing it",
+       "port_conflict", ROOT, 1, "accelerate found the main process port already taken on this host",
+       code="LOG010", params=lambda hs: {"port": hs[0].groups.get("port") or "?"}),
+    # Slurm's task/cgroup plugin, after a step: "Detected %u oom_kill event%s in %ps. Some of the step tasks have been
+    # OOM Killed." (older: "Detected %u oom-kill event(s) in step %u.%u cgroup. Some of your processes may have been
+    # killed by the cgroup out-of-memory handler."), and srun's "srun: error: {node}: task(s) {ids}: Out Of Memory".
+    # The kernel killed tasks of the job for exceeding their memory limit: host memory, not GPU memory.
+    sig("slurm_oom_kill", ("oom_kill event", "oom-kill event", "Out Of Memory"),
+       r"Detected \d{1,9} oom[_-]kill events?(?:\(s\))? in (?P<step>[\w.=]{1,60})"
+       r"|srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): Out Of Memory",
+       "peer_process_died", ROOT, 3, "Slurm killed tasks of the job for running out of host memory",
+       code="LOG060", params=lambda hs: {"what": "Slurm's cgroup killed " + (
+           f"task(s) {group(hs, 'tasks')} on {group(hs, 'node')}" if group(hs, "tasks") else "tasks of the step")
+           + " for exceeding their host-memory limit (OOM kill)"},
+       detail="The step's memory limit (--mem, --mem-per-cpu, --mem-per-gpu) is below what the job uses (data "
+              "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
+    # slurmstepd: "*** JOB|STEP {id} ON {node} CANCELLED AT {time} [DUE TO TIME LIMIT|PREEMPTION|NODE FAILURE] ***";
+    # srun: "srun: error: {node}: task(s) {ids}: {strsignal}" for tasks a signal ended (Killed, Terminated, ...).
+    sig("slurm_cancelled", ("CANCELLED AT",),
+       r"\*\*\* (?:JOB|STEP) (?P<id>[\w.+]{1,40}) ON (?P<node>[\w.\-\[\],]{1,255}) CANCELLED AT \S{1,40}"
+       r"(?: DUE TO (?P<why>TIME LIMIT|PREEMPTION|NODE FAILURE))?",
+       "peer_process_died", ROOT, 7, "Slurm cancelled the job or step (time limit, preemption, scancel or a lost node)",
+       build=_slurm_cancelled, fails=True),
+    sig("srun_task_signal", ("srun: error:",),
+       r"srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): (?P<sig>Killed|Terminated|Aborted"
+       r"|Segmentation fault|Bus error)\b",
+       "peer_process_died", ROOT, 6, "srun reports tasks a signal ended",
+       build=_srun_task_signal, fails=True),
+    # Kubernetes (kubectl describe pod): a container's "Last State: Terminated / Reason: OOMKilled / Exit Code: 137",
+    # and `kubectl get pods` STATUS "OOMKilled": the kernel killed the container at its memory limit (host memory).
+    sig("k8s_oom_killed", ("OOMKilled",),
+       r"Reason:\s{0,40}OOMKilled\b|^\s*(?P<pod>[a-z0-9][\w.\-]{0,252})\s+\d+/\d+\s+OOMKilled\s",
+       "peer_process_died", ROOT, 3, "Kubernetes killed a container at its memory limit (OOMKilled)",
+       code="LOG060", params=lambda hs: {"what": "Kubernetes OOM-killed " + (
+           f"pod {group(hs, 'pod')}" if group(hs, "pod") else "a container") + " at its memory limit (host memory)"},
+       detail="The container's memory limit (resources.limits.memory) is below what the rank uses on the host "
+              "(data loader workers, pinned buffers, /dev/shm counted against the pod); the other ranks' errors "
+              "follow from it."),
+    # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." A worker killed by
+    # SIGKILL ("Killed") is the kernel's OOM killer or a cgroup limit taking it: the rank raises and dies with it.
+    # (Bus error names /dev/shm, which the shm rule reads.)
+    sig("dataloader_killed", ("is killed by signal: Killed",),
+       r"DataLoader worker \(pid\(?s?\)? ?(?P<pid>[\d, ]{1,60})\) is killed by signal: Killed",
+       "peer_process_died", ROOT, 4, "a data-loader worker was killed (SIGKILL), most often by the OOM killer",
+       code="LOG060", params=lambda hs: {"what": f"a DataLoader worker (pid {hs[0].groups.get('pid') or '?'}) was "
+                                                 "killed by SIGKILL, most often the kernel's OOM killer: host memory"},
+       detail="Each worker holds its own copy of what the dataset keeps in memory; with several ranks per node "
+              "host memory runs out. Fewer workers (num_workers), a smaller prefetch, or more memory for the job."),
+    # ray/exceptions.py: ActorDiedError (RayActorError before Ray 2.9) "The actor died unexpectedly before finishing
+    # this task." and "The actor is dead because its worker process has died." -- the process behind a rank (a vLLM
+    # or verl worker) ended without raising: killed (OOM killer, ray stop) or crashed. ("... because of an error raised
+    # in its creation task" is the actor's own exception, not this.)
+    sig("ray_actor_died", ("The actor died unexpectedly", "its worker process has died"),
+       r"The actor died unexpectedly before finishing this task|The actor is dead because its worker process has died",
+       "peer_process_died", ROOT, 5, "a Ray actor's worker process died without raising (killed or crashed)",
+       code="LOG060", params=lambda hs: {"what": "a Ray actor's worker process died (killed or crashed)"},
+       detail="Ray's own log for the dead worker (and dmesg on its node) says which: the OOM killer, `ray stop`, or "
+              "a crash such as SIGSEGV. The other workers' errors follow from it."),
+    # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first
+    # local rank that ends; Popen gives -N for a process killed by signal N (a positive code is the rank raising,
+    # whose own traceback says why).
+    sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
+                         "exits with return code = -"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
+       r"|exits with return code = (?P<dscode>-\d{1,3})\b"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),
@@ -174,6 +295,10 @@ CODES = (
     Code("LOG065", "launcher-ssh-failed", E, "the launcher could not reach {host} over ssh, so no rank started there",
          "Make passwordless ssh work from the first node to every node of the hostfile (same port, key and user), or on one node drop the hostfile; under a scheduler without ssh, start each node's launcher through the scheduler",
          cause="launcher_misconfig", steps=("ssh -o PasswordAuthentication=no {host} hostname from the first node",)),
+    Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
+         "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "
+         "--nproc-per-node=<GPUs>, mpirun -np N -H host:slots, or srun with --ntasks matching the allocation",
+         cause="launcher_misconfig"),
     Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
          "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
          cause="launcher_misconfig"),

@@ -273,6 +273,17 @@ SIGNATURES = (
        r"Mismatched NCCL version detected|NCCL version mismatch",
        "version_mismatch", ROOT, 1, "ranks run different NCCL versions",
        code="LOG040", params=lambda hs: {"what": "NCCL itself found ranks on different versions"}),
+    # init.cc: WARN("Invalid config blocking attribute value %d"). NCCL >= 2.17's ncclConfig_t marks an unset field
+    # with INT_MIN (-2147483648); an older libnccl.so loaded in the same process (two nvidia-nccl-cu* wheels, a stray
+    # library on LD_LIBRARY_PATH) rejects it. The program was built against one NCCL and runs another.
+    sig("nccl_config_undef", ("Invalid config blocking attribute",),
+       r"Invalid config blocking attribute value -2147483648",
+       "version_mismatch", ROOT, 1, "the process loaded an older libnccl than torch was built against",
+       code="LOG040", params=lambda hs: {"what": "torch passed a newer NCCL's config (blocking = INT_MIN, unset) to an "
+                                                 "older libnccl loaded in the same process"},
+       detail="Two NCCL libraries are installed (e.g. nvidia-nccl-cu11 and nvidia-nccl-cu12 side by side, or a "
+              "libnccl.so.2 on LD_LIBRARY_PATH) and the older one was loaded: `pip list | grep nccl`, and keep the "
+              "one that matches torch (torch.cuda.nccl.version())."),
     sig("bad_family", ("is neither AF_INET",),
        r"with family (?P<fam>\d+) is neither AF_INET",
        "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read, or NCCL found no interface",

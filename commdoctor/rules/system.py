@@ -15,7 +15,7 @@ from typing import Any
 
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule, cand, ctx,
     group, hits, sig,
 )
 
@@ -193,6 +193,20 @@ def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"nets": ", ".join(sorted(subnets))})]
 
 
+def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
+    failing = bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
+    c = cand("LOG038", "p2p_acs_iommu", 3 if failing else 7, hs, weak=not failing,
+             params={"what": "the kernel runs without iommu=pt, so GPU peer traffic goes through IOMMU translation "
+                             "(RCCL warns it can hang)"},
+             detail="On AMD GPUs RCCL needs the IOMMU in passthrough mode (iommu=pt on the kernel command line; "
+                    "amd_iommu=on with it on some boards). Without it peer-to-peer copies between GPUs can stall: a "
+                    "hang that NCCL_P2P_DISABLE=1 makes go away is this.",
+             alts=[("p2p_driver_bug", "if iommu=pt is set and the hang stays, the GPU driver's peer-to-peer support "
+                                      "is next: a newer amdgpu/ROCm release")])
+    return [c]
+
+
 def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """GPUs joined only through PCIe (no NVLink): where ACS/IOMMU can block peer traffic; a risk, not a failure."""
     pcie = {k for k in m.topology if k in ("PIX", "PXB", "PHB", "NODE")}
@@ -368,6 +382,18 @@ SIGNATURES = (
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
        build=_memlock, always=True),
+    # NCCL before 2.12 printed "Call to ibv_create_qp failed" (and _cq) without errno (ibvwrap.c/.cc). Creating a
+    # queue pair or completion queue pins memory; in a container or under a scheduler whose locked-memory limit is
+    # the 64 kB default that is where it fails (NVIDIA/pyxis#60: `srun bash -c "ulimit -l"` gave 64). Later NCCL
+    # appends "with error <strerror>", which the memlock row (ENOMEM) or nothing here reads.
+    sig("ib_create_bare", ("Call to ibv_create_",),
+       r"Call to ibv_create_(?P<what>qp|cq) failed\s*$",
+       "rlimit_memlock", ROOT, 3, "NCCL could not create an RDMA queue; the usual reason is the locked-memory limit",
+       code="LOG035",
+       detail="NCCL of this age does not print the reason. Creating RDMA queues pins memory: check `ulimit -l` "
+              "inside the job (srun, mpirun, the container), not in a login shell.",
+       alts=[("ib_misconfig", "if `ulimit -l` is unlimited inside the job, the HCA's queue-pair limits or its "
+                              "configuration (NCCL_IB_HCA, a port that is down) are next: `ibv_devinfo -v`")]),
     sig("memlock_limit", ("max locked memory",),
        r"max locked memory\s+\(kbytes, -l\)\s+(?P<kb>\d+)",
        "rlimit_memlock", CONTEXT, 2, "the locked-memory limit printed by ulimit -a"),
@@ -376,6 +402,12 @@ SIGNATURES = (
        r"ACSCtl:.{0,40}(?:SrcValid\+|ReqRedir\+|CmpltRedir\+)|\bACS\b.{0,40}enabled|DMAR.{0,40}fault|AMD-Vi.{0,40}(?:IO_PAGE_FAULT|fault)|IOMMU.{0,40}fault",
        "p2p_acs_iommu", ROOT, 2, "PCIe ACS or the IOMMU redirects peer-to-peer traffic",
        code="LOG038", params=lambda hs: {"what": "ACS/IOMMU is redirecting PCIe peer traffic"}),
+    # rccl/src/init.cc: WARN("Missing \"iommu=pt\" from kernel command line which can lead to system instablity or
+    # hang!") at communicator init on AMD GPUs. Printed by every job on such a host: a cause only when the job failed.
+    sig("rccl_iommu", ("iommu=pt",),
+       r"Missing \"?iommu=pt\"? from kernel command line",
+       "p2p_acs_iommu", ROOT, 3, "the kernel runs without iommu=pt, which RCCL says can hang peer-to-peer traffic",
+       build=_rccl_iommu, phase=PHASE_SETUP),
     sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
        r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
        r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
