@@ -181,8 +181,13 @@ def test_the_shared_leaves_import_only_the_standard_library() -> None:
 
 def test_importing_the_hooks_adds_nothing_but_torch_and_their_own_modules() -> None:
     """What every hooks module loads, beyond what ``import torch`` loads by itself."""
-    with_torch = loaded_after("import torch, torch.distributed")
-    with_hooks = loaded_after("import torch, torch.distributed\n" + import_every_module("hooks"))
+    # One fresh interpreter imports torch once: the modules it holds after torch alone, then after the hooks too.
+    snap = "import sys, json\nprint(json.dumps(sorted(sys.modules)), flush=True)\n"
+    prog = "import torch, torch.distributed\n" + snap + import_every_module("hooks") + "\n" + snap
+    p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    assert p.returncode == 0, p.stderr[-3000:]
+    with_torch, with_hooks = (set(json.loads(line)) for line in p.stdout.strip().splitlines()[-2:])
+    assert with_torch < with_hooks and {"commdoctor.hooks", "torch.distributed"} <= with_hooks
     extra = {m for m in with_hooks - with_torch if not is_stdlib(m)}
     assert {m for m in extra if not hooks_may_import(m)} == set()
 

@@ -8,7 +8,7 @@ import pytest
 
 from commdoctor.checks.pg import GlooGroupCheck
 from commdoctor.probes.pg_init import run_local_group
-from tests.conftest import findings, needs_torch, result, run_json
+from tests.conftest import findings, needs_torch, result, run_json, torch_build
 
 
 @needs_torch
@@ -41,13 +41,8 @@ def test_missing_gloo_interface_is_reported_with_glooss_own_error() -> None:
 def test_asking_for_nccl_on_a_cpu_build_is_a_finding_not_a_traceback() -> None:
     doc, p = run_json("run", "--select", "PG", "--backend", "nccl")
     r = result(doc, "pg.nccl")
-    import json
-
-    t = json.loads(__import__("subprocess").run(
-        [__import__("sys").executable, "-c", "import torch.distributed as d, torch, json;"
-         "print(json.dumps([d.is_nccl_available(), torch.cuda.device_count()]))"],
-        capture_output=True, text=True).stdout)
-    if t[0] and t[1]:
+    host = torch_build()  # asked of torch once per test process (cached), not once more here
+    if host["nccl"] and host["gpus"]:
         pytest.skip("this host really has NCCL and GPUs")
     assert p.returncode == 1
     f = findings(doc, "PG007")[0]

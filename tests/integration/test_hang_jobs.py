@@ -104,9 +104,20 @@ def test_saved_snapshot_gives_the_same_verdict_offline(straggler: tuple[Job, Pat
 
 
 @pytest.fixture(scope="module")
-def mismatch() -> Iterator[Job]:
-    """3 plain ranks: rank 2 broadcasts while 0 and 1 all_reduce. Two tests read it (one job, not two)."""
-    with start_plain("mismatch", 3) as job:
+def clone_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """hangjob.py in a clone of this repository: a folder called commdoctor (the default clone's name)."""
+    clone = tmp_path_factory.mktemp("clone") / "src" / "commdoctor" / "tests" / "integration"
+    clone.mkdir(parents=True)
+    script = clone / "hangjob.py"
+    script.write_text((REPO / "tests" / "integration" / "hangjob.py").read_text())
+    return script
+
+
+@pytest.fixture(scope="module")
+def mismatch(clone_script: Path) -> Iterator[Job]:
+    """3 plain ranks: rank 2 broadcasts while 0 and 1 all_reduce, run from a folder named commdoctor as in a
+    default clone. Three tests read it (one job, not three)."""
+    with start_plain("mismatch", 3, script=clone_script) as job:
         job.wait("steady", timeout=240)
         time.sleep(1.5)
         yield job
@@ -121,22 +132,16 @@ def test_collectives_in_a_different_order(mismatch: Job) -> None:
     assert "odd one: rank 2" in v["detail"]
 
 
-def test_a_job_in_a_folder_named_commdoctor_keeps_its_lines(tmp_path: Path) -> None:
+def test_a_job_in_a_folder_named_commdoctor_keeps_its_lines(mismatch: Job, clone_script: Path) -> None:
     """A clone of this repository is a folder called commdoctor: its jobs are the user's code, not ours."""
-    clone = tmp_path / "src" / "commdoctor" / "tests" / "integration"
-    clone.mkdir(parents=True)
-    script = clone / "hangjob.py"
-    script.write_text((REPO / "tests" / "integration" / "hangjob.py").read_text())
-    with start_plain("mismatch", 3, script=script) as job:
-        job.wait("steady", timeout=240)
-        time.sleep(1.5)
-        doc, _ = run_json("hang", "--pid", *map(str, job.rank_pids().values()))
+    doc, _ = run_json("hang", "--pid", *map(str, mismatch.rank_pids().values()))
     v = verdict(doc)
     assert v["code"] == "HANG011"
     assert f"rank 2 in broadcast at hangjob.py:{LINE('mismatch-broadcast')}" in v["title"]
     assert f"ranks 0 and 1 in all_reduce at hangjob.py:{LINE('mismatch-allreduce')}" in v["title"]
     ranks = result(doc, "hang.ranks")["data"]["ranks"]
-    assert ranks[2]["classification"]["call_site"]["file"] == str(script)
+    assert "/commdoctor/" in str(clone_script)
+    assert ranks[2]["classification"]["call_site"]["file"] == str(clone_script)
 
 
 def test_a_killed_rank_the_others_wait_for() -> None:
