@@ -165,89 +165,10 @@ def lines_except_warnings(text: str) -> list[str]:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker more than the cores, at least 3 and at most 9. The heavy tests (real jobs)
-    still run at most one per core (``_CpuSlots`` below): twice the cores of them at once starved the real
-    multi-node jobs on 2 cores (a node's heartbeat stalled past node 0's 10 s limit while torch imported).
-    The extra worker runs the light tests while a job waits on a deadline, a hang or a peer."""
-    return max(3, min(9, (os.cpu_count() or 1) + 1))
-
-
-# -- at most one heavy test per core ---------------------------------------------------------------------
-#
-# tests/cpu.json holds each test's CPU seconds (its own and its children's) from a past run; a test that
-# used HEAVY_CPU_S or more starts real jobs. Under xdist each worker takes one of `cores` slots (flock on a
-# file in a folder the controller makes) before such a test's setup and gives it back after its teardown;
-# light tests, and tests missing from the file, run without one. `pytest --cpu-profile DIR --store-durations`
-# rewrites the file.
-
-CPU_FILE = Path(os.environ.get("COMMDOCTOR_TEST_CPU_FILE") or REPO / "tests" / "cpu.json")
-HEAVY_CPU_S = 1.5
-SLOT_WAIT_S = 1800.0  # a bound only: holders give their slot back when their test ends
-
-
-def pytest_configure_node(node: Any) -> None:  # xdist, on the controller: where the workers' slots live
-    folder = getattr(node.config, "_cd_slots", None)
-    if folder is None:
-        import tempfile
-
-        folder = node.config._cd_slots = tempfile.mkdtemp(prefix="commdoctor-slots-")
-    node.workerinput["cd_slots"] = folder
-
-
-class _CpuSlots:
-    def __init__(self, folder: str, slots: int, heavy: set[str]) -> None:
-        self.files = [os.path.join(folder, f"slot{i}") for i in range(slots)]
-        self.heavy = heavy
-        self.held: Any = None
-
-    def _acquire(self) -> None:
-        import fcntl
-
-        end = time.monotonic() + SLOT_WAIT_S
-        while time.monotonic() < end:
-            for path in self.files:
-                f = open(path, "a")  # noqa: SIM115 - closed in _release
-                try:
-                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    f.close()
-                    continue
-                self.held = f
-                return
-            time.sleep(0.05)
-
-    def _release(self) -> None:
-        if self.held is not None:
-            self.held.close()  # closing the file drops its lock
-            self.held = None
-
-    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-        heavy = _bare_nodeid(item.nodeid) in self.heavy or starts_jobs(item)
-        if heavy:
-            self._acquire()
-        try:
-            yield
-        finally:
-            if heavy:
-                self._release()
-
-
-def starts_jobs(item: pytest.Item) -> bool:
-    """Heavy whatever its recorded CPU: a network-namespace lab, or a test that needs torch (its job's ranks
-    may outlive the test process's accounting: a hung job's processes are reaped by init, not by the test)."""
-    if item.get_closest_marker("netns"):
-        return True
-    return any("torch is not installed" in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif"))
-
-
-def load_heavy(path: Path = CPU_FILE) -> set[str]:
-    """The test ids whose recorded CPU reached HEAVY_CPU_S; empty where the file is missing or unreadable."""
-    try:
-        data = json.loads(path.read_text())
-        return {str(k) for k, v in data.items() if float(v) >= HEAVY_CPU_S}
-    except (OSError, ValueError, AttributeError, TypeError):
-        return set()
+    """``-n auto``: one worker per core, at least 2 and at most 8. Twice the cores was tried: on 2 cores
+    the real multi-node jobs then starved (a node's heartbeat stalled past node 0's 10 s limit while torch
+    imported), and tests that hold real deadlines failed only in the full run."""
+    return max(2, min(8, os.cpu_count() or 1))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
@@ -336,12 +257,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 class _DurationRecorder:
-    """Sums each test's phases as the reports come in (on the controller under xdist) and writes them; with
-    ``--cpu-profile DIR`` also each test's CPU seconds from DIR into tests/cpu.json."""
+    """Sums each test's phases as the reports come in (on the controller under xdist) and writes them."""
 
-    def __init__(self, cpu_folder: str | None = None) -> None:
+    def __init__(self) -> None:
         self.took: dict[str, float] = {}
-        self.cpu_folder = cpu_folder
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         key = _bare_nodeid(report.nodeid)
@@ -350,20 +269,6 @@ class _DurationRecorder:
     def pytest_sessionfinish(self) -> None:
         merged = {**load_durations(), **{k: round(v, 2) for k, v in self.took.items()}}
         DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
-        if self.cpu_folder:
-            cpu: dict[str, float] = {}
-            for f in Path(self.cpu_folder).glob("*.jsonl"):
-                for line in f.read_text().splitlines():
-                    try:
-                        row = json.loads(line)
-                        cpu[str(row["id"])] = round(float(row["self"]) + float(row["children"]), 2)
-                    except (ValueError, KeyError, TypeError):
-                        continue
-            try:
-                old = json.loads(CPU_FILE.read_text())
-            except (OSError, ValueError):
-                old = {}
-            CPU_FILE.write_text(json.dumps(dict(sorted({**old, **cpu}.items())), indent=0) + "\n")
 
 
 class _CpuProfile:
@@ -411,20 +316,8 @@ def _compile_bytecode() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # once, on the controller (or the only process)
         _compile_bytecode()
-    else:
-        folder = config.workerinput.get("cd_slots")
-        workers = int(config.workerinput.get("workercount", 0) or 0)
-        cores = os.cpu_count() or 1
-        if folder and workers > cores:
-            config.pluginmanager.register(_CpuSlots(folder, cores, load_heavy()), "commdoctor-cpu-slots")
     if config.getoption("--store-durations") and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_DurationRecorder(config.getoption("--cpu-profile")), "commdoctor-durations")
+        config.pluginmanager.register(_DurationRecorder(), "commdoctor-durations")
     folder = config.getoption("--cpu-profile")
     if folder and (hasattr(config, "workerinput") or config.getoption("numprocesses", None) in (None, 0)):
         config.pluginmanager.register(_CpuProfile(folder), "commdoctor-cpu-profile")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    folder = getattr(config, "_cd_slots", None)
-    if folder:
-        shutil.rmtree(folder, ignore_errors=True)
