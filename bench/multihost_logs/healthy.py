@@ -3,7 +3,7 @@
 usage (root; about 20 s a job on 2 busy cores): python bench/multihost_logs/healthy.py OUT [--only NAME,...]
 
 The hosts are gen.py's (two network namespaces joined by a veth pair, own host names); the job is
-healthy_worker.py under torchrun. Each variant (V below) adds what a working job may print: the debug
+worker.py under torchrun (six steps, FAULT fail_once or warnings only). Each variant (V below) adds what a working job may print: the debug
 levels, NCCL_DEBUG=INFO set while the job uses gloo, a docker bridge and a veth with a link-local address
 in each namespace, torchrun restarting the workers after one rank failed once (--max-restarts with the
 c10d rendezvous), warnings printed and the job going on. A case: OUT/<name>/logs/node{0,1}.log, log.txt
@@ -17,7 +17,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location("gen", HERE / "gen.py")
 gen = importlib.util.module_from_spec(spec); spec.loader.exec_module(gen)
-WORKER = str(HERE / "healthy_worker.py")
+WORKER = str(HERE / "worker.py")
+STEADY = {"STEPS": "6", "PG_TIMEOUT": "20", "FAULT_STEP": "2"}  # the loop these cases were first made with
 DETAIL = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "TORCH_CPP_LOG_LEVEL": "INFO"}
 INFO = {"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}
 NCCLDBG = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV"}
@@ -31,14 +32,14 @@ V = {
  "nccl-debug-with-gloo-detail": {"env": {**NCCLDBG, **DETAIL}, "nproc": 2},
  "docker-bridge": {"docker": True, "env": DETAIL},
  "docker-bridge-ifname": {"docker": True, "env": {**DETAIL, "GLOO_SOCKET_IFNAME": "eth0"}, "nproc": 2},
- "elastic-recovers": {"env": {"VARIANT": "fail_once", "FAULT_RANK": "1"}, "restarts": 1, "c10d": True},
- "elastic-recovers-detail": {"env": {"VARIANT": "fail_once", "FAULT_RANK": "3", **DETAIL}, "restarts": 1, "nproc": 2, "c10d": True},
- "elastic-recovers-info": {"env": {"VARIANT": "fail_once", "FAULT_RANK": "0", **INFO}, "restarts": 1, "c10d": True},
- "elastic-recovers-2proc": {"env": {"VARIANT": "fail_once", "FAULT_RANK": "2"}, "restarts": 2, "nproc": 2, "c10d": True},
- "elastic-loglevel-info": {"env": {"VARIANT": "fail_once", "FAULT_RANK": "1", "LOGLEVEL": "INFO"}, "restarts": 1, "c10d": True},
+ "elastic-recovers": {"env": {"FAULT": "fail_once", "FAULT_RANK": "1"}, "restarts": 1, "c10d": True},
+ "elastic-recovers-detail": {"env": {"FAULT": "fail_once", "FAULT_RANK": "3", **DETAIL}, "restarts": 1, "nproc": 2, "c10d": True},
+ "elastic-recovers-info": {"env": {"FAULT": "fail_once", "FAULT_RANK": "0", **INFO}, "restarts": 1, "c10d": True},
+ "elastic-recovers-2proc": {"env": {"FAULT": "fail_once", "FAULT_RANK": "2"}, "restarts": 2, "nproc": 2, "c10d": True},
+ "elastic-loglevel-info": {"env": {"FAULT": "fail_once", "FAULT_RANK": "1", "LOGLEVEL": "INFO"}, "restarts": 1, "c10d": True},
  "plain-loglevel-info": {"env": {"LOGLEVEL": "INFO"}, "nproc": 2},
- "warnings": {"env": {"VARIANT": "warnings"}, "nproc": 2, "omp": False},
- "warnings-detail": {"env": {"VARIANT": "warnings", **DETAIL}, "omp": False},
+ "warnings": {"env": {"FAULT": "warnings"}, "nproc": 2, "omp": False},
+ "warnings-detail": {"env": {"FAULT": "warnings", **DETAIL}, "omp": False},
  "ifname-set": {"env": {"GLOO_SOCKET_IFNAME": "eth0", **INFO}},
 }
 
@@ -63,7 +64,7 @@ def run_case(name, k, out):
                      else ["--node-rank", str(i), "--master-addr", lab.a.addr, "--master-port", str(gen.PORT)])
             cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", str(s.get("nproc", 1)), *where,
                    "--rdzv-conf", "timeout=30", "--max-restarts", str(s.get("restarts", 0)), WORKER]
-            env = gen.env_for(dict(s.get("env", {})))
+            env = gen.env_for({**STEADY, **s.get("env", {})})
             if not s.get("omp", True):
                 env.pop("OMP_NUM_THREADS", None)
             procs[h.name] = h.start(cmd, env, case / "logs" / f"node{i}.log")

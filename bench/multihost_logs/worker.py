@@ -13,6 +13,9 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
   skip_barrier   the rank skips the first barrier at or after FAULT_STEP (rank-dependent control flow)
   grow       the rank keeps allocating host memory until the kernel's OOM killer ends it (gen.py caps its host's memory)
   exit       the rank's own check fails and it exits with status 3, no exception
+and two that leave the job healthy (healthy.py):
+  fail_once  the rank raises at FAULT_STEP on torchrun's first attempt only; the restart then works
+  warnings   a DataLoader warning and the program's own warning lines before the loop, then exit 0
 PG_TIMEOUT is the process group's timeout in seconds.
 """
 import datetime
@@ -20,6 +23,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -33,12 +37,20 @@ rank, world = dist.get_rank(), dist.get_world_size()
 print(f"rank {rank}/{world} on {os.uname().nodename}: process group ready", flush=True)
 if fault == "raise_early" and rank == bad:
     open(f"/nonexistent/data/shard-{rank:05d}.bin", "rb")
+if fault == "warnings":
+    from torch.utils.data import DataLoader, TensorDataset
+    for _ in DataLoader(TensorDataset(torch.arange(32.0)), batch_size=8, num_workers=6):
+        pass
+    warnings.warn("gradient clipping disabled: max_norm is 0")
+    print(f"WARNING: rank {rank}: loss scale overflow at step 0, skipping update", flush=True)
 grad = torch.ones(1024)
 for step in range(steps):
     me = rank == bad and step == at
     if me and fault == "kill":
         print(f"rank {rank}: step {step}", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
+    if me and fault == "fail_once" and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+        raise RuntimeError(f"transient: shard file busy on rank {rank}, step {step}")
     if me and fault == "raise":
         raise ValueError(f"batch {step} has 0 samples after filtering (rank {rank})")
     if me and fault == "segv":
