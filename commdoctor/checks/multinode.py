@@ -587,7 +587,7 @@ class BandwidthCheck(Check):
     What it checks:
         The nodes whose ports all answered build a gloo group on the job's
         store (so gloo picks its interface as the job will) and, in rounds of
-        disjoint pairs, swap 4 MiB both ways with each partner (best of two).
+        disjoint pairs, swap 4 MiB both ways with each partner (best of four).
         A pair more than 5 times slower than the typical fast pair is a slow
         link; a node whose every pair is that slow, while pairs without it
         are fast, is a slow node.

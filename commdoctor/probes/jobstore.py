@@ -125,7 +125,7 @@ def pairings(n: int) -> list[list[tuple[int, int]]]:
     return rounds
 
 
-def pair_bandwidth(store: JobStore, me: int, size: int, nbytes: int = 4 << 20, iters: int = 2,
+def pair_bandwidth(store: JobStore, me: int, size: int, nbytes: int = 4 << 20, iters: int = 4,
                    timeout: float = 20.0) -> dict[str, Any]:
     """A gloo group of ``size`` members on the job's store; each pair swaps ``nbytes`` both ways, in rounds.
 

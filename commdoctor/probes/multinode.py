@@ -487,9 +487,9 @@ class NodeRun:
 
         t = threading.Thread(target=test, name="commdoctor-bandwidth", daemon=True)
         t.start()
-        # gloo's timeout bounds its constructor and each of a pair's three exchanges (one small, two timed)
+        # gloo's timeout bounds its constructor and each of a pair's five exchanges (one small, four timed)
         rounds = max(1, len(members) - 1 + len(members) % 2)
-        t.join(gloo_s * (3 * rounds + 1) + 5.0)
+        t.join(gloo_s * (5 * rounds + 1) + 5.0)
         res = box.get("res") or {"member": members.index(me), "size": len(members), "pairs": {},
                                  "error": box.get("error") or "the pair test overran its deadline"}
         # Pairs by node index, not by position in the group.
