@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from commdoctor.parsing.stacks import Frame, is_library
+from commdoctor.parsing.stacks import Frame, call_site
 
 
 #: What a key of a dict or a member of a set may be in a dump: hashing it costs time linear in its size.
@@ -256,10 +256,8 @@ class FREntry:
 
     @property
     def user_frame(self) -> Frame | None:
-        for f in self.frames:
-            if not is_library(f):
-                return f
-        return None
+        """Where the user's code made this call (not a Python backend's own frames under it)."""
+        return call_site(self.frames)
 
     def describe(self) -> str:
         site = self.user_frame

@@ -626,6 +626,21 @@ def _caller_user(frames: Sequence[Frame], idx: int) -> Frame | None:
     return None
 
 
+#: torch.distributed's Python entry points: a frame inward of these runs under the call (a backend written in
+#: Python, registered with torch, is called back from inside it), so it is not where the call was made.
+_C10D_ENTRY_FILES = ("torch/distributed/distributed_c10d.py", "torch/distributed/c10d_logger.py")
+
+
+def call_site(frames: Sequence[Frame]) -> Frame | None:
+    """The user's frame that made a recorded torch.distributed call (frames innermost first).
+
+    The first user frame outward of the outermost torch.distributed entry point, or the innermost user
+    frame when the stack holds no such entry point (a native backend's recorder stack).
+    """
+    entry = [i for i, f in enumerate(frames) if any(_in(_path(f), part) for part in _C10D_ENTRY_FILES)]
+    return _caller_user(frames, entry[-1]) if entry else _caller_user(frames, 0)
+
+
 def _via(frames: Sequence[Frame], start: int) -> str | None:
     for f in frames[start:]:
         p = _path(f)
