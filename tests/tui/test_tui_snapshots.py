@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tuikit import fixture_report, make_app, showing
+from tuikit import fixture_report, make_app, screen_text, showing, until
 
 pytestmark = pytest.mark.usefixtures("stable_version")
 
@@ -76,10 +76,8 @@ def test_hang_rank_grid_80x24(snap_compare: Any) -> None:
         await pilot.press("3")
         await pilot.pause()
         pilot.app.screen.query_one(RankGrid).select_rank(11)
-        for _ in range(200):  # the detail pane follows the cursor by message
-            if "rank 11" in str(pilot.app.screen.query_one("#rank-detail-text").render()):
-                break
-            await pilot.pause(0.05)
+        # The detail pane follows the cursor by message.
+        await until(pilot, lambda: "rank 11 on node-b" in screen_text(pilot.app), timeout=20, what="rank 11's detail")
 
     assert snap_compare(make_app("hang-16ranks"), terminal_size=SMALL, run_before=to_rank_11)
 
