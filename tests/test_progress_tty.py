@@ -146,13 +146,18 @@ def test_hang_fr_shows_progress_on_a_big_set(tmp_path: Path) -> None:
 
 
 JOB = """\
-import socket, time, torch, torch.distributed as dist
+import os, socket, sys, time, torch, torch.distributed as dist
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
 x = torch.ones(4)
 for _ in range(3):
     dist.all_reduce(x)
-time.sleep(10)  # well past --hang-after 3 even when the watcher starts slowly (a first run compiles bytecode)
+# No progress from here on: stay until the watcher has begun its diagnosis (it asks for the flight recorder
+# in its watch folder), and a little longer for it to read this process; at most 60 s.
+asked, end = os.path.join(sys.argv[1], "fr-request"), time.monotonic() + 60
+while not os.path.exists(asked) and time.monotonic() < end:
+    time.sleep(0.2)
+time.sleep(2)
 """
 
 
@@ -162,11 +167,11 @@ def test_watch_mode_counts_the_seconds_without_progress(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
     job.write_text(JOB)
     env = {**ENV, "RANK": "0", "WORLD_SIZE": "1"}
-    args = ("run", "--hang-after", "3", "--watch-dir", str(tmp_path / "w"), "--", sys.executable, str(job))
-    rc, term, _ = run_tty(*args, env=env)
+    w, w2 = str(tmp_path / "w"), str(tmp_path / "w2")
+    rc, term, _ = run_tty("run", "--hang-after", "3", "--watch-dir", w, "--", sys.executable, str(job), w, env=env)
     assert "no progress from the job (" in term and "/3 s (" in term, term[-3000:]
     assert "commdoctor: no progress for" in term
-    p = run_pipe(*args[:4], str(tmp_path / "w2"), *args[5:], env=env)
+    p = run_pipe("run", "--hang-after", "3", "--watch-dir", w2, "--", sys.executable, str(job), w2, env=env)
     assert "no progress for" in p.stderr and "no progress from the job (" not in p.stderr + p.stdout
 
 
