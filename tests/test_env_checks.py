@@ -4,6 +4,7 @@ namespace, a lowered memlock limit, a dropped CAP_SYS_PTRACE."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -242,3 +243,29 @@ def test_missing_torch_skips_with_the_install_command(tmp_path) -> None:  # type
     assert t["status"] == "skipped" and "pip install 'commdoctor[torch]'" in t["reason"]
     assert result(doc, "pg.gloo")["status"] == "skipped" and result(doc, "pg.gloo")["reason"] == "blocked by env.torch (skipped)"
     assert p.returncode == 0
+
+
+@needs_torch
+def test_torch_facts_asked_here_when_torch_is_loaded_match_the_child_probes() -> None:
+    """Under a launcher `run` has imported torch for the job's store; on a build without a GPU runtime the torch
+    facts are then asked of that torch instead of a child that imports it again (a second or more of CPU).
+    Both ways must give the same facts, and a process without torch loaded still asks a child."""
+    code = (
+        "import json, sys\n"
+        "from commdoctor.probes import env\n"
+        "before = env.torch_facts(timeout=120)\n"
+        "loaded_after_child = 'torch' in sys.modules\n"
+        "import torch\n"
+        "here = env._torch_facts_here()\n"
+        "print(json.dumps({'child': before, 'loaded': loaded_after_child, 'here': here,\n"
+        "                  'cpu_build': torch.version.cuda is None and getattr(torch.version, 'hip', None) is None}))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout.strip().splitlines()[-1])
+    assert doc["loaded"] is False  # the child imported torch, not this process
+    assert doc["child"]["installed"] is True and doc["child"]["backends"]["gloo"] is True
+    if doc["cpu_build"]:
+        assert doc["here"] == doc["child"]
+    else:  # a CUDA or ROCm build: asking would start the GPU runtime here; the child probe stays
+        assert doc["here"] is None

@@ -19,66 +19,87 @@ from commdoctor.facts.limits import LockedMemory, RdmaDevice
 from commdoctor.facts.shm import SharedMemory
 from commdoctor.probes.proc import run_bounded
 
-# Runs in a child interpreter; prints one JSON object. Warnings raised while
-# asking about CUDA are kept: they carry the driver-too-old message.
-_TORCH_PROBE = r"""
+# What torch this interpreter has, as one JSON-safe dict. Warnings raised while asking about CUDA are kept:
+# they carry the driver-too-old message. It runs in a child interpreter (_TORCH_PROBE prints it), or here
+# when this process has imported torch already and torch has no GPU runtime to start (_torch_facts_here).
+_TORCH_FACTS = r"""
 import json, sys, warnings
-out = {"installed": False}
-try:
-    import torch
-except ImportError as e:
-    out["import_error"] = f"{type(e).__name__}: {e}"
-    print(json.dumps(out)); sys.exit(0)
-out["installed"] = True
-out["version"] = torch.__version__
-out["cuda_build"] = torch.version.cuda
-out["hip_build"] = getattr(torch.version, "hip", None)
-try:
-    import torch.distributed as dist
-    out["distributed"] = dist.is_available()
-    b = {}
-    for name in ("nccl", "gloo", "mpi", "ucc"):
-        fn = getattr(dist, f"is_{name}_available", None)
-        try:
-            b[name] = bool(fn()) if fn else False
-        except Exception:
-            b[name] = False
-    out["backends"] = b
-except Exception as e:
-    out["distributed"] = False
-    out["distributed_error"] = f"{type(e).__name__}: {e}"
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
+def gather():
+    out = {"installed": False}
     try:
-        out["cuda_available"] = torch.cuda.is_available()
-        n = torch.cuda.device_count() if out["cuda_available"] else 0
-        out["device_count"] = n
-        devs = []
-        for i in range(n):
-            p = torch.cuda.get_device_properties(i)
-            devs.append({"index": i, "name": p.name, "memory_mib": p.total_memory // 2**20,
-                         "capability": f"{p.major}.{p.minor}",
-                         "bus_id": getattr(p, "pci_bus_id", None)})
-        out["devices"] = devs
+        import torch
+    except ImportError as e:
+        out["import_error"] = f"{type(e).__name__}: {e}"
+        return out
+    out["installed"] = True
+    out["version"] = torch.__version__
+    out["cuda_build"] = torch.version.cuda
+    out["hip_build"] = getattr(torch.version, "hip", None)
+    try:
+        import torch.distributed as dist
+        out["distributed"] = dist.is_available()
+        b = {}
+        for name in ("nccl", "gloo", "mpi", "ucc"):
+            fn = getattr(dist, f"is_{name}_available", None)
+            try:
+                b[name] = bool(fn()) if fn else False
+            except Exception:
+                b[name] = False
+        out["backends"] = b
     except Exception as e:
-        out["cuda_error"] = f"{type(e).__name__}: {e}"
-out["cuda_warnings"] = [str(w.message) for w in caught]
-try:
-    v = torch.cuda.nccl.version() if out.get("backends", {}).get("nccl") else None
-    out["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else (str(v) if v else None)
-except Exception as e:
-    out["nccl_version"] = None
-    out["nccl_error"] = f"{type(e).__name__}: {e}"
-try:
-    out["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-except Exception:
-    out["cudnn"] = None
-print(json.dumps(out))
+        out["distributed"] = False
+        out["distributed_error"] = f"{type(e).__name__}: {e}"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out["cuda_available"] = torch.cuda.is_available()
+            n = torch.cuda.device_count() if out["cuda_available"] else 0
+            out["device_count"] = n
+            devs = []
+            for i in range(n):
+                p = torch.cuda.get_device_properties(i)
+                devs.append({"index": i, "name": p.name, "memory_mib": p.total_memory // 2**20,
+                             "capability": f"{p.major}.{p.minor}",
+                             "bus_id": getattr(p, "pci_bus_id", None)})
+            out["devices"] = devs
+        except Exception as e:
+            out["cuda_error"] = f"{type(e).__name__}: {e}"
+    out["cuda_warnings"] = [str(w.message) for w in caught]
+    try:
+        v = torch.cuda.nccl.version() if out.get("backends", {}).get("nccl") else None
+        out["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else (str(v) if v else None)
+    except Exception as e:
+        out["nccl_version"] = None
+        out["nccl_error"] = f"{type(e).__name__}: {e}"
+    try:
+        out["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception:
+        out["cudnn"] = None
+    return out
 """
+_TORCH_PROBE = _TORCH_FACTS + "print(json.dumps(gather()))\n"
+
+
+def _torch_facts_here() -> dict[str, Any] | None:
+    """The facts asked of the torch this process imported already (under a launcher, for the job's store), when
+    that is safe: a build without CUDA or ROCm, so asking starts no GPU runtime here. None otherwise: the child
+    probe then imports torch again, away from this process (a broken driver can hang or crash it)."""
+    torch = sys.modules.get("torch")
+    version = getattr(torch, "version", None)
+    if torch is None or version is None or getattr(version, "cuda", None) or getattr(version, "hip", None):
+        return None
+    ns: dict[str, Any] = {}
+    exec(compile(_TORCH_FACTS, "<commdoctor torch facts>", "exec"), ns)  # noqa: S102 - our own code, above
+    out: dict[str, Any] = json.loads(json.dumps(ns["gather"]()))
+    return out
 
 
 def torch_facts(timeout: float = 60.0) -> dict[str, Any]:
-    """What torch this interpreter has, asked of a child process under a deadline."""
+    """What torch this interpreter has, asked of a child process under a deadline (or of this process, when it
+    has imported a torch without a GPU runtime already: see _torch_facts_here)."""
+    here = _torch_facts_here()
+    if here is not None:
+        return here
     r = run_bounded([sys.executable, "-c", _TORCH_PROBE], timeout=timeout)
     if r.timed_out:
         return {"installed": None, "probe_error": f"importing torch did not finish within {timeout:g} s"}
