@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, sig, version_tuple
+from commdoctor.rules.base import CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits, sig, version_tuple
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -69,6 +69,44 @@ def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         alts=[("hardware_fault", "a NIC or port that is down on one node drops out of its count: "
                                                  "ibstat on every node shows which port is not Active")]))
     return out
+
+
+def _network_failed_early(m: Any, found: list[Cand]) -> bool:
+    """Nothing else explains the failure and the job never ran: no peer's own failure, no collective completed."""
+    if any(c.cause and not c.consequence for c in found):  # another rule names the cause, however weakly
+        return False
+    if any(c.cause == "peer_process_died" and not c.consequence for c in found):
+        return False
+    ran = any(w.seq > 1 for w in m.watchdog) or any(done > 1 for _q, done, _e in m.progress.values())
+    return not ran
+
+
+def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclSystemError ("unhandled system error") or ncclRemoteError with nothing that says why.
+
+    ncclSystemError is NCCL's result for a failed system call (src/include/checks.h SYSCHECK: socket, connect,
+    send, poll, open, fallocate, mmap): NCCL_DEBUG=WARN names the call. Between hosts the calls that fail are the
+    sockets of bootstrap and of the Socket transport, over an interface the peer cannot reach (a container's bridge
+    address, loopback, the wrong NIC of several). ncclRemoteError ("remote process exited or there was a network
+    error") is what a rank sees when its peer's connection dropped: with no peer reporting a failure of its own and
+    no collective completed, the connections never worked. With a peer's own error in the logs, the closed-connection
+    rule makes this the echo of that failure instead."""
+    hs = hits(m, "nccl_system_error")
+    if not hs or not _network_failed_early(m, found):
+        return []
+    sysc = [h for h in hs if h.groups.get("sys")]
+    remote = [h for h in hs if not h.groups.get("sys")]
+    use = sysc or remote
+    what = ("NCCL's system call failed (ncclSystemError) and no other line says which or why" if sysc
+            else "a peer's connection dropped (ncclRemoteError) before any collective completed, and no peer reports "
+                 "a failure of its own")
+    return [cand("LOG028", "wrong_interface", 7, use, params={"what": what},
+                 alts=[("shm_too_small", "on one host (no network between the ranks) the failing call is the /dev/shm "
+                                         "segment: a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call"),
+                       ("firewall_or_port_blocked", "if each rank advertised a routable address, a firewall dropping "
+                                                    "NCCL's ephemeral ports fails the same sockets"),
+                       ("peer_process_died", "a peer that crashed without its log in view leaves the same error: "
+                                             "read every rank's first error")])]
 
 
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -350,6 +388,16 @@ SIGNATURES = (
        r"Bootstrap Root : mismatch in (?:rank count|info)|rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in",
        "launcher_misconfig", ROOT, 1, "the launcher started a different number of ranks than the job expects, or the same rank twice",
        code="LOG062", params=lambda hs: {"what": "NCCL's bootstrap saw the wrong number of ranks, or one rank twice"}),
+    # ncclGetErrorString (src/misc/... / nccl.h.in): ncclSystemError -> "unhandled system error", ncclRemoteError ->
+    # "remote process exited or there was a network error". Torch echoes them in "NCCL error in: FILE:LINE, <text>";
+    # programs echo them in their own words (pytorch/pytorch#23363 printed "unhanled system error"). Read only when
+    # nothing else explains the failure (see _system_error); the WARN lines before it, when there are any, say more.
+    ctx("nccl_system_error", ("system error", "ncclSystemError", "remote process exited", "ncclRemoteError",
+                              "unhanled system", "System call"),
+        r"(?P<sys>\bunhand?led system error\b|ncclSystemError|System call \(e\.g\. socket, malloc\) or external library call failed)"
+        r"|remote process exited or there was a network error|ncclRemoteError",
+        "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
+        "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
     sig("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
                     "NCCL version", "NCCL_SOCKET_IFNAME"),
@@ -391,12 +439,19 @@ SIGNATURES = (
 )
 
 MODEL_RULES = (
+    ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
+              phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
     ModelRule("graph_file", _graph_file, "NCCL_GRAPH_FILE set in a job that failed"),
 )
 
 CODES = (
+    Code("LOG028", "nccl-system-error", E, "NCCL failed on a network call with no other error to explain it: {what}",
+         "Pin the interface the hosts share on every node (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME; in containers run "
+         "with host networking), then rerun with NCCL_DEBUG=WARN to see which call failed",
+         cause="wrong_interface", env={"NCCL_SOCKET_IFNAME": "<iface>", "NCCL_DEBUG": "WARN"},
+         steps=("NCCL_DEBUG=INFO: the 'Bootstrap : Using' line of every rank shows the address its peers must reach",)),
     Code("LOG036", "ib-misconfigured", E, "an RDMA connection could not be set up (GID index, HCA or routing)",
          "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
          cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},

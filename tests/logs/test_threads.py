@@ -140,8 +140,9 @@ FIXTURES = [
     ("nccl-1837-ifname-missing-bad-family", "wrong_interface", ()),
     # Rank 0's view only: a late rank and a rank-0-only barrier read alike; the abort is what followed, not the cause.
     ("autocast-381-rank0-only-barrier", "collective_timeout_straggler", ("collective_mismatch",)),
-    # The posted lines cannot tell the thread's cause (a small /dev/shm): quoted as unrecognised, no cause, not healthy.
-    ("dekr-18-docker-ipc-host", None, ()),
+    # A bare "unhandled system error" (ncclSystemError): a failed socket call between hosts is the usual reason, so the
+    # interface comes first; on one host it is the /dev/shm segment, which this thread's --ipc=host fixed (second).
+    ("dekr-18-docker-ipc-host", "wrong_interface", ("shm_too_small",)),
 ]
 
 

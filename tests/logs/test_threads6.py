@@ -1,0 +1,87 @@
+"""Public failure threads, round 6 (fixtures/logs/threads/*/PROVENANCE.md names each thread).
+
+Each rule row has a real line and a near-miss that must not match; the fixtures run through `commdoctor logs
+--json` as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logs import test_threads as round1
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # ncclGetErrorString: ncclSystemError -> "unhandled system error", ncclRemoteError -> "remote process exited or
+    # there was a network error"; torch echoes it after "NCCL error in: FILE:LINE,". A CUDA error is another code.
+    ("nccl_system_error", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled "
+     "system error, NCCL version 2.4.8",  # deepinsight/insightface#1444
+     "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled cuda error, NCCL "
+     "version 2.4.8"),
+    ("nccl_system_error", "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, "
+     "unhanled system error",  # pytorch/pytorch#23363, the program's own spelling
+     "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, invalid usage"),
+    ("nccl_system_error", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:1333, remote process exited or there was a network error, NCCL version 2.18.6",
+     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+     "internal error - please report this issue to the NCCL developers, NCCL version 2.18.6"),
+]
+
+FIXTURES = [
+    # (slug, first cause, causes that must be among the first three)
+    ("insightface-1444-docker-unhandled-system", "wrong_interface", ("shm_too_small",)),
+    ("pytorch-23363-two-containers-unhanled", "wrong_interface", ()),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+@pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
+def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
+    folder = round1.FIX / slug
+    truth = json.loads((folder / "truth.json").read_text())
+    assert (folder / "PROVENANCE.md").is_file() and truth["source"] and truth["root_cause"] == first
+    causes = round1._causes(round1._cli(folder / "log.txt"))
+    assert causes[:1] == [first]
+    for c in top3:
+        assert c in causes[:3]
+
+
+SYSERR = ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled system error, "
+          "NCCL version 2.4.8\n")
+
+
+def test_bare_system_error_names_the_network_and_says_what_else_it_can_be(tmp_path: Path) -> None:
+    p = tmp_path / "rank1.log"
+    p.write_text(SYSERR)
+    doc = diagnose_file(p)
+    first = doc["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG028", "wrong_interface")
+    alts = [f["title"] for f in doc["findings"] if f["code"] == "LOG090"]
+    assert any("shm too small" in t for t in alts) and any("peer process died" in t for t in alts)
+
+
+def test_system_error_is_not_the_cause_when_a_line_says_why(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # NCCL's own WARN names the failed call: the /dev/shm segment, not the network
+    p.write_text("node:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+                 + SYSERR)
+    first = diagnose_file(p)["findings"][0]
+    assert first["cause"] == "shm_too_small" and first["code"] != "LOG028"
+
+
+def test_remote_error_after_the_job_ran_is_not_blamed_on_the_interface(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # hundreds of collectives went through before the peer's connection dropped
+    p.write_text("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Process group watchdog thread terminated with "
+                 "exception: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5\n"
+                 "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 "
+                 "milliseconds before timing out.\n")
+    assert all(f["code"] != "LOG028" for f in diagnose_file(p)["findings"])
