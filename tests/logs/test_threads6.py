@@ -30,12 +30,17 @@ ROWS = [
      "ProcessGroupNCCL.cpp:1333, remote process exited or there was a network error, NCCL version 2.18.6",
      "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
      "internal error - please report this issue to the NCCL developers, NCCL version 2.18.6"),
+    # lightning/fabric/utilities/distributed.py, rank 0 once every rank joined; a rank's own init line is not it.
+    ("lightning_all_registered", "All distributed processes registered. Starting with 2 processes",  # chengzhag/PanFusion#7
+     "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2"),
 ]
 
 FIXTURES = [
     # (slug, first cause, causes that must be among the first three)
     ("insightface-1444-docker-unhandled-system", "wrong_interface", ("shm_too_small",)),
     ("pytorch-23363-two-containers-unhanled", "wrong_interface", ()),
+    # Only rank 1's init line was posted, but rank 0's "all registered" says both joined: the SIGKILL is the cause.
+    ("panfusion-7-lightning-child-killed", "peer_process_died", ()),
 ]
 
 
@@ -85,3 +90,13 @@ def test_remote_error_after_the_job_ran_is_not_blamed_on_the_interface(tmp_path:
                  "WorkNCCL(SeqNum=4521, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 "
                  "milliseconds before timing out.\n")
     assert all(f["code"] != "LOG028" for f in diagnose_file(p)["findings"])
+
+
+def test_a_rank_missing_from_the_paste_is_not_a_rank_that_never_started(tmp_path: Path) -> None:
+    one = "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+    p = tmp_path / "rank1.log"
+    p.write_text(one)  # only rank 1 of 2 ever said it started: the launcher started the wrong set of ranks
+    assert diagnose_file(p)["findings"][0]["code"] == "LOG062"
+    q = tmp_path / "both.log"
+    q.write_text(one + "All distributed processes registered. Starting with 2 processes\n")
+    assert all(f["code"] != "LOG062" for f in diagnose_file(q)["findings"])
