@@ -33,6 +33,9 @@ ROWS = [
     # lightning/fabric/utilities/distributed.py, rank 0 once every rank joined; a rank's own init line is not it.
     ("lightning_all_registered", "All distributed processes registered. Starting with 2 processes",  # chengzhag/PanFusion#7
      "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2"),
+    # orte oob/tcp contact URI ("JOBID.VPID;tcp://ADDR[,ADDR]:PORT"); a plain tcp:// URL (a rendezvous endpoint) is not it.
+    ("mpi_contact_uri", "2844262400.0;tcp://172.17.0.2:56711",  # horovod/horovod#1684
+     "init_method=tcp://172.17.0.2:56711"),
 ]
 
 FIXTURES = [
@@ -41,6 +44,8 @@ FIXTURES = [
     ("pytorch-23363-two-containers-unhanled", "wrong_interface", ()),
     # Only rank 1's init line was posted, but rank 0's "all registered" says both joined: the SIGKILL is the cause.
     ("panfusion-7-lightning-child-killed", "peer_process_died", ()),
+    # mpirun's only contact address is a docker-bridge one: the daemons elsewhere cannot reach it.
+    ("horovod-1684-orte-docker0-uri", "wrong_interface", ("launcher_misconfig",)),
 ]
 
 
@@ -100,3 +105,13 @@ def test_a_rank_missing_from_the_paste_is_not_a_rank_that_never_started(tmp_path
     q = tmp_path / "both.log"
     q.write_text(one + "All distributed processes registered. Starting with 2 processes\n")
     assert all(f["code"] != "LOG062" for f in diagnose_file(q)["findings"])
+
+
+def test_orte_contact_uri_with_a_routable_address_leaves_the_daemon_failure_as_it_was(tmp_path: Path) -> None:
+    fail = "ORTE was unable to reliably start one or more daemons.\n"
+    p = tmp_path / "bridge.log"
+    p.write_text("2844262400.0;tcp://172.17.0.2:56711\n" + fail)
+    assert diagnose_file(p)["findings"][0]["cause"] == "wrong_interface"
+    q = tmp_path / "routable.log"  # the daemons could reach 192.168.70.27: the install or ssh is as likely
+    q.write_text("1161428992.0;tcp://192.168.70.27,172.17.0.1:45413\n" + fail)
+    assert diagnose_file(q)["findings"][0]["cause"] == "launcher_misconfig"
