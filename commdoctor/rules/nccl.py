@@ -94,6 +94,14 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     hs = hits(m, "nccl_system_error")
     if not hs or not _network_failed_early(m, found):
         return []
+    # The interfaces each rank chose are in the logs and none is unusable (the bad_interfaces rule reads them): the
+    # logs then speak against the interface, and the lines are quoted as an unrecognised failure instead.
+    if any(hi.bootstrap or hi.net_socket for hi in m.hosts.values()):
+        return []
+    # A connection reset (ECONNRESET) was established first: the peer's host dropped it (its process exited, a link
+    # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
+    if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
+        return []
     sysc = [h for h in hs if h.groups.get("sys")]
     remote = [h for h in hs if not h.groups.get("sys")]
     use = sysc or remote

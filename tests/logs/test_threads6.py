@@ -115,3 +115,15 @@ def test_orte_contact_uri_with_a_routable_address_leaves_the_daemon_failure_as_i
     q = tmp_path / "routable.log"  # the daemons could reach 192.168.70.27: the install or ssh is as likely
     q.write_text("1161428992.0;tcp://192.168.70.27,172.17.0.1:45413\n" + fail)
     assert diagnose_file(q)["findings"][0]["cause"] == "launcher_misconfig"
+
+
+def test_remote_error_after_a_reset_connection_is_not_blamed_on_the_interface(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # the connection was up and the peer's host reset it: a dead peer or a link (corpus 033)
+    p.write_text("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268,"
+                 " remote process exited or there was a network error, NCCL version 2.21.5\n"
+                 "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer\n")
+    assert all(f["code"] != "LOG028" for f in diagnose_file(p)["findings"])
+    q = tmp_path / "rank1.log"  # the same error with no reset: the connections never worked
+    q.write_text("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268,"
+                 " remote process exited or there was a network error, NCCL version 2.21.5\n")
+    assert diagnose_file(q)["findings"][0]["code"] == "LOG028"
