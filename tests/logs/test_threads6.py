@@ -46,6 +46,8 @@ FIXTURES = [
     ("panfusion-7-lightning-child-killed", "peer_process_died", ()),
     # mpirun's only contact address is a docker-bridge one: the daemons elsewhere cannot reach it.
     ("horovod-1684-orte-docker0-uri", "wrong_interface", ("launcher_misconfig",)),
+    # A barrier (one-element ALLREDUCE) timing out after 28,956 collectives: a rank late to it, not a library deadlock.
+    ("torchtune-2093-save-checkpoint-timeout", "collective_timeout_straggler", ()),
 ]
 
 
@@ -127,3 +129,18 @@ def test_remote_error_after_a_reset_connection_is_not_blamed_on_the_interface(tm
     q.write_text("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268,"
                  " remote process exited or there was a network error, NCCL version 2.21.5\n")
     assert diagnose_file(q)["findings"][0]["code"] == "LOG028"
+
+
+def _watchdog(seq: int, numel: int) -> str:
+    return (f"[rank3]:[E ProcessGroupNCCL.cpp:618] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+            f"{seq}, OpType=ALLREDUCE, NumelIn={numel}, NumelOut={numel}, Timeout(ms)=600000) ran for 600058 milliseconds "
+            "before timing out.\n")
+
+
+def test_a_late_barrier_is_a_straggler_and_a_late_gradient_all_reduce_a_hang(tmp_path: Path) -> None:
+    p = tmp_path / "barrier.log"
+    p.write_text(_watchdog(28956, 1))
+    assert diagnose_file(p)["findings"][0]["cause"] == "collective_timeout_straggler"
+    q = tmp_path / "grads.log"  # a gradient bucket after tens of thousands of collectives: the library's hang stays first
+    q.write_text(_watchdog(28956, 466119168))
+    assert diagnose_file(q)["findings"][0]["cause"] == "nccl_internal_bug"
