@@ -205,6 +205,16 @@ SIGNATURES = (
        r"Not enough memory to write total of \d+ bytes\. Please check that /dev/shm",
        "shm_too_small", ROOT, 1, "UCX could not size its shared-memory file in /dev/shm (full or too small)",
        code="LOG030"),
+    # UCX's shared-memory transport (uct/sm/mm/base/mm_iface.c) allocates each interface's receive FIFO in a segment
+    # of its memory domain (posix: a file in /dev/shm) and logs "mm_iface failed to allocate receive FIFO" when that
+    # fails; with the 64 MiB /dev/shm of a container or pod, eight local ranks run out (NVIDIA/ai-cloud-validation#643,
+    # fixed by a memory-backed /dev/shm volume). The crash that follows in the same process is its consequence.
+    sig("ucx_shm_fifo", ("failed to allocate receive FIFO",),
+       r"mm_iface failed to allocate receive FIFO",
+       "shm_too_small", ROOT, 2, "UCX could not allocate its shared-memory receive FIFO (/dev/shm full or too small)",
+       code="LOG030",
+       alts=[("rlimit_memlock", "if /dev/shm has room (df -h /dev/shm), the segment's registration can be what failed: "
+                                "check ulimit -l inside the job")]),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
        r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",

@@ -36,6 +36,9 @@ ROWS = [
     # orte oob/tcp contact URI ("JOBID.VPID;tcp://ADDR[,ADDR]:PORT"); a plain tcp:// URL (a rendezvous endpoint) is not it.
     ("mpi_contact_uri", "2844262400.0;tcp://172.17.0.2:56711",  # horovod/horovod#1684
      "init_method=tcp://172.17.0.2:56711"),
+    # uct/sm/mm/base/mm_iface.c: the shared-memory receive FIFO could not be allocated; another mm_iface error is not it.
+    ("ucx_shm_fifo", "mm_iface failed to allocate receive FIFO",  # NVIDIA/ai-cloud-validation#643
+     "mm_iface failed to allocate memory pool for receive descriptors"),
 ]
 
 FIXTURES = [
@@ -48,6 +51,8 @@ FIXTURES = [
     ("horovod-1684-orte-docker0-uri", "wrong_interface", ("launcher_misconfig",)),
     # A barrier (one-element ALLREDUCE) timing out after 28,956 collectives: a rank late to it, not a library deadlock.
     ("torchtune-2093-save-checkpoint-timeout", "collective_timeout_straggler", ()),
+    # UCX's shared-memory FIFO in a pod's 64Mi /dev/shm; the segfault after it is the consequence.
+    ("aicloud-643-k8s-ucx-shm-fifo", "shm_too_small", ()),
 ]
 
 
