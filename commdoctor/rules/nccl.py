@@ -212,6 +212,26 @@ def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                  hosts={h for v in host_versions.values() for h in v})]
 
 
+def _net_plugins(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Hosts that run different network stacks: one loads an external net plugin (libnccl-net.so: HPC-X's RDMA/SHARP
+    plugin, aws-ofi-nccl), another finds none and uses NCCL's internal IB/Socket transport. NCCL's net plugin carries
+    every inter-node byte, and two different ones do not speak the same wire protocol: connections between such hosts
+    hang or fail (NVIDIA/nccl#1634: a 2-node nccl-tests hang with no error between nodes with and without HPC-X's)."""
+    loaded = {h.ev.host: h for h in hits(m, "net_plugin_loaded") if h.ev.host}
+    none = {h.ev.host: h for h in hits(m, "net_plugin_none") if h.ev.host}
+    with_p, without = set(loaded) - set(none), set(none) - set(loaded)
+    if not with_p or not without:
+        return []
+    a, b = sorted(with_p)[0], sorted(without)[0]
+    path = loaded[a].groups.get("path") or loaded[a].groups.get("name") or "an external plugin"
+    return [Cand("LOG040", "version_mismatch", 2, 0, [loaded[a].ev, none[b].ev], hosts=with_p | without,
+                 params={"what": f"hosts run different NCCL network plugins ({path} on {', '.join(sorted(with_p)[:3])}; "
+                                 f"NCCL's internal transport on {', '.join(sorted(without)[:3])})"},
+                 detail="Install the same net plugin on every node (or none: NCCL_NET_PLUGIN=none), the same way the "
+                        "NCCL library itself must match; LD_LIBRARY_PATH differing between nodes (an HPC-X init script "
+                        "sourced on some) is the usual way one ends up with it.")]
+
+
 def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """An NCCL setting that differs between ranks (a risk). Settings meant to differ per process are left out."""
     differ = {var: vals for var, vals in m.env.items() if len(vals) > 1 and var not in PER_PROCESS_VARS}
@@ -407,6 +427,15 @@ SIGNATURES = (
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
+    # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.
+    ctx("net_plugin_loaded", ("Plugin Path :", "Loaded net plugin"),
+        r"Plugin Path : (?P<path>\S{0,300}libnccl-net\S{0,40})|NET/Plugin ?: ?Loaded net plugin (?P<name>[^(]{1,80}?) \(v\d{1,3}\)",
+        "NCCL loaded an external network plugin (libnccl-net.so)"),
+    ctx("net_plugin_none", ("libnccl-net", "No plugin found"),
+        r"NET/Plugin ?: ?(?:No plugin found|Could not find: libnccl-net\.so|Plugin load returned \d{1,4} ?: ?libnccl-net\.so"
+        r"|Plugin load \(libnccl-net\.so\) returned)|dlerror=libnccl-net\.so",
+        "NCCL found no network plugin and uses its internal IB/Socket transports"),
     sig("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
                     "NCCL version", "NCCL_SOCKET_IFNAME"),
        r"WorkNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
@@ -450,6 +479,7 @@ MODEL_RULES = (
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
               phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
+    ModelRule("net_plugins_differ", _net_plugins, "hosts that load different NCCL network plugins", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
     ModelRule("graph_file", _graph_file, "NCCL_GRAPH_FILE set in a job that failed"),
 )

@@ -39,6 +39,13 @@ ROWS = [
     # uct/sm/mm/base/mm_iface.c: the shared-memory receive FIFO could not be allocated; another mm_iface error is not it.
     ("ucx_shm_fifo", "mm_iface failed to allocate receive FIFO",  # NVIDIA/ai-cloud-validation#643
      "mm_iface failed to allocate memory pool for receive descriptors"),
+    # NCCL's net plugin loader: a loaded libnccl-net.so, or none found; the tuner plugin's lines are another plugin.
+    ("net_plugin_loaded", "HGX-H100-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/"
+     "libnccl-net.so",  # NVIDIA/nccl#1634
+     "HGX-H100-04:589474:589541 [0] NCCL INFO Plugin Path : /opt/nccl/lib/libnccl-tuner.so"),
+    ("net_plugin_none", "HGX-H100-11:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using "
+     "internal network plugin.",  # NVIDIA/nccl#1634
+     "HGX-H100-11:18226:18274 [5] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin."),
 ]
 
 FIXTURES = [
@@ -53,6 +60,8 @@ FIXTURES = [
     ("torchtune-2093-save-checkpoint-timeout", "collective_timeout_straggler", ()),
     # UCX's shared-memory FIFO in a pod's 64Mi /dev/shm; the segfault after it is the consequence.
     ("aicloud-643-k8s-ucx-shm-fifo", "shm_too_small", ()),
+    # One node loads HPC-X's net plugin, the other none: two network stacks between the nodes of a hung test.
+    ("nccl-1634-net-plugin-on-some-nodes", "version_mismatch", ()),
 ]
 
 
@@ -149,3 +158,15 @@ def test_a_late_barrier_is_a_straggler_and_a_late_gradient_all_reduce_a_hang(tmp
     q = tmp_path / "grads.log"  # a gradient bucket after tens of thousands of collectives: the library's hang stays first
     q.write_text(_watchdog(28956, 466119168))
     assert diagnose_file(q)["findings"][0]["cause"] == "nccl_internal_bug"
+
+
+def test_the_same_net_plugin_on_every_host_is_not_a_mismatch(tmp_path: Path) -> None:
+    loaded = "NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n"
+    p = tmp_path / "same.log"
+    p.write_text("nodeA:1:2 [0] " + loaded + "nodeB:3:4 [0] " + loaded)
+    assert all(f["code"] != "LOG040" for f in diagnose_file(p)["findings"])
+    q = tmp_path / "differ.log"
+    q.write_text("nodeA:1:2 [0] " + loaded + "nodeB:3:4 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
+                 "Using internal network plugin.\n")
+    first = diagnose_file(q)["findings"][0]
+    assert (first["code"], first["cause"]) == ("LOG040", "version_mismatch") and "nodeB" in first["title"]
