@@ -117,6 +117,25 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                                              "read every rank's first error")])]
 
 
+def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclInvalidUsage ("invalid usage") with its reason line ("Last error: ...") not in the logs.
+
+    NCCL returns ncclInvalidUsage for a call the library rejects: at communicator init that is above all two ranks
+    on one GPU (init.cc: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx")), next an
+    NCCL_SOCKET_IFNAME that matches no interface ("Bootstrap : no socket interface found"). A traceback cut
+    before torch's "Last error:" line keeps only the class; with no other line naming a cause and no collective
+    completed, the duplicate GPU is the likeliest reading."""
+    hs = hits(m, "nccl_invalid_usage")
+    if not hs or not _network_failed_early(m, found):
+        return []
+    return [cand("LOG034", "duplicate_gpu", 7, hs, params={"what": "NCCL rejected the communicator as invalid usage "
+                                                                  "and the reason line is not in the logs"},
+                 alts=[("wrong_interface", "'Bootstrap : no socket interface found' after it means NCCL_SOCKET_IFNAME "
+                                           "matched no interface on that host"),
+                       ("launcher_misconfig", "ranks started with a world size or rank the others do not share are "
+                                              "rejected the same way: NCCL_DEBUG=WARN prints the reason")])]
+
+
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """An RDMA completion error: protection/access codes point at GPUDirect; retries exhausted at the link.
     Status 5 (flushed) is the echo of a connection already broken: the closed-connection rule reads it."""
@@ -427,6 +446,12 @@ SIGNATURES = (
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # ncclGetErrorString(ncclInvalidUsage): "invalid usage" (later "invalid usage (run with NCCL_DEBUG=WARN for
+    # details)"); torch adds "ncclInvalidUsage: This usually reflects invalid usage of NCCL library." Read by
+    # _invalid_usage when the reason line after it is missing.
+    ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
+        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b",
+        "NCCL's result code for a call it rejects (invalid usage), without the reason"),
     # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
     # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.
     ctx("net_plugin_loaded", ("Plugin Path :", "Loaded net plugin"),
@@ -476,6 +501,8 @@ SIGNATURES = (
 )
 
 MODEL_RULES = (
+    ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
+              phase=PHASE_LAST),
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
               phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),

@@ -46,6 +46,11 @@ ROWS = [
     ("net_plugin_none", "HGX-H100-11:18226:18274 [5] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using "
      "internal network plugin.",  # NVIDIA/nccl#1634
      "HGX-H100-11:18226:18274 [5] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin."),
+    # ncclGetErrorString(ncclInvalidUsage) in torch's message; another result code in the same place is not it.
+    ("nccl_invalid_usage", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:1333, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.6",  # csguoh/MambaIR#39
+     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+     "invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.6"),
 ]
 
 FIXTURES = [
@@ -170,3 +175,19 @@ def test_the_same_net_plugin_on_every_host_is_not_a_mismatch(tmp_path: Path) -> 
                  "Using internal network plugin.\n")
     first = diagnose_file(q)["findings"][0]
     assert (first["code"], first["cause"]) == ("LOG040", "version_mismatch") and "nodeB" in first["title"]
+
+
+INVALID = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+           "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.6\n"
+           "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n")
+
+
+def test_invalid_usage_cut_before_its_reason_reads_as_a_shared_gpu_and_its_reason_wins_when_present(tmp_path: Path) -> None:
+    p = tmp_path / "cut.log"  # the traceback ends before torch's "Last error:" line
+    p.write_text(INVALID)
+    found = diagnose_file(p)["findings"]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG034", "duplicate_gpu")
+    assert all(f["code"] != "LOG080" for f in found)  # the line is explained once, not also quoted as unrecognised
+    q = tmp_path / "whole.log"  # with the reason: NCCL_SOCKET_IFNAME matched no interface
+    q.write_text(INVALID + "Last error:\nBootstrap : no socket interface found\n")
+    assert diagnose_file(q)["findings"][0]["cause"] == "wrong_interface"
