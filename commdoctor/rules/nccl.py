@@ -108,13 +108,13 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     what = ("NCCL's system call failed (ncclSystemError) and no other line says which or why" if sysc
             else "a peer's connection dropped (ncclRemoteError) before any collective completed, and no peer reports "
                  "a failure of its own")
-    return [cand("LOG028", "wrong_interface", 7, use, params={"what": what},
-                 alts=[("shm_too_small", "on one host (no network between the ranks) the failing call is the /dev/shm "
-                                         "segment: a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call"),
-                       ("firewall_or_port_blocked", "if each rank advertised a routable address, a firewall dropping "
-                                                    "NCCL's ephemeral ports fails the same sockets"),
-                       ("peer_process_died", "a peer that crashed without its log in view leaves the same error: "
-                                             "read every rank's first error")])]
+    alts = [("shm_too_small", "on one host (no network between the ranks) the failing call is the /dev/shm segment: "
+                              "a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call")] if sysc else []
+    alts += [("firewall_or_port_blocked", "if each rank advertised a routable address, a firewall dropping NCCL's "
+                                          "ephemeral ports fails the same sockets"),
+             ("peer_process_died", "a peer that crashed without its log in view leaves the same error: read every "
+                                   "rank's first error")]
+    return [cand("LOG028", "wrong_interface", 7, use, params={"what": what}, alts=alts)]
 
 
 def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
