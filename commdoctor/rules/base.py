@@ -33,6 +33,8 @@ NCCL_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV", "TO
 
 #: When a rule runs: line rules that stand alone first, then rules that weigh what was found before them.
 PHASE_LINES, PHASE_DEATHS, PHASE_ECHOES, PHASE_WATCHDOG, PHASE_SETUP, PHASE_LAST = 0, 1, 2, 3, 4, 5
+#: After every rule of every family: what no rule explained (the unrecognised-failure finding) is known only then.
+PHASE_UNRECOGNISED = 6
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, missing_ranks,
+from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks,
                                    quiet_exits, raised_ranks, sig)
 
 
@@ -98,7 +98,12 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
 def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Global ranks that never started, from torch's GLOBAL_RANK/MEMBER lines."""
     out = []
+    # Lightning's rank 0 prints "All distributed processes registered. Starting with {world_size} processes" once every
+    # rank joined the process group (lightning/fabric/utilities/distributed.py): the other ranks' lines were not posted.
+    joined = {int(h.groups["n"]) for h in hits(m, "lightning_all_registered")}
     for world, seen in m.members.items():
+        if world in joined:
+            continue
         missing = missing_ranks(world, seen)
         if missing and len(seen) < world:
             out.append(Cand("LOG062", "launcher_misconfig", 3, 0, list(seen.values())[:4],
@@ -271,6 +276,9 @@ SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py, at INFO (torchrun's LOGLEVEL=INFO): "[%s] worker group
     # successfully finished. Waiting %s seconds for other agents to finish." once every worker of the node exited 0,
     # and from the exit barrier "Local worker group finished (WorkerState.SUCCEEDED). ...".
+    ctx("lightning_all_registered", ("All distributed processes registered",),
+        r"All distributed processes registered\. Starting with (?P<n>\d{1,7}) processes",
+        "Lightning's rank 0: every rank of the world joined the process group"),
     ctx("agent_succeeded", ("successfully finished", "WorkerState.SUCCEEDED"),
         r"worker group successfully finished|Local worker group finished \(WorkerState\.SUCCEEDED\)",
         "the launcher saw every worker of its node exit 0", harmless=True),

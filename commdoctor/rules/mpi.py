@@ -66,6 +66,12 @@ def _ucx_unreachable(hs: list[Any]) -> dict[str, Any]:
     return {"what": what}
 
 
+def _unroutable_uri(addrs: str) -> bool:
+    """Every address of an MPI contact URI is loopback or in docker's default bridge network."""
+    parts = [a for a in addrs.split(",") if a]
+    return bool(parts) and all(a.startswith(("127.", "172.17.")) for a in parts)
+
+
 def _daemons(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     lost = [h for h in hs if "lost communication" in h.ev.text]
     start = [h for h in hs if h not in lost]
@@ -73,6 +79,22 @@ def _daemons(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     out = []
     if start:
         noconn = any("establish a communication connection" in h.ev.text for h in start)
+        # mpirun's contact URI ("JOBID.0;tcp://ADDR[,ADDR...]:PORT", printed by --report-uri and passed to every orted as
+        # orte_hnp_uri): the daemons on other nodes connect back to one of these addresses. When every one of them is
+        # loopback or docker's default bridge (172.17.0.0/16), no other machine can reach mpirun.
+        uri = [h for h in hits(m, "mpi_contact_uri") if _unroutable_uri(h.groups.get("addrs") or "")]
+        if uri:
+            addrs = uri[0].groups.get("addrs")
+            out.append(cand("LOG063", "wrong_interface", 2, start + uri[:1],
+                            params={"what": f"{rt}'s daemons on other nodes cannot reach it at {addrs} (a container "
+                                            "bridge or loopback address)"},
+                            detail=f"{rt} advertised only {addrs}: docker's default bridge network (172.17.0.0/16) or "
+                                   "loopback, which exists on every machine but leads nowhere else. Run the containers "
+                                   "with host networking or pin the shared interface (oob_tcp_if_include, "
+                                   "btl_tcp_if_include).",
+                            alts=[("launcher_misconfig", "if the nodes do reach that address (an overlay network), "
+                                                         "check that MPI is installed on the same path on every node")]))
+    if start and not out:
         out.append(cand("LOG063", "wrong_interface" if noconn else "launcher_misconfig", 2 if noconn else 3, start,
                         params={"what": f"{rt} could not start or reach its daemons on the other nodes"},
                         detail=f"{rt}'s daemons connect back to mpirun over TCP (the oob_tcp interfaces). Besides a "
@@ -153,6 +175,11 @@ SIGNATURES = (
        r"|None of the TCP networks specified to be included for out-of-band|networks to be excluded for TCP out-of-band",
        "wrong_interface", ROOT, 1, "Open MPI's interface include/exclude setting names nothing usable here",
        build=_if_setting),
+    # orte/mca/oob/tcp: the HNP's contact URI "JOBID.VPID;tcp://ADDR[,ADDR...]:PORT" (mpirun --report-uri, and the
+    # orte_hnp_uri each orted is started with): the addresses mpirun listens on for its daemons.
+    ctx("mpi_contact_uri", (";tcp://",),
+        r"\b\d{1,12}\.\d{1,6};tcp://(?P<addrs>\d{1,3}(?:\.\d{1,3}){3}(?:,\d{1,3}(?:\.\d{1,3}){3}){0,15}):\d{1,5}",
+        "the addresses mpirun's runtime listens on for its daemons (its contact URI)"),
     sig("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
                               "unable to reliably start", "lost communication with a remote daemon"),
        # Help texts wrap at about 70 columns: match only what fits on their first line. The name starts a word
@@ -178,6 +205,16 @@ SIGNATURES = (
        r"Not enough memory to write total of \d+ bytes\. Please check that /dev/shm",
        "shm_too_small", ROOT, 1, "UCX could not size its shared-memory file in /dev/shm (full or too small)",
        code="LOG030"),
+    # UCX's shared-memory transport (uct/sm/mm/base/mm_iface.c) allocates each interface's receive FIFO in a segment
+    # of its memory domain (posix: a file in /dev/shm) and logs "mm_iface failed to allocate receive FIFO" when that
+    # fails; with the 64 MiB /dev/shm of a container or pod, eight local ranks run out (NVIDIA/ai-cloud-validation#643,
+    # fixed by a memory-backed /dev/shm volume). The crash that follows in the same process is its consequence.
+    sig("ucx_shm_fifo", ("failed to allocate receive FIFO",),
+       r"mm_iface failed to allocate receive FIFO",
+       "shm_too_small", ROOT, 2, "UCX could not allocate its shared-memory receive FIFO (/dev/shm full or too small)",
+       code="LOG030",
+       alts=[("rlimit_memlock", "if /dev/shm has room (df -h /dev/shm), the segment's registration can be what failed: "
+                                "check ulimit -l inside the job")]),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
        r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, E, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, sig, version_tuple
+from commdoctor.rules.base import CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits, sig, version_tuple
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -69,6 +69,71 @@ def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         alts=[("hardware_fault", "a NIC or port that is down on one node drops out of its count: "
                                                  "ibstat on every node shows which port is not Active")]))
     return out
+
+
+def _network_failed_early(m: Any, found: list[Cand]) -> bool:
+    """Nothing else explains the failure and the job never ran: no peer's own failure, no collective completed."""
+    if any(c.cause and not c.consequence for c in found):  # another rule names the cause, however weakly
+        return False
+    if any(c.cause == "peer_process_died" and not c.consequence for c in found):
+        return False
+    ran = any(w.seq > 1 for w in m.watchdog) or any(done > 1 for _q, done, _e in m.progress.values())
+    return not ran
+
+
+def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclSystemError ("unhandled system error") or ncclRemoteError with nothing that says why.
+
+    ncclSystemError is NCCL's result for a failed system call (src/include/checks.h SYSCHECK: socket, connect,
+    send, poll, open, fallocate, mmap): NCCL_DEBUG=WARN names the call. Between hosts the calls that fail are the
+    sockets of bootstrap and of the Socket transport, over an interface the peer cannot reach (a container's bridge
+    address, loopback, the wrong NIC of several). ncclRemoteError ("remote process exited or there was a network
+    error") is what a rank sees when its peer's connection dropped: with no peer reporting a failure of its own and
+    no collective completed, the connections never worked. With a peer's own error in the logs, the closed-connection
+    rule makes this the echo of that failure instead."""
+    hs = hits(m, "nccl_system_error")
+    if not hs or not _network_failed_early(m, found):
+        return []
+    # The interfaces each rank chose are in the logs and none is unusable (the bad_interfaces rule reads them): the
+    # logs then speak against the interface, and the lines are quoted as an unrecognised failure instead.
+    if any(hi.bootstrap or hi.net_socket for hi in m.hosts.values()):
+        return []
+    # A connection reset (ECONNRESET) was established first: the peer's host dropped it (its process exited, a link
+    # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
+    if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
+        return []
+    sysc = [h for h in hs if h.groups.get("sys")]
+    remote = [h for h in hs if not h.groups.get("sys")]
+    use = sysc or remote
+    what = ("NCCL's system call failed (ncclSystemError) and no other line says which or why" if sysc
+            else "a peer's connection dropped (ncclRemoteError) before any collective completed, and no peer reports "
+                 "a failure of its own")
+    alts = [("shm_too_small", "on one host (no network between the ranks) the failing call is the /dev/shm segment: "
+                              "a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call")] if sysc else []
+    alts += [("firewall_or_port_blocked", "if each rank advertised a routable address, a firewall dropping NCCL's "
+                                          "ephemeral ports fails the same sockets"),
+             ("peer_process_died", "a peer that crashed without its log in view leaves the same error: read every "
+                                   "rank's first error")]
+    return [cand("LOG028", "wrong_interface", 7, use, params={"what": what}, alts=alts)]
+
+
+def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclInvalidUsage ("invalid usage") with its reason line ("Last error: ...") not in the logs.
+
+    NCCL returns ncclInvalidUsage for a call the library rejects: at communicator init that is above all two ranks
+    on one GPU (init.cc: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx")), next an
+    NCCL_SOCKET_IFNAME that matches no interface ("Bootstrap : no socket interface found"). A traceback cut
+    before torch's "Last error:" line keeps only the class; with no other line naming a cause and no collective
+    completed, the duplicate GPU is the likeliest reading."""
+    hs = hits(m, "nccl_invalid_usage")
+    if not hs or not _network_failed_early(m, found):
+        return []
+    return [cand("LOG034", "duplicate_gpu", 7, hs, params={"what": "NCCL rejected the communicator as invalid usage "
+                                                                  "and the reason line is not in the logs"},
+                 alts=[("wrong_interface", "'Bootstrap : no socket interface found' after it means NCCL_SOCKET_IFNAME "
+                                           "matched no interface on that host"),
+                       ("launcher_misconfig", "ranks started with a world size or rank the others do not share are "
+                                              "rejected the same way: NCCL_DEBUG=WARN prints the reason")])]
 
 
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -164,6 +229,26 @@ def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     return [Cand("LOG040", "version_mismatch", 1, 0, [m.versions[v] for v in order],
                  params={"what": f"ranks load different NCCL versions ({per})"},
                  hosts={h for v in host_versions.values() for h in v})]
+
+
+def _net_plugins(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Hosts that run different network stacks: one loads an external net plugin (libnccl-net.so: HPC-X's RDMA/SHARP
+    plugin, aws-ofi-nccl), another finds none and uses NCCL's internal IB/Socket transport. NCCL's net plugin carries
+    every inter-node byte, and two different ones do not speak the same wire protocol: connections between such hosts
+    hang or fail (NVIDIA/nccl#1634: a 2-node nccl-tests hang with no error between nodes with and without HPC-X's)."""
+    loaded = {h.ev.host: h for h in hits(m, "net_plugin_loaded") if h.ev.host}
+    none = {h.ev.host: h for h in hits(m, "net_plugin_none") if h.ev.host}
+    with_p, without = set(loaded) - set(none), set(none) - set(loaded)
+    if not with_p or not without:
+        return []
+    a, b = sorted(with_p)[0], sorted(without)[0]
+    path = loaded[a].groups.get("path") or loaded[a].groups.get("name") or "an external plugin"
+    return [Cand("LOG040", "version_mismatch", 2, 0, [loaded[a].ev, none[b].ev], hosts=with_p | without,
+                 params={"what": f"hosts run different NCCL network plugins ({path} on {', '.join(sorted(with_p)[:3])}; "
+                                 f"NCCL's internal transport on {', '.join(sorted(without)[:3])})"},
+                 detail="Install the same net plugin on every node (or none: NCCL_NET_PLUGIN=none), the same way the "
+                        "NCCL library itself must match; LD_LIBRARY_PATH differing between nodes (an HPC-X init script "
+                        "sourced on some) is the usual way one ends up with it.")]
 
 
 def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -350,7 +435,32 @@ SIGNATURES = (
        r"Bootstrap Root : mismatch in (?:rank count|info)|rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in",
        "launcher_misconfig", ROOT, 1, "the launcher started a different number of ranks than the job expects, or the same rank twice",
        code="LOG062", params=lambda hs: {"what": "NCCL's bootstrap saw the wrong number of ranks, or one rank twice"}),
+    # ncclGetErrorString (src/misc/... / nccl.h.in): ncclSystemError -> "unhandled system error", ncclRemoteError ->
+    # "remote process exited or there was a network error". Torch echoes them in "NCCL error in: FILE:LINE, <text>";
+    # programs echo them in their own words (pytorch/pytorch#23363 printed "unhanled system error"). Read only when
+    # nothing else explains the failure (see _system_error); the WARN lines before it, when there are any, say more.
+    ctx("nccl_system_error", ("system error", "ncclSystemError", "remote process exited", "ncclRemoteError",
+                              "unhanled system", "System call"),
+        r"(?P<sys>\bunhand?led system error\b|ncclSystemError|System call \(e\.g\. socket, malloc\) or external library call failed)"
+        r"|remote process exited or there was a network error|ncclRemoteError",
+        "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
+        "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # ncclGetErrorString(ncclInvalidUsage): "invalid usage" (later "invalid usage (run with NCCL_DEBUG=WARN for
+    # details)"); torch adds "ncclInvalidUsage: This usually reflects invalid usage of NCCL library." Read by
+    # _invalid_usage when the reason line after it is missing.
+    ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
+        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b",
+        "NCCL's result code for a call it rejects (invalid usage), without the reason"),
+    # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
+    # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.
+    ctx("net_plugin_loaded", ("Plugin Path :", "Loaded net plugin"),
+        r"Plugin Path : (?P<path>\S{0,300}libnccl-net\S{0,40})|NET/Plugin ?: ?Loaded net plugin (?P<name>[^(]{1,80}?) \(v\d{1,3}\)",
+        "NCCL loaded an external network plugin (libnccl-net.so)"),
+    ctx("net_plugin_none", ("libnccl-net", "No plugin found"),
+        r"NET/Plugin ?: ?(?:No plugin found|Could not find: libnccl-net\.so|Plugin load returned \d{1,4} ?: ?libnccl-net\.so"
+        r"|Plugin load \(libnccl-net\.so\) returned)|dlerror=libnccl-net\.so",
+        "NCCL found no network plugin and uses its internal IB/Socket transports"),
     sig("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
                     "NCCL version", "NCCL_SOCKET_IFNAME"),
        r"WorkNCCL|NCCL WARN|NCCL error|nccl(?:System|Internal|Remote)Error|NCCL version|NCCL_SOCKET_IFNAME",
@@ -391,12 +501,22 @@ SIGNATURES = (
 )
 
 MODEL_RULES = (
+    ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
+              phase=PHASE_LAST),
+    ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
+              phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
+    ModelRule("net_plugins_differ", _net_plugins, "hosts that load different NCCL network plugins", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),
     ModelRule("graph_file", _graph_file, "NCCL_GRAPH_FILE set in a job that failed"),
 )
 
 CODES = (
+    Code("LOG028", "nccl-system-error", E, "NCCL failed on a network call with no other error to explain it: {what}",
+         "Pin the interface the hosts share on every node (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME; in containers run "
+         "with host networking), then rerun with NCCL_DEBUG=WARN to see which call failed",
+         cause="wrong_interface", env={"NCCL_SOCKET_IFNAME": "<iface>", "NCCL_DEBUG": "WARN"},
+         steps=("NCCL_DEBUG=INFO: the 'Bootstrap : Using' line of every rank shows the address its peers must reach",)),
     Code("LOG036", "ib-misconfigured", E, "an RDMA connection could not be set up (GID index, HCA or routing)",
          "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
          cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},

@@ -15,7 +15,7 @@ from typing import Any
 
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code, ModelRule, cand, ctx,
     group, hits, sig,
 )
 
@@ -426,7 +426,7 @@ MODEL_RULES = (
     ModelRule("duplicate_hostnames", _dup_hostnames, "one host name used by machines with different addresses"),
     ModelRule("subnets_differ", _subnets, "hosts bootstrapping over addresses in different networks"),
     ModelRule("pcie_topology", _pcie_topology, "GPUs joined only through PCIe, where ACS/IOMMU can interfere"),
-    ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_LAST),
+    ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_UNRECOGNISED),
 )
 
 CODES = (

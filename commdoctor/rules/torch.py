@@ -331,7 +331,11 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         # The ranks that waited; the one that failed first is named by the finding this follows from.
         return [Cand("LOG051", "collective_timeout_straggler", 6, seq, evs, params=params, ranks=set(timed) or ranks,
                      consequence=True)]
-    if (maxseq >= 10000 or graph) and not busy and fr is None:
+    # ProcessGroupNCCL::barrier() is an all-reduce of a one-element tensor: "OpType=ALLREDUCE, NumelIn=1" in the
+    # watchdog's message is a barrier (or a scalar sync), which a rank busy elsewhere (saving a checkpoint,
+    # evaluating on rank 0) reaches late however many collectives went through before; it says nothing of a deadlock.
+    barrier = bool(recs) and all(w.op == "ALLREDUCE" and w.numel_in == 1 for w in recs)
+    if ((maxseq >= 10000 and not barrier) or graph) and not busy and fr is None:
         return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
                      params={"what": f"a collective hung after {maxseq} had completed ({op})"},
                      detail=f"{who}. Hanging after tens of thousands of successful collectives, with no rank reporting an "
