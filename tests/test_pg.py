@@ -63,3 +63,50 @@ def test_world_size_four_verifies_every_collective() -> None:
         assert all(e["ok"] is not False for e in evs if e["event"] == "collective")
         bw = [e for e in evs if e["event"] == "bw"][0]
         assert bw["busbw_gbps"] == pytest.approx(bw["algbw_gbps"] * 2 * 3 / 4)
+
+
+_RECORDER = """\
+import atexit, json, os, sys
+def _record():
+    with open(os.environ["CD_TEST_PROCS"], "a") as f:
+        f.write(json.dumps({"pid": os.getpid(), "how": sys.orig_argv[1:2], "args": sys.argv[1:3],
+                            "torch": "torch" in sys.modules}) + "\\n")
+atexit.register(_record)
+"""
+
+
+@needs_torch
+def test_run_imports_torch_once_less_the_probes_interpreter_is_rank_0(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`run` asks a child what torch has, then tests a 2-rank group: the child stays and runs rank 0, so two
+    interpreters import torch, not three (each import is seconds on a GPU host), and the group still passes."""
+    import json
+    import os
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_RECORDER)
+    log = tmp_path / "procs.jsonl"
+    doc, p = run_json("run", "--select", "ENV,PG", env={"PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+                                                        "CD_TEST_PROCS": str(log)})
+    assert result(doc, "pg.gloo")["status"] == "passed", p.stderr[-3000:]
+    assert result(doc, "env.torch")["data"]["environment"]["backends"]["gloo"] is True  # the probe's facts came
+    procs = [json.loads(line) for line in log.read_text().splitlines()]
+    with_torch = sorted((tuple(r["how"]), r["args"][0] if r["args"] else None) for r in procs if r["torch"])
+    assert with_torch == [(("-c",), "0"), (("-m",), "1")], procs  # the probe's child ran rank 0
+
+
+@needs_torch
+def test_a_probe_child_that_died_is_not_handed_a_rank() -> None:
+    """The kept child is gone (killed, crashed) by the time the group starts: rank 0 starts as a new process."""
+    from commdoctor.probes import env as envprobe
+    from commdoctor.probes import pg_init
+    from commdoctor.probes.proc import kill_group
+
+    facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
+    assert facts["installed"] is True
+    (kept, _), = pg_init._warm
+    kill_group(kept)
+    kept.wait(timeout=10)
+    res = run_local_group("gloo", 2, timeout=60.0, sizes=())
+    assert all(r["returncode"] == 0 for r in res["ranks"].values()), res
+    assert res["ranks"]["0"]["pid"] != kept.pid and not pg_init._warm

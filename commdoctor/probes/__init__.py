@@ -13,7 +13,9 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
     from commdoctor.probes import env
 
     return {
-        "torch": lambda ctx: env.torch_facts(timeout=max(30.0, ctx.options.pg_timeout)),
+        # `run` keeps the probe's interpreter for rank 0 of its local process-group test (one torch import less).
+        "torch": lambda ctx: env.torch_facts(timeout=max(30.0, ctx.options.pg_timeout),
+                                             keep_for_rank0=ctx.options.mode == "run"),
         "nvidia_smi": lambda ctx: env.nvidia_smi(),
         "launcher_env": lambda ctx: env.launcher_env(),
         "comm_env": lambda ctx: env.comm_env(),

@@ -94,23 +94,33 @@ def _torch_facts_here() -> dict[str, Any] | None:
     return out
 
 
-def torch_facts(timeout: float = 60.0) -> dict[str, Any]:
+def torch_facts(timeout: float = 60.0, keep_for_rank0: bool = False) -> dict[str, Any]:
     """What torch this interpreter has, asked of a child process under a deadline (or of this process, when it
-    has imported a torch without a GPU runtime already: see _torch_facts_here)."""
+    has imported a torch without a GPU runtime already: see _torch_facts_here).
+
+    ``keep_for_rank0``: the child stays, torch imported, to run rank 0 of the local process-group test
+    (``pg_init.probe_torch_and_stay``), so that test imports torch once less.
+    """
     here = _torch_facts_here()
     if here is not None:
         return here
-    r = run_bounded([sys.executable, "-c", _TORCH_PROBE], timeout=timeout)
-    if r.timed_out:
+    if keep_for_rank0:
+        from commdoctor.probes.pg_init import probe_torch_and_stay
+
+        rc, stdout, stderr, timed_out = probe_torch_and_stay(_TORCH_FACTS, timeout)
+    else:
+        r = run_bounded([sys.executable, "-c", _TORCH_PROBE], timeout=timeout)
+        rc, stdout, stderr, timed_out = r.returncode, r.stdout, r.stderr, r.timed_out
+    if timed_out:
         return {"installed": None, "probe_error": f"importing torch did not finish within {timeout:g} s"}
-    line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    line = stdout.strip().splitlines()[-1] if stdout.strip() else ""
     try:
         out: dict[str, Any] = json.loads(line)
     except ValueError:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
+        tail = (stderr or stdout).strip().splitlines()[-5:]
         return {
             "installed": None,
-            "probe_error": f"the torch probe exited with status {r.returncode}",
+            "probe_error": f"the torch probe exited with status {rc}",
             "probe_output": tail,
         }
     return out

@@ -33,6 +33,100 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the local test's ranks: the launcher's variables out, this commdoctor importable."""
+    child = dict(os.environ if env is None else env)
+    # Under torchrun (or srun/mpirun) the launcher's variables would make the local ranks join the job's store
+    # instead of their own: TORCHELASTIC_USE_AGENT_STORE turns even rank 0 into a client that nobody serves.
+    for k in [k for k in child if k.startswith(LAUNCHER_PREFIXES) or k in LAUNCHER_VARS]:
+        del child[k]
+    child["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + child["PYTHONPATH"] if child.get("PYTHONPATH") else "")
+    child.setdefault("PYTHONUNBUFFERED", "1")
+    return child
+
+
+# -- the torch probe's interpreter, kept for rank 0 ---------------------------------------------------------
+# `run` asks a child interpreter what torch has (importing torch takes seconds, more on a GPU host) and then
+# starts the local test's ranks, each importing torch again. The probe's child can instead stay: once it has
+# printed its facts it waits on its stdin, and the local test hands it rank 0's arguments, so one import
+# less stands between the user and the verdict. A child nobody hands a rank to leaves when stdin closes
+# (at the latest when this process ends).
+_WARM_TAIL = r"""
+sys.stdout.write(json.dumps(gather()) + "\n")
+sys.stdout.flush()
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+import runpy
+sys.argv = ["commdoctor.probes.pg_worker", *json.loads(line)]
+runpy.run_module("commdoctor.probes.pg_worker", run_name="__main__", alter_sys=True)
+"""
+_warm: list[tuple[subprocess.Popen[str], dict[str, str]]] = []
+_warm_lock = threading.Lock()
+
+
+def _close_warm() -> None:
+    with _warm_lock:
+        kept = list(_warm)
+        _warm.clear()
+    for p, _ in kept:
+        try:
+            if p.stdin is not None:
+                p.stdin.close()  # the child reads EOF and leaves
+            p.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            kill_group(p)
+
+
+def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, str, bool]:
+    """Run the torch probe ``code`` (which defines ``gather()``) in a child that stays for rank 0.
+
+    Returns (exit status or None while it runs on, its facts line, its stderr when it ended, timed out), as
+    ``run_bounded`` would; a child that answered is kept for ``run_local_group``.
+    """
+    env = child_env()
+    try:
+        p = subprocess.Popen([sys.executable, "-c", code + _WARM_TAIL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, errors="replace", env=env, start_new_session=True)
+    except OSError as e:
+        return None, "", f"{type(e).__name__}: {e}", False
+    got: queue.Queue[str] = queue.Queue()
+    assert p.stdout is not None
+    threading.Thread(target=lambda: got.put(p.stdout.readline() if p.stdout else ""), daemon=True).start()
+    try:
+        line = got.get(timeout=timeout)
+    except queue.Empty:
+        kill_group(p)
+        p.wait(timeout=5)
+        return p.returncode, "", "", True
+    if not line.strip():  # it ended without facts: what it printed says why
+        try:
+            out, err = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            out, err = p.communicate()
+        return p.returncode, out or "", err or "", False
+    with _warm_lock:
+        first = not _warm
+        _warm.append((p, env))
+    if first:
+        import atexit
+
+        atexit.register(_close_warm)
+    return None, line, "", False
+
+
+def _take_warm(env: dict[str, str]) -> subprocess.Popen[str] | None:
+    """A kept probe child started with ``env`` and still waiting, or None."""
+    with _warm_lock:
+        _warm[:] = [(p, penv) for p, penv in _warm if p.poll() is None]  # gone (killed, crashed): forget it
+        for i, (p, penv) in enumerate(_warm):
+            if penv == env:
+                del _warm[i]
+                return p
+    return None
+
+
 def _reader(stream: Any, rank: int, kind: str, q: queue.Queue[tuple[int, str, str | None]]) -> None:
     for line in iter(stream.readline, ""):
         q.put((rank, kind, line))
@@ -54,13 +148,7 @@ def run_local_group(
     ranks = list(range(world_size)) if start_ranks is None else list(start_ranks)
     # The ranks' own timeout stays inside ours, so that they report before we kill them.
     rank_timeout = max(5.0, timeout - 5.0)
-    child_env = dict(os.environ if env is None else env)
-    # Under torchrun (or srun/mpirun) the launcher's variables would make the local ranks join the job's store
-    # instead of their own: TORCHELASTIC_USE_AGENT_STORE turns even rank 0 into a client that nobody serves.
-    for k in [k for k in child_env if k.startswith(LAUNCHER_PREFIXES) or k in LAUNCHER_VARS]:
-        del child_env[k]
-    child_env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
-    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    cenv = child_env(env)
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()
     procs: dict[int, subprocess.Popen[str]] = {}
     out: dict[str, Any] = {
@@ -68,12 +156,25 @@ def run_local_group(
         "timeout_s": timeout, "ranks": {}, "timed_out": False,
     }
     start = time.monotonic()
+    warm = _take_warm(cenv)
     for r in ranks:
-        argv = [sys.executable, "-m", "commdoctor.probes.pg_worker", str(r), str(world_size), backend, init_method,
-                str(rank_timeout), ",".join(str(s) for s in sizes), device or ("cuda" if backend == "nccl" else "cpu")]
+        args = [str(r), str(world_size), backend, init_method, str(rank_timeout), ",".join(str(s) for s in sizes),
+                device or ("cuda" if backend == "nccl" else "cpu")]
+        p = None
+        if warm is not None:  # the torch probe's interpreter, torch imported already, takes the first rank
+            try:
+                assert warm.stdin is not None
+                warm.stdin.write(json.dumps(args) + "\n")
+                warm.stdin.close()
+                p = warm
+            except (OSError, ValueError):
+                kill_group(warm)
+            warm = None
         try:
-            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                 text=True, errors="replace", env=child_env, start_new_session=True)
+            if p is None:
+                p = subprocess.Popen([sys.executable, "-m", "commdoctor.probes.pg_worker", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                                     env=cenv, start_new_session=True)
         except OSError as e:
             out["ranks"][str(r)] = {"events": [], "returncode": None, "stderr": [f"could not start: {e}"]}
             continue
@@ -82,6 +183,8 @@ def run_local_group(
         for stream, kind in ((p.stdout, "out"), (p.stderr, "err")):
             threading.Thread(target=_reader, args=(stream, r, kind, q), daemon=True).start()
 
+    if warm is not None:  # no rank to hand it (none was started)
+        kill_group(warm)
     open_streams = 2 * len(procs)
     first_error_at: float | None = None
     deadline = start + timeout
