@@ -218,6 +218,34 @@ def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     return out
 
 
+def single_node(m: Any) -> str | None:
+    """The host every rank of the job ran on, when the logs list them all there (nccl-tests' table of ranks);
+    None when the job spans hosts or the logs do not say."""
+    rows = m.hits.get("nccl_tests_rank", [])
+    hosts = {h.groups.get("host") for h in rows}
+    ranks = {h.groups.get("rank") for h in rows}
+    if len(hosts) != 1 or m.hit_counts.get("nccl_tests_rank", 0) > len(rows) or ranks != {str(i) for i in range(len(ranks))}:
+        return None
+    return next(iter(hosts))
+
+
+def local_ranks_only(m: Any) -> bool:
+    """The failing communicator's ranks share one host, as far as the logs tell: nccl-tests' table lists one host,
+    or every NCCL init line says nNodes 1 (init.cc: "comm %p rank %d nRanks %d nNodes %d localRanks %d ..."), or
+    the processes are vLLM's multiprocessing workers (its MultiprocExecutor starts the tensor-parallel workers of
+    one node; across nodes vLLM's workers are Ray actors, whose output lines carry the actor's node address).
+    Between ranks of one host NCCL's transports are P2P and shared memory (/dev/shm), not the network."""
+    if single_node(m):
+        return True
+    nn = m.hits.get("nccl_nnodes", [])
+    if nn and all(h.groups.get("n") == "1" for h in nn):
+        return True
+    if not m.hits.get("vllm_local_worker"):
+        return False
+    # Ray's prefix names an actor on another node with its address ("(RayWorkerWrapper pid=N, ip=A)").
+    return not any(" ip=" in (getattr(h.rec, "actor", None) or "") for hs in m.hits.values() for h in hs)
+
+
 def version_tuple(v: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in v.split(".")[:3])

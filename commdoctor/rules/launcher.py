@@ -290,6 +290,13 @@ SIGNATURES = (
         r"|Detected \d{1,6} new nodes from group_rank=\d{1,6}; will restart worker group",
         "the launcher restarts its workers: after a failure (--max-restarts not used up), or when a node rejoins",
         harmless=True),
+    # vLLM's multiprocessing executor (vllm/executor/multiproc_worker_utils.py, vllm/v1/executor/multiproc_executor.py)
+    # starts one worker process per GPU of its own node ("VllmWorkerProcess pid=N", "(VllmWorker rank=N pid=M)");
+    # vLLM's workers on other nodes are Ray actors (prefix "(RayWorkerWrapper pid=N, ip=A)", read by the line parser
+    # into the record's actor). Read by local_ranks_only.
+    ctx("vllm_local_worker", ("multiproc_executor", "multiproc_worker_utils", "VllmWorkerProcess", "VllmWorker rank="),
+        r"multiproc_(?:executor|worker_utils)\.py|\(VllmWorkerProcess pid=\d|\(VllmWorker rank=\d",
+        "a worker of vLLM's multiprocessing executor (one node's GPUs)", harmless=True),
 )
 
 MODEL_RULES = (

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits, sig, version_tuple
+from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits,
+                                   local_ranks_only, sig, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -105,6 +106,18 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     sysc = [h for h in hs if h.groups.get("sys")]
     remote = [h for h in hs if not h.groups.get("sys")]
     use = sysc or remote
+    if sysc and local_ranks_only(m):
+        # Ranks of one host talk over P2P and shared memory: the system call that fails there is the /dev/shm
+        # segment of the SHM transport or the proxy (shmutils.cc: open/fallocate/mmap under /dev/shm), which a
+        # container's 64 MB /dev/shm (docker without --ipc=host or --shm-size, a pod without a memory-backed
+        # /dev/shm) or stale nccl-* files there run out of (NVIDIA/nccl#473: nccl-tests in docker, fixed by --ipc=host).
+        return [cand("LOG030", "shm_too_small", 7, sysc,
+                     detail="NCCL's system call failed (ncclSystemError) with no line saying which, and the ranks share "
+                            "one host, where NCCL's transports are P2P and shared memory: the usual failing call is the "
+                            "/dev/shm segment. NCCL_DEBUG=WARN names the call.",
+                     alts=[("wrong_interface", "if some ranks do run on other hosts, an interface the peer cannot reach "
+                                               "fails the bootstrap sockets the same way"),
+                           ("peer_process_died", "a peer that crashed without its log in view leaves the same error")])]
     what = ("NCCL's system call failed (ncclSystemError) and no other line says which or why" if sysc
             else "a peer's connection dropped (ncclRemoteError) before any collective completed, and no peer reports "
                  "a failure of its own")
@@ -115,6 +128,72 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
              ("peer_process_died", "a peer that crashed without its log in view leaves the same error: read every "
                                    "rank's first error")]
     return [cand("LOG028", "wrong_interface", 7, use, params={"what": what}, alts=alts)]
+
+
+def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NCCL's ncclInternalError with nothing else that says why.
+
+    NCCL_SOCKET_IFNAME that matches no interface on a host leaves NCCL with no address to bootstrap from; NCCL
+    goes on and fails later in ncclSocketInit with an internal error (NVIDIA/nccl#1837), with no "Bootstrap : Using"
+    line on that host: a value set for the job, in a log with no such line, is the likeliest reason (nccl-tests#219:
+    two hosts naming their NIC differently). NCCL 2.18 also returned ncclInternalError for failed network calls
+    (its maintainers: 'with NCCL 2.18, all network errors will be erroneously reported as Internal Error')."""
+    vals = sorted(m.env.get("NCCL_SOCKET_IFNAME", {})) + [str(h.groups.get("val")) for h in hits(m, "ifname_assigned")]
+    named = [v for v in vals if v and not v.startswith("^")]
+    if named and not any(hi.bootstrap for hi in m.hosts.values()):
+        return [cand("LOG021", "wrong_interface", 3, hs, params={"iface": named[0].lstrip("=")},
+                     detail=f"NCCL_SOCKET_IFNAME={named[0]} is set and no rank logged the interface it bootstraps "
+                            "from: where no interface of that name exists (hosts name their NICs differently), NCCL has "
+                            "no address and fails later with an internal error. List every host's name "
+                            "(NCCL_SOCKET_IFNAME=eth0,enp6s0) or a prefix they share.",
+                     alts=[("nccl_internal_bug", "if every host has that interface, rerun with NCCL_DEBUG=WARN: the WARN "
+                                                 "line before the internal error names the failing check")])]
+    vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
+    alts = [("other", "NCCL also returns 'internal error' for setups it rejects (topology files, plugins): rerun with "
+                      "NCCL_DEBUG=INFO to see the WARN line before it")]
+    if any(v.startswith("2.18") for v in vers):
+        alts.insert(0, ("wrong_interface", "NCCL 2.18 reports failed network calls as internal errors (2.19 names them): "
+                                           "with NCCL_DEBUG=WARN the line before it shows a socket that failed over an "
+                                           "interface the peer cannot reach"))
+    return [cand("LOG070", "nccl_internal_bug", 8, hs,
+                 params={"what": "NCCL reported an internal error and no other line says why"}, alts=alts)]
+
+
+def _smem_exceeds(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's kernels need more shared memory than the GPU gives one kernel: NCCL then returns ncclSystemError for
+    every communicator (enqueue.cc), whatever the transports. The release predates the GPU's architecture."""
+    hs = hits(m, "nccl_smem_exceeds")
+    if not hs:
+        return []
+    return [cand("LOG070", "nccl_internal_bug", 2, hs,
+                 params={"what": f"its kernels ask for {group(hs, 'want') or 'more'} bytes of shared memory and this GPU "
+                                 f"allows {group(hs, 'have') or 'less'}: this NCCL release predates the GPU"},
+                 detail="An NCCL release that does not know this GPU sizes its kernels' shared memory for older "
+                        "architectures, so no kernel can be set up and every collective fails (NCCL_P2P_DISABLE does not "
+                        "help). Use an NCCL built for the GPU (Blackwell RTX 50xx: 2.26.2 or later, from a newer torch "
+                        "wheel or nvidia-nccl-cu12).",
+                 alts=[("driver_cuda_mismatch", "a driver older than the CUDA the NCCL build targets fails GPU setup "
+                                                "too: compare nvidia-smi's CUDA version with NCCL's '+cudaX.Y'")])]
+
+
+def _bare_cuda_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclUnhandledCudaError ("unhandled cuda error") with no reason line and nothing else naming a cause.
+
+    A CUDA call inside NCCL failed (src/include/checks.h CUDACHECK) and the WARN that names it ("Cuda failure N
+    'reason'") is not in the logs. The failures public threads resolved are NCCL releases with a defect in their
+    CUDA memory or P2P setup (fixed in a later release: NVIDIA/nccl#1024 for 2.18.5), peer access that the GPUs or
+    the platform do not support (consumer GPUs, VMs, WSL), and a driver older than NCCL's CUDA."""
+    hs = hits(m, "nccl_unhandled_cuda")
+    if not hs or any(c.cause and not c.weak and not c.consequence for c in found):
+        return []
+    return [cand("LOG070", "nccl_internal_bug", 7, hs,
+                 params={"what": "a CUDA call inside NCCL failed (ncclUnhandledCudaError) and no line says which"},
+                 detail="Rerun with NCCL_DEBUG=WARN: the 'Cuda failure' line names the call. Known NCCL defects in "
+                        "its CUDA memory setup fail this way and a newer (or the previous) NCCL release works.",
+                 alts=[("p2p_driver_bug", "GPUs whose peer access does not work (consumer cards, VMs, WSL) fail the same "
+                                          "way: NCCL_P2P_DISABLE=1 working says so"),
+                       ("driver_cuda_mismatch", "a driver older than the CUDA NCCL was built for fails its first CUDA "
+                                                "calls: compare nvidia-smi's CUDA version with NCCL's '+cudaX.Y'")])]
 
 
 def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -421,12 +500,20 @@ SIGNATURES = (
     sig("nccl_error_class", ("internal error", "ncclInternalError"),
        # torch's "NCCL error in: ..., internal error - please report ...", NCCL's own class line, and nccl-tests'
        # NCCLCHECK ("%s: Test NCCL failure %s:%d '%s / %s'" with ncclGetErrorString(ncclInternalError)).
-       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report"
+       r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report(?:[^\n]{0,200}?NCCL version (?P<ver>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?))?"
        r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
-       code="LOG070", params=lambda hs: {"what": "NCCL reported an internal error and no other line says why"},
-       alts=[("other", "NCCL also returns 'internal error' for setups it rejects (topology files, "
-                       "plugins): rerun with NCCL_DEBUG=INFO to see the WARN line before it")]),
+       build=_internal_error),
+    # ncclMaxSharedMem in enqueue.cc (ncclInitKernelsForDevice): [W]ARN/INFO("[cudaArch %d ]ncclMaxSharedMem %d exceeds
+    # device/fn maxSharedMem %zu") and ncclSystemError: NCCL's kernels ask for more shared memory than this GPU gives
+    # a kernel. NCCL 2.25 on Blackwell GPUs (RTX 50xx, sm_120) does this; 2.26.2 fixed it (NVIDIA/nccl#1637).
+    # enqueue.cc (ncclInitKernelsForDevice): INFO (2.25) / WARN (later) "[cudaArch %d ]ncclMaxSharedMem %d exceeds
+    # device/fn maxSharedMem %zu", then ncclSystemError: NCCL's kernels ask for more shared memory than this GPU
+    # gives a kernel. NCCL 2.25 on Blackwell RTX 50xx (sm_120) does this; 2.26.2 fixed it (NVIDIA/nccl#1637). A
+    # context row because 2.25 printed it at INFO level; _smem_exceeds makes it the cause.
+    ctx("nccl_smem_exceeds", ("ncclMaxSharedMem",),
+        r"ncclMaxSharedMem (?P<want>\d{1,9}) exceeds device/fn maxSharedMem (?P<have>\d{1,9})",
+        "NCCL's kernels need more shared memory than this GPU allows (an NCCL release older than the GPU)"),
     sig("nccl_mismatched_collective", ("Mismatched collective",),
        r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
        "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation",
@@ -498,12 +585,29 @@ SIGNATURES = (
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
         r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}",
         "nccl-tests' list of the job's ranks with their host and GPU"),
+    # init.cc (2.19 on): INFO("comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"): how many
+    # hosts the communicator spans. Read by local_ranks_only.
+    ctx("nccl_nnodes", ("nNodes",), r"comm \S{1,20} rank \d{1,7} nRanks \d{1,7} nNodes (?P<n>\d{1,6}) localRanks",
+        "how many hosts an NCCL communicator spans"),
+    # ncclGetErrorString(ncclUnhandledCudaError) is "unhandled cuda error"; torch adds "ncclUnhandledCudaError: Call to
+    # CUDA function failed." and, from 2.x on, "Last error:" with NCCL's WARN ("Cuda failure N 'reason'"). Read by
+    # _bare_cuda_error when nothing else names a cause.
+    ctx("nccl_unhandled_cuda", ("unhandled cuda error", "ncclUnhandledCudaError"),
+        r"\bunhandled cuda error\b|\bncclUnhandledCudaError\b|NCCL_ERROR_UNHANDLED_CUDA_ERROR",
+        "NCCL's result code for a failed CUDA call, without the call's reason"),
+    # NCCL_SOCKET_IFNAME given on a command line or in a script (mpirun -x, export, env, docker -e); NCCL's own
+    # "NCCL_SOCKET_IFNAME set by environment to" INFO line is read by the run model (m.env).
+    ctx("ifname_assigned", ("NCCL_SOCKET_IFNAME=",), r"(?<![\w])NCCL_SOCKET_IFNAME=['\"]?(?P<val>[=^]{0,2}[\w.:,\-]{1,64})",
+        "NCCL_SOCKET_IFNAME set on a command line or in a script"),
 )
 
 MODEL_RULES = (
     ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
               phase=PHASE_LAST),
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
+              phase=PHASE_LAST),
+    ModelRule("nccl_smem", _smem_exceeds, "NCCL's kernels need more shared memory than the GPU allows"),
+    ModelRule("nccl_cuda_code", _bare_cuda_error, "NCCL's unhandled-CUDA-error code with nothing else explaining it",
               phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
     ModelRule("net_plugins_differ", _net_plugins, "hosts that load different NCCL network plugins", phase=0),

@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-    group, hits, sig,
+    group, hits, sig, single_node,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -151,17 +151,6 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     return [Cand("LOG020", "wrong_interface", 2 if failing_net else 7, 0 if failing_net else 10**9,
                  [e for _, _, e in bad[:3]], params={"what": desc}, weak=not failing_net,
                  hosts={e.host for _, _, e in bad if e.host})]
-
-
-def single_node(m: Any) -> str | None:
-    """The host every rank of the job ran on, when the logs list them all there (nccl-tests' table of ranks);
-    None when the job spans hosts or the logs do not say."""
-    rows = m.hits.get("nccl_tests_rank", [])
-    hosts = {h.groups.get("host") for h in rows}
-    ranks = {h.groups.get("rank") for h in rows}
-    if len(hosts) != 1 or m.hit_counts.get("nccl_tests_rank", 0) > len(rows) or ranks != {str(i) for i in range(len(ranks))}:
-        return None
-    return next(iter(hosts))
 
 
 def _dup_hostnames(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
