@@ -68,6 +68,7 @@ _NCCL_HEADLESS = re.compile(
     r"(?:\[(?P<dev>-?\d{1,5})\] )?(?:(?<![^\s:\[\]])(?P<file>[^\s:\[\]]{1,200}):(?P<line>\d{0,7}) )?"
     r"(?P<nccl>NCCL )?(?P<level>WARN|INFO|TRACE)(?![A-Za-z]) ?(?P<msg>.*)"
 )
+_WORD = re.compile(r"\w")
 _RETCODE = re.compile(r"^(?P<file>[^\s:]{1,200}):(?P<line>\d{1,7}) -> (?P<code>\d{1,3})(?P<rest>.*)$")
 _VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][\w.+-]{0,40})?")
 
@@ -256,7 +257,10 @@ def classify(text: str) -> Record:
         idx = body.find("NCCL INFO")
     if idx != -1 and idx < 260:
         h = _NCCL_HEADLESS.search(body, max(0, idx - 230) if idx > 230 else 0)
-        if h is not None and (h.group("nccl") or h.group("file")) and h.start("level") == idx + (5 if body.startswith("NCCL", idx) else 0):
+        # A level tag with no message after it ("... both on CUDA device 1a000" from NCCL INFO.) is a sentence
+        # that names NCCL's output, not a line of it: the line is read as text, whole.
+        if h is not None and (h.group("nccl") or h.group("file")) and h.start("level") == idx + (5 if body.startswith("NCCL", idx) else 0) \
+                and _WORD.search(h.group("msg")):
             rec.kind, rec.level = "nccl", h.group("level")
             rec.dev, rec.file, rec.line = _int(h.group("dev")), h.group("file"), _int(h.group("line"))
             rec.msg = h.group("msg").strip()

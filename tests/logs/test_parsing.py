@@ -145,3 +145,23 @@ def test_torch_python_logging_lines_have_a_level() -> None:
                    "closing signal SIGTERM")
     assert (rec.kind, rec.level, rec.msg) == ("c10d", "W", "Sending process 1084 closing signal SIGTERM")
     assert classify("I0207 07:09:26.591536 47744 dynamic_loader.cc:67] Try to find library").kind == "text"
+
+
+def test_a_sentence_that_names_ncclS_level_is_not_an_nccl_line() -> None:
+    """A poster quoting NCCL's message and naming where it came from ('"..." from NCCL INFO.') wrote no header:
+    the line is text, so the message is read whole (here: two ranks on one GPU), not as an INFO line with the
+    message '.'; a headless line whose message follows the tag is still NCCL's."""
+    quoted = classify('"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3b000" from NCCL INFO.')
+    assert quoted.kind == "text" and "Duplicate GPU detected" in (quoted.msg or quoted.text)
+    near = classify("[0] NCCL INFO Ring 00 : 0 1")
+    assert (near.kind, near.level, near.dev, near.msg) == ("nccl", "INFO", 0, "Ring 00 : 0 1")
+
+
+def test_a_quoted_duplicate_gpu_message_is_the_verdict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import run_json
+
+    log = tmp_path / "job.log"
+    log.write_text('"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3b000" from NCCL INFO.\n')
+    doc, _ = run_json("logs", str(log))
+    verdict = [r for r in doc["results"] if r.get("data", {}).get("verdict")][0]["data"]["verdict"]
+    assert verdict["cause"] == "duplicate_gpu", verdict
