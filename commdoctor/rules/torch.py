@@ -398,7 +398,11 @@ SIGNATURES = (
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
                                "appears not to match", "DDP expects same model"),
-       r"[Dd]etected mismatch between collectives|inconsistent collective|CollectiveFingerPrint|collective mismatch"
+       # ProcessGroupWrapper names collectives by CollectiveFingerPrint both in its mismatch error and, under DETAIL with
+       # TORCH_CPP_LOG_LEVEL=INFO, in its trace of every collective ("] Running collective: CollectiveFingerPrint(...)"):
+       # the trace says nothing went wrong.
+       r"[Dd]etected mismatch between collectives|inconsistent collective|(?<!Running collective: )CollectiveFingerPrint"
+       r"|collective mismatch"
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
