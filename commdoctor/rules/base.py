@@ -204,6 +204,17 @@ def quiet_exits(m: Any) -> list[Any]:
             and f.exitcode > 0 and f.rank not in spoke and (f.ev is None or f.ev.source not in loud)]
 
 
+def after_restart(m: Any, hs: list[Any]) -> list[Any]:
+    """The hits that come after this host's launcher had already reported a failed worker in the same file
+    ("failed (exitcode: N) local_rank: ..."), i.e. from workers torchrun started again (--max-restarts): a
+    restarted group connecting to peers of the failed attempt is refused or times out because of that failure."""
+    first: dict[str, int] = {}
+    for f in getattr(m, "elastic", ()):
+        if f.agent and f.ev is not None:
+            first[f.ev.source] = min(first.get(f.ev.source, f.ev.line), f.ev.line)
+    return [h for h in hs if h.ev.source in first and h.ev.line > first[h.ev.source]]
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

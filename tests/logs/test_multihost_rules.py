@@ -276,3 +276,26 @@ def test_a_rank_that_exited_with_status_1_after_an_error_of_its_own_is_not_said_
            "tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete\n")
     (d / "node1.log").write_text(own + (logs / "node1.log").read_text())
     assert all("logged no error" not in f["title"] for f in diagnose_file(d)["findings"])
+
+
+# A crash loop (bench/multihost_logs crash-loop-2: torchrun --max-restarts 2, rank 3 raises at step 3 every attempt):
+# host b's launcher reports the failed worker, starts the workers again, and their mesh is refused by peers of the
+# failed attempt. The refusal after the restart is that failure's echo; without the launcher's line before it, the
+# same refusal is a network problem of its own.
+AGENT_FAILED = ("E1127 20:38:12.350000 31167 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                "(exitcode: 1) local_rank: 1 (pid: 31193) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+MESH_REFUSED = ("[E1127 20:38:14.268456007 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+                "third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+                "remote=[10.209.127.1]:3488$3\n"
+                "RuntimeError: Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[10.209.127.1]:3488$3\n")
+
+
+def test_a_restarted_groups_refused_mesh_is_the_first_failures_echo(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node1=RAISED + AGENT_FAILED + MESH_REFUSED)
+    assert got[0] == "peer_process_died"
+
+
+def test_a_refused_mesh_with_no_failed_attempt_before_it_is_the_network(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node1=MESH_REFUSED + RAISED + AGENT_FAILED)
+    assert got[0] == "wrong_interface"
