@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, ROOT, W, Cand, Code, ModelRule,
-    after_restart, cand, ctx, group, hits, sig,
+    after_restart, after_store_host_failed, cand, ctx, group, hits, sig,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -59,6 +59,11 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     joined = hits(m, "store_connected")
     store = [h for h in store if not any(c.ev.source == h.ev.source and c.seq > h.seq for c in joined)]
     out = []
+    late = after_store_host_failed(m, store)
+    if late:
+        store = [h for h in store if h not in late]
+        out.append(cand("LOG011", "rendezvous_unreachable", 6, late, consequence=True, params={
+            "endpoint": "the store", "how": "only after the store's host had already failed and shut it down"}))
     if store:
         out.append(cand("LOG011", "rendezvous_unreachable", 3, store,
                         params={"endpoint": "the rendezvous store", "how": "was refused or had no route"}, alts=[

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, quiet_exits,
-    raised_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand, ctx, group, hits,
+    missing_ranks, quiet_exits, raised_ranks, sig, stamp,
 )
 
 
@@ -43,25 +43,19 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
-_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
 _REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
-
-
-def _stamp(text: str) -> tuple[str, float] | None:
-    w = _STAMP.match(text)
-    return (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
 
 
 def _reached_meanwhile(m: Any, hs: list[Any], named: set[int]) -> list[Any]:
     """Lines of every rank that rank 0 named as not passing monitored_barrier saying it did reach the barrier
     ("Rank N successfully reached monitoredBarrier, but received errors ... from rank 0"), logged within three seconds
     of rank 0's line: each side waited for the other at the same time. Empty unless every named rank says so."""
-    when = [t for t in (_stamp(h.ev.text) for h in hs) if t]
+    when = [t for t in (stamp(h.ev.text) for h in hs) if t]
     if not named or not when:
         return []
     out: dict[int, Any] = {}
     for h in hits(m, "monitored_barrier_peer"):
-        r, t = _REACHED.search(h.ev.text), _stamp(h.ev.text)
+        r, t = _REACHED.search(h.ev.text), stamp(h.ev.text)
         if r and t and int(r.group("rank")) in named and \
                 any(t[0] == w[0] and abs(t[1] - w[1]) <= 3.0 for w in when):
             out.setdefault(int(r.group("rank")), h)
@@ -166,7 +160,15 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
 
 
 def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    return _store_connect(m, hs, STORE_CONNECT_ALTS)
+    late = after_store_host_failed(m, hs)
+    out = []
+    if late:
+        hs = [h for h in hs if h not in late]
+        out.append(cand("LOG011", "rendezvous_unreachable", 6, late, consequence=True, params={
+            "endpoint": "the store", "how": "only after the store's host had already failed and shut it down"},
+            detail="This rank came to the store after the master host's launcher had reported its own workers failed "
+                   "(its store goes with it): what made them fail (often this rank being late) is the cause."))
+    return out + (_store_connect(m, hs, STORE_CONNECT_ALTS) if hs else [])
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:

@@ -299,3 +299,28 @@ def test_a_restarted_groups_refused_mesh_is_the_first_failures_echo(tmp_path: Pa
 def test_a_refused_mesh_with_no_failed_attempt_before_it_is_the_network(tmp_path: Path) -> None:
     got = _causes(tmp_path, node1=MESH_REFUSED + RAISED + AGENT_FAILED)
     assert got[0] == "wrong_interface"
+
+
+# A rank late to init_process_group (bench/multihost_logs late-init-1: rank 1 sleeps 30 s first). Host a's rank 0 gives
+# up waiting for rank 1's key, its launcher reports the failure and takes the store down; rank 1 then finds no store.
+# Its connect failures, later by the clock than the store host's failure, are the echo; earlier, they are the cause.
+A_WAITED = ("torch.distributed.DistStoreError: wait timeout after 10000ms, keys: /default_pg/0//cpu//0/1\n"
+            "E1127 20:36:51.554000 29515 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+            "(exitcode: 1) local_rank: 0 (pid: 29528) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+B_NO_STORE = ("[W1127 {t} socket.cpp:764] [c10d] The client socket has failed to connect to 173.85.0.0:1203 (errno: 113 - "
+              "No route to host).\n"
+              "[E1127 {t} socket.cpp:818] [c10d] The client socket has failed to connect to any network address of "
+              "(10.209.124.1, 29500).\n"
+              "[E1127 {t} TCPStore.cpp:328] [c10d] TCP client failed to connect/validate to host 10.209.124.1:29500 - "
+              "timed out (try=1, timeout=10000ms): The client socket has failed to connect to any network address of "
+              "(10.209.124.1, 29500).\n")
+
+
+def test_a_rank_that_finds_the_store_gone_after_its_host_failed_is_the_echo(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=A_WAITED, node1=B_NO_STORE.format(t="20:37:17.203287610"))
+    assert got[0] == "collective_timeout_straggler"
+
+
+def test_a_rank_that_could_not_reach_the_store_before_anything_failed_is_the_cause(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=A_WAITED, node1=B_NO_STORE.format(t="20:36:41.203287610"))
+    assert got[0] == "rendezvous_unreachable"
