@@ -171,6 +171,25 @@ def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out + (_store_connect(m, hs, STORE_CONNECT_ALTS) if hs else [])
 
 
+RDZV_TIMEOUT_ALTS = [("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) looks the "
+                                             "same: count the agents that logged 'Starting elastic'")]
+
+
+def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The elastic rendezvous timed out. On one node: the others never came (not started, or could not reach it).
+    On every node whose log is here, with no failure to reach the store: each launcher was up and reached the
+    store, and each waited for the others in vain, so they were not in the same rendezvous (a different --rdzv-id,
+    --rdzv-endpoint or --nnodes per node)."""
+    nodes = {h.ev.source for h in hs} | {h.ev.host for h in hs if h.ev.host}
+    reach = hits(m, "store_connect_timeout") + hits(m, "rdzv_connection") + hits(m, "peer_refused") + hits(m, "name_resolution")
+    if len({h.ev.source for h in hs}) >= 2 and len(nodes) >= 2 and not reach:
+        return [cand("LOG062", "launcher_misconfig", 3, hs, params={
+            "what": "every node's launcher timed out waiting in the rendezvous for the others: they were up but not in "
+                    "one rendezvous (the same --rdzv-id, --rdzv-endpoint and --nnodes on every node?)"},
+            alts=[("rendezvous_unreachable", "if the nodes' --rdzv-endpoint differ, each may have waited at its own store")])]
+    return [cand("LOG012", "rendezvous_unreachable", 4, hs, params={"joined": "?", "world": "?"}, alts=RDZV_TIMEOUT_ALTS)]
+
+
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     g = hs[0].groups
     return [cand("LOG062", "launcher_misconfig", 3, hs,
@@ -384,9 +403,7 @@ SIGNATURES = (
     sig("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
        r"Rendezvous(?:Timeout|Closed)Error",
        "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived",
-       code="LOG012", params=lambda hs: {"joined": "?", "world": "?"},
-       alts=[("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) "
-                                    "looks the same: count the agents that logged 'Starting elastic'")]),
+       build=_rdzv_timeout),
     sig("store_barrier", ("store based barrier", "store_based_barrier"),
        r"store based barrier.{0,200}?\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+)",
        "launcher_misconfig", ROOT, 3, "process-group init waited for ranks that never joined the store barrier",

@@ -324,3 +324,21 @@ def test_a_rank_that_finds_the_store_gone_after_its_host_failed_is_the_echo(tmp_
 def test_a_rank_that_could_not_reach_the_store_before_anything_failed_is_the_cause(tmp_path: Path) -> None:
     got = _causes(tmp_path, node0=A_WAITED, node1=B_NO_STORE.format(t="20:36:41.203287610"))
     assert got[0] == "rendezvous_unreachable"
+
+
+# Two launchers that each timed out in the c10d rendezvous (bench/multihost_logs rdzv-id-1: host b's --rdzv-id
+# differs): both were up and reached the store, and neither found the other. One node's timeout alone says only that
+# the others never came.
+RDZV_TIMED_OUT = ("Traceback (most recent call last):\n"
+                  "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+
+
+def test_every_node_timing_out_in_the_rendezvous_is_a_launcher_mismatch(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=RDZV_TIMED_OUT, node1=RDZV_TIMED_OUT)[0] == "launcher_misconfig"
+
+
+def test_one_node_timing_out_in_the_rendezvous_stays_unreachable(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=RDZV_TIMED_OUT)[0] == "rendezvous_unreachable"
+    (tmp_path / "b").mkdir()
+    got = _causes(tmp_path / "b", node0=RDZV_TIMED_OUT, node1=TIMED_OUT + RDZV_TIMED_OUT)
+    assert got[0] != "launcher_misconfig"
