@@ -145,3 +145,18 @@ def test_torch_python_logging_lines_have_a_level() -> None:
                    "closing signal SIGTERM")
     assert (rec.kind, rec.level, rec.msg) == ("c10d", "W", "Sending process 1084 closing signal SIGTERM")
     assert classify("I0207 07:09:26.591536 47744 dynamic_loader.cc:67] Try to find library").kind == "text"
+
+
+def test_a_time_the_capture_put_in_front_is_a_prefix() -> None:
+    """Logs piped through moreutils ``ts`` or saved by ``kubectl logs --timestamps`` (bench/multihost_logs --capture
+    logging-ts): the line behind the time is read as if it were alone; a message that only mentions a time is not cut."""
+    from commdoctor.parsing.lines import classify, raw_owner
+
+    rec = classify("0: Nov 27 20:36:31 [rank1]: ValueError: batch 3 has 0 samples after filtering (rank 1)")
+    assert (rec.kind, rec.exc_type, rec.rank, rec.task) == ("exception", "ValueError", 1, 0)
+    rec = classify("2026-11-27T20:36:31.123456789Z [rank3]: Traceback (most recent call last):")
+    assert (rec.kind, rec.rank) == ("traceback", 3)
+    assert classify("[2026-11-27 20:36:31] node1:10:11 [0] misc/socket.cc:1 NCCL WARN x").host == "node1"
+    assert raw_owner(b"Nov 27 20:36:31 [rank2]:[E1127 20:36:31.46 socket.cpp:818] x").rank == 2
+    near = classify("checkpoint written at 2026-11-27 20:36:31 to /ckpt")
+    assert near.kind == "text" and near.msg.startswith("checkpoint")
