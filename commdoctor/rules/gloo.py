@@ -48,6 +48,19 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
     world = max(known) + 1 if known else 0
     waited = {h.ev.rank for h in hs if h.ev.rank is not None}
+    # The tracebacks say which call each timed-out rank was in: two different collectives cannot pair up.
+    calls: dict[str, list[Any]] = {}
+    for h in hs:
+        fn = getattr(m, "raised_in", {}).get((h.ev.source, h.ev.line))
+        if fn:
+            calls.setdefault(fn, []).append(h)
+    if len(calls) >= 2:
+        names = sorted(calls)
+        return [cand("LOG050", "collective_mismatch", 3, [v[0] for v in calls.values()] + hs, detail=(
+            f"Ranks timed out waiting inside different collectives ({', '.join(names)}, by their tracebacks): calls that "
+            "do not pair up wait until the timeout. Make every rank call the same collectives in the same order."),
+            alts=[("collective_timeout_straggler", "if one of these calls was legitimately reached later by a rank "
+                                                    "still busy elsewhere, the wait is a straggler's")])]
     if world >= 2 and len(waited) >= world and all(r in waited for r in range(world)):
         return [cand("LOG050", "collective_mismatch", 5, hs,
                      detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "

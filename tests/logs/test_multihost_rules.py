@@ -342,3 +342,32 @@ def test_one_node_timing_out_in_the_rendezvous_stays_unreachable(tmp_path: Path)
     (tmp_path / "b").mkdir()
     got = _causes(tmp_path / "b", node0=RDZV_TIMED_OUT, node1=TIMED_OUT + RDZV_TIMED_OUT)
     assert got[0] != "launcher_misconfig"
+
+
+# torch.multiprocessing.spawn on each host (bench/multihost_logs --capture spawn-tcp, mismatch-op-1): no rank prefixes,
+# both ranks time out in a gloo recv; only their tracebacks say one waited in all_reduce and the other in broadcast.
+SPAWN_TIMEOUT = ("Traceback (most recent call last):\n"
+                 "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+                 "-- Process 0 terminated with the following error:\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/work/wt/multihost3/bench/multihost_logs/worker.py", line 100, in <module>\n'
+                 "    dist.{call}\n"
+                 '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", '
+                 "line 83, in wrapper\n"
+                 "    return func(*args, **kwargs)\n"
+                 '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+                 "line {line}, in {fn}\n"
+                 "    work.wait()\n"
+                 "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+                 "waiting 10000ms for recv operation to complete\n")
+
+
+def test_ranks_timed_out_in_different_collectives_is_a_mismatch(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=SPAWN_TIMEOUT.format(call="all_reduce(grad)", line=3252, fn="all_reduce"),
+                  node1=SPAWN_TIMEOUT.format(call="broadcast(grad, 0)", line=3151, fn="broadcast"))
+    assert got[0] == "collective_mismatch"
+
+
+def test_ranks_timed_out_in_the_same_collective_are_not_a_mismatch(tmp_path: Path) -> None:
+    one = SPAWN_TIMEOUT.format(call="all_reduce(grad)", line=3252, fn="all_reduce")
+    assert _causes(tmp_path, node0=one, node1=one)[0] != "collective_mismatch"
