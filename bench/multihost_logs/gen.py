@@ -18,6 +18,10 @@ score with ``python /work/shared/tools/score_corpus.py OUT/dev --dir``.
 The split is fixed before tuning: run 2 of every third scenario is ``holdout``,
 the rest ``dev``. Round 2's scenarios (``NEW``) go to ``new-dev`` / ``new-holdout``
 (``NEW_HOLDOUT`` names the held-out run of each) and ``new-holdout4`` for run 4.
+Round 3's faults (``R3``) go to ``r3-dev`` / ``r3-holdout`` (``R3_HOLDOUT``) and ``r3-holdout4`` for run 4.
+``--capture NAME`` saves the hosts' output another way (``CAPTURES``: torchrun --tee/--redirects with
+--log-dir, LOGLEVEL, python logging with times, srun labels, ANSI colours, the torchrun script, mp.spawn
+with tcp:// or env://) into ``OUT/cap-NAME``.
 ``--k0`` moves the labs' numbers (namespace names, addresses) clear of another gen.py. Every job is bounded (``DEADLINE``); the namespaces and their
 /etc/netns folders are removed on any exit (also Ctrl-C / SIGTERM).
 """
