@@ -18,6 +18,10 @@ score with ``python /work/shared/tools/score_corpus.py OUT/dev --dir``.
 The split is fixed before tuning: run 2 of every third scenario is ``holdout``,
 the rest ``dev``. Round 2's scenarios (``NEW``) go to ``new-dev`` / ``new-holdout``
 (``NEW_HOLDOUT`` names the held-out run of each) and ``new-holdout4`` for run 4.
+Round 3's faults (``R3``) go to ``r3-dev`` / ``r3-holdout`` (``R3_HOLDOUT``) and ``r3-holdout4`` for run 4.
+``--capture NAME`` saves the hosts' output another way (``CAPTURES``: torchrun --tee/--redirects with
+--log-dir, LOGLEVEL, python logging with times, srun labels, ANSI colours, the torchrun script, mp.spawn
+with tcp:// or env://) into ``OUT/cap-NAME``.
 ``--k0`` moves the labs' numbers (namespace names, addresses) clear of another gen.py. Every job is bounded (``DEADLINE``); the namespaces and their
 /etc/netns folders are removed on any exit (also Ctrl-C / SIGTERM).
 """
@@ -38,6 +42,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WORKER = str(HERE / "worker.py")
+CAPTURE = str(HERE / "capture.py")
+SPAWN = str(HERE / "spawn.py")
 DEADLINE = 75.0  # seconds one job may run, all hosts together
 GRACE = 25.0  # after the first host exits non-zero, how long the others may still write
 SCRUB = ("MASTER_", "GLOO_", "NCCL_", "TORCH_", "PET_", "TORCHELASTIC", "RANK", "WORLD_SIZE", "LOCAL_RANK",
@@ -64,9 +70,14 @@ class Host:
         d.mkdir(parents=True, exist_ok=True)
         (d / "hosts").write_text("127.0.0.1 localhost\n" + text)
 
-    def start(self, cmd: list[str], env: dict[str, str], out: Path | None) -> subprocess.Popen[bytes]:
-        argv = ["ip", "netns", "exec", self.ns, "unshare", "--uts", "--", "sh", "-c",
-                'hostname "$0" && exec "$@"', self.name, *cmd]
+    def start(self, cmd: list[str], env: dict[str, str], out: Path | None, shm: str = "",
+              capture: str = "", node: int = 0) -> subprocess.Popen[bytes]:
+        if capture:  # the host's output goes through a filter first (bash for pipefail: the launcher's status stays)
+            cmd = ["bash", "-c", f'set -o pipefail; "$@" 2>&1 | {sys.executable} -u {CAPTURE} {capture} {node}',
+                   "bash", *cmd]
+        mount = f' && mount -t tmpfs -o size={shm} shm /dev/shm' if shm else ""
+        argv = ["ip", "netns", "exec", self.ns, "unshare", "--uts", "--mount", "--", "sh", "-c",
+                'hostname "$0"' + mount + ' && exec "$@"', self.name, *cmd]
         f = open(out, "wb") if out else subprocess.DEVNULL
         p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         if out:
@@ -219,19 +230,66 @@ NEW_HOLDOUT = {(name, 2 if i % 2 == 0 else 1) for i, name in enumerate(NEW)}
 for _name, (_label, _fault) in NEW.items():
     _two = {"nproc": 2, **({"fault_rank": 3} if "fault" in _fault else {})}
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL}})
+# Round 3 (issue #16): more faults real two-host jobs hit. Run 1 plain with one rank per host; run 2 with DETAIL, two
+# ranks per host (the faulty rank is rank 3) and a capture of R3_CAPTURE. The held-out run of each (R3_HOLDOUT) was fixed
+# here before any of them was run. More keys: shm_b (size of host b's /dev/shm, a tmpfs of its own mount namespace),
+# restarts (torchrun --max-restarts), c10d (the c10d rendezvous at a's address), rdzv_id_b (the --rdzv-id host b uses).
+R3: dict[str, tuple[str, dict]] = {
+    "dtype-mismatch": ("collective_mismatch", {"fault": "mismatch_dtype"}),
+    "reorder": ("collective_mismatch", {"fault": "reorder"}),
+    "late-init": ("collective_timeout_straggler", {"fault": "late_init"}),
+    "crash-loop": ("peer_process_died", {"fault": "raise", "restarts": 2}),
+    "rdzv-id": ("launcher_misconfig", {"c10d": True, "rdzv_id_b": "job-b"}),
+    "shm-small": ("shm_too_small", {"fault": "loader", "shm_b": "1m"}),
+}
+R3_CAPTURE = {"dtype-mismatch": "srun", "reorder": "logging-ts", "late-init": "tee", "crash-loop": "ansi",
+              "rdzv-id": "torchrun", "shm-small": "redirects-cat"}
+R3_HOLDOUT = {("dtype-mismatch", 2), ("reorder", 1), ("late-init", 2), ("crash-loop", 1), ("rdzv-id", 2), ("shm-small", 1)}
+# How a host's output is saved (--capture NAME, or R3_CAPTURE): merged into the run's setup. tee/redirects: torchrun's
+# --tee/--redirects 3 with --log-dir (cat: the ranks' files are appended to the host's file after the job, as a
+# user gathers them; without it the file holds the agent's output only); filter: capture.py's modes; launcher:
+# run (python -m torch.distributed.run), torchrun (the console script) or spawn (spawn.py, init tcp:// or env://).
+CAPTURES: dict[str, dict] = {
+    "tee": {"tee": "3"},
+    "redirects": {"redirects": "3"},
+    "redirects-cat": {"redirects": "3", "cat": True},
+    "loglevel-debug": {"env": {"LOGLEVEL": "DEBUG"}},
+    "loglevel-info": {"env": {"LOGLEVEL": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}},
+    "detail": {"env": {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}},
+    "logging-ts": {"env": {"LOGFMT": "1"}, "filter": "ts"},
+    "srun": {"filter": "label"},
+    "ansi": {"filter": "ansi"},
+    "torchrun": {"launcher": "torchrun"},
+    "spawn-tcp": {"launcher": "spawn", "init": "tcp"},
+    "spawn-env": {"launcher": "spawn", "init": "env"},
+}
+for _name, (_label, _fault) in R3.items():
+    _two = {"nproc": 2, **({"fault_rank": 3} if "fault" in _fault else {})}
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL, "capture": R3_CAPTURE[_name]}})
 # Run 3 (a second held-out set, made after the first was scored): run 2's fault with TORCH_DISTRIBUTED_DEBUG=INFO.
 INFO = {"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}
 # Run 4 (a third held-out set, made after the second was scored): run 1's fault, two ranks per host (the
 # faulty rank is rank 3, on host b).
 for _label, _runs in SCENARIOS.values():
+    if 3 in _runs:
+        continue
     _runs[3] = {**_runs[2], "env": INFO}
     _runs[4] = {**_runs[1], "nproc": 2, **({"fault_rank": 3} if "fault" in _runs[1] else {})}
 
 
-def run_case(name: str, run: int, k: int, out_root: Path) -> str:
+def with_capture(setup: dict, capture: str) -> dict:
+    c = CAPTURES[capture]
+    return {**setup, **c, "env": {**setup.get("env", {}), **c.get("env", {})}}
+
+
+def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> str:
     label, runs = SCENARIOS[name]
-    s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in runs[run].items()}
-    split = (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
+    setup = runs[run]
+    if capture or setup.get("capture"):
+        setup = with_capture(setup, capture or setup["capture"])
+    s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
+    split = f"cap-{capture}" if capture else \
+        (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
         "holdout4" if run == 4 else "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
     case = out_root / split / f"{name}-{run}"
@@ -260,14 +318,32 @@ def run_case(name: str, run: int, k: int, out_root: Path) -> str:
             master = s.get("master_b") if b and s.get("master_b") else s.get("master", lab.a.addr)
             nnodes = s.get("nnodes_b", "2") if b else "2"
             node_rank = s.get("node_rank_b", "1") if b else "0"
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", nnodes, "--nproc-per-node", nproc,
-                   "--node-rank", node_rank, "--master-addr", master, "--master-port", str(s.get("port_b", PORT) if b else PORT),
-                   "--rdzv-conf", "timeout=30", "--max-restarts", "0", WORKER]
+            port = str(s.get("port_b", PORT) if b else PORT)
+            launcher = s.get("launcher", "run")
+            logdir = case / "ranks" / f"node{i}"
+            if launcher == "spawn":
+                cmd = [sys.executable, SPAWN, "--nnodes", nnodes, "--nproc-per-node", nproc, "--node-rank", node_rank,
+                       "--master-addr", master, "--master-port", port, "--init", s.get("init", "tcp"), WORKER]
+            else:
+                where = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{master}:{port}",
+                         "--rdzv-id", s.get("rdzv_id_b", f"job{k}") if b else f"job{k}"] if s.get("c10d") else \
+                    ["--node-rank", node_rank, "--master-addr", master, "--master-port", port]
+                out_opts = []
+                if s.get("tee") or s.get("redirects"):
+                    logdir.mkdir(parents=True)
+                    out_opts = ["--tee", s["tee"]] if s.get("tee") else ["--redirects", s["redirects"]]
+                    out_opts += ["--log-dir", str(logdir)]
+                head = [str(Path(sys.executable).parent / "torchrun")] if launcher == "torchrun" else \
+                    [sys.executable, "-m", "torch.distributed.run"]
+                cmd = [*head, "--nnodes", nnodes, "--nproc-per-node", nproc, *where, *out_opts,
+                       "--rdzv-conf", "join_timeout=30" if s.get("c10d") else "timeout=30",
+                       "--max-restarts", str(s.get("restarts", 0)), WORKER]
             extra = dict(s.get("env", {}))
             extra.update(s.get("env_b" if b else "env_a", {}))
             if s.get("fault"):
                 extra.update(FAULT=s["fault"], FAULT_RANK=str(s.get("fault_rank", 1)))
-            procs[h.name] = h.start(cmd, env_for(extra), case / "logs" / f"node{i}.log")
+            procs[h.name] = h.start(cmd, env_for(extra), case / "logs" / f"node{i}.log",
+                                    shm=s.get("shm_b", "") if b else "", capture=s.get("filter", ""), node=i)
             if b and s.get("memcap_b"):
                 h.cap(procs[h.name], s["memcap_b"])
         t0 = time.monotonic()
@@ -293,8 +369,14 @@ def run_case(name: str, run: int, k: int, out_root: Path) -> str:
         secs = time.monotonic() - t0
     finally:
         lab.down()
+    if s.get("cat"):  # the ranks' own files after the agent's output, as a user gathers them into one file per host
+        for i in range(2):
+            with open(case / "logs" / f"node{i}.log", "ab") as f:
+                for part in sorted((case / "ranks" / f"node{i}").rglob("*.log")):
+                    f.write(part.read_bytes())
+    shutil.rmtree(case / "ranks", ignore_errors=True)
     truth = {"source": f"bench/multihost_logs/gen.py {name} run {run}", "root_cause": label,
-             "evidence": f"scenario {name}, run {run}: {json.dumps(runs[run], sort_keys=True)}",
+             "evidence": f"scenario {name}, run {run}: {json.dumps(setup, sort_keys=True)}",
              "fix": "", "confidence": "high", "torch_version": torch_version(),
              "exit": {n: ("killed at deadline" if rc is None else rc) for n, rc in rcs.items()},
              "seconds": round(secs, 1)}
@@ -313,6 +395,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--runs", default="1,2")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--capture", default="", choices=["", *CAPTURES],
+                    help="save the hosts' output this way (CAPTURES); the cases go to OUT/cap-NAME")
     ap.add_argument("--k0", type=int, default=10, help="first lab number (10.209.K.x), to run beside another gen.py")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -322,7 +406,7 @@ def main() -> None:
     out = Path(a.out)
     try:
         with ThreadPoolExecutor(a.jobs) as ex:
-            futs = [ex.submit(run_case, n, r, a.k0 + i, out) for i, (n, r) in enumerate(todo)]
+            futs = [ex.submit(run_case, n, r, a.k0 + i, out, a.capture) for i, (n, r) in enumerate(todo)]
             for f in futs:
                 print(f.result(), flush=True)
     finally:

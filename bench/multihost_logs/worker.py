@@ -13,10 +13,17 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
   skip_barrier   the rank skips the first barrier at or after FAULT_STEP (rank-dependent control flow)
   grow       the rank keeps allocating host memory until the kernel's OOM killer ends it (gen.py caps its host's memory)
   exit       the rank's own check fails and it exits with status 3, no exception
+  mismatch_dtype the rank all_reduces a float64 tensor where the others send float32
+  reorder    the rank calls barrier before its all_reduce (the others: all_reduce, then barrier later)
+  late_init  the rank sleeps LATE seconds before init_process_group (slow data/model loading before init)
+  loader     every rank reads a batch through a DataLoader with worker processes (they pass tensors through
+             /dev/shm; gen.py makes one host's /dev/shm tiny)
 and two that leave the job healthy (healthy.py):
   fail_once  the rank raises at FAULT_STEP on torchrun's first attempt only; the restart then works
   warnings   a DataLoader warning and the program's own warning lines before the loop, then exit 0
-PG_TIMEOUT is the process group's timeout in seconds.
+PG_TIMEOUT is the process group's timeout in seconds. INIT_METHOD=tcp (spawn.py) initialises from tcp://MASTER_ADDR:
+MASTER_PORT with RANK and WORLD_SIZE; LOGFMT=1 prints through python logging with timestamps (and logs an
+uncaught exception through it), as many training scripts do.
 """
 import datetime
 import os
@@ -32,7 +39,20 @@ fault = os.environ.get("FAULT", "none")
 bad = int(os.environ.get("FAULT_RANK", "1"))
 at = int(os.environ.get("FAULT_STEP", "3"))
 steps = int(os.environ.get("STEPS", "8"))
-dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "10"))))
+if os.environ.get("LOGFMT"):
+    import logging
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s")
+    _log = logging.getLogger("train")
+    print = lambda msg, **_: _log.info(msg)  # noqa: E731,A001
+    sys.excepthook = lambda *e: _log.critical("training failed", exc_info=e)
+if fault == "late_init" and int(os.environ.get("RANK", "0")) == bad:
+    time.sleep(float(os.environ.get("LATE", "30")))
+_timeout = datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "10")))
+if os.environ.get("INIT_METHOD") == "tcp":
+    dist.init_process_group("gloo", init_method=f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
+                            rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]), timeout=_timeout)
+else:
+    dist.init_process_group("gloo", timeout=_timeout)
 rank, world = dist.get_rank(), dist.get_world_size()
 print(f"rank {rank}/{world} on {os.uname().nodename}: process group ready", flush=True)
 if fault == "raise_early" and rank == bad:
@@ -68,7 +88,15 @@ for step in range(steps):
         time.sleep(float(os.environ.get("STRAGGLE", "25")))
     if me and fault == "memory":
         big = torch.empty(1 << 46, dtype=torch.uint8)
-    if me and fault == "mismatch_op":
+    if step == at and fault == "loader":
+        from torch.utils.data import DataLoader, TensorDataset
+        for batch, in DataLoader(TensorDataset(torch.ones(16, 1 << 18)), batch_size=8, num_workers=2):
+            grad += batch.sum() * 0
+    if me and fault == "reorder":
+        dist.barrier()
+    if me and fault == "mismatch_dtype":
+        dist.all_reduce(torch.ones(1024, dtype=torch.float64))
+    elif me and fault == "mismatch_op":
         dist.broadcast(grad, 0)
     elif me and fault == "mismatch_size":
         dist.all_reduce(torch.ones(512))

@@ -85,6 +85,8 @@ _ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?
 #: The head of one log record as torch's Python logger (torchrun) and glog print it: level, date, time to the
 #: microsecond or nanosecond, pid (Python), file:line. A multi-line record repeats it on every line.
 _RECORD_HEAD = re.compile(r"(?:\[rank\d{1,7}\]:)?\[?[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{6,9} (?:\d{1,10} )?[^\s\]]{1,300}:\d{1,6}\] ")
+# A traceback frame inside torch.distributed's collective API: File ".../distributed_c10d.py", line 3252, in all_reduce
+_C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d{1,7}, in (?P<fn>[a-z_]{1,40})$')
 _AGENT_FAIL = re.compile(r"failed \(exitcode: (?P<code>-?\d{1,5})\) local_rank: (?P<local>\d{1,6}) \(pid: (?P<pid>\d{1,10})\)")
 _SIGNAL = re.compile(r"Signal (?P<sig>\d{1,3}) \((?P<name>SIG\w{1,10})\)")
 _TOPO_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,3})\s+(?P<cells>(?:(?:X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2})\s+){1,64})")
@@ -256,6 +258,9 @@ class RunModel:
     #: Per input, the number of its last line that the job wrote going on normally (read, not an error, not the
     #: launcher's): whether a job went on after its launcher restarted the workers.
     last_ok: dict[str, int] = field(default_factory=dict)
+    #: (input, line) of an exception -> the torch.distributed call its traceback was in (the innermost
+    #: ``distributed_c10d.py ... in all_reduce`` frame before it): which collective each rank waited in.
+    raised_in: dict[tuple[str, int], str] = field(default_factory=dict)
     lines_seen: int = 0
     engine: str = ""
 
@@ -279,6 +284,7 @@ class _Builder:
         self._pid_rank: dict[tuple[str, int], int] = {}
         self._last_host: dict[tuple[str, int | None], str] = {}
         self._quiet: dict[str, str] = {}  # file -> the head of a harmless multi-line log record still being read
+        self._c10d_call: dict[tuple[str, int | None], str] = {}  # (file, rank) -> last collective call in a traceback
         # An interface-list header posted alone: file -> (which list, host); its items follow one per line (keyed by
         # file alone: a leading "[N]" of an item reads like a launcher's rank tag).
         self._iface_head: dict[str, tuple[str, str]] = {}
@@ -343,6 +349,14 @@ class _Builder:
         ri = self.rank_info(rec, rank)
         msg = rec.msg
         ctx = (src, rec.task)
+        if "distributed_c10d.py" in text:
+            f = _C10D_FRAME.search(text)
+            if f:
+                self._c10d_call[(src, rank)] = f.group("fn")
+        elif rec.kind == "exception" and self._c10d_call:
+            fn = self._c10d_call.pop((src, rank), None)
+            if fn and len(self.m.raised_in) < MAX_EXCEPTIONS:
+                self.m.raised_in[(src, line_no)] = fn
         if rec.host:
             self._last_host[ctx] = rec.host
             self.host_info(rec.host).pids.add(rec.pid or 0)

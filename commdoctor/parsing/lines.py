@@ -7,7 +7,8 @@ hostile line costs at most a few microseconds per kilobyte.
 
 What a line can carry, outermost first:
 
-- launcher prefixes, possibly several: ``3: `` (torchrun ``--tee``/srun ``-l``),
+- launcher prefixes, possibly several: ``3: `` (torchrun ``--tee``/srun ``-l``), a time the capture
+  added (``ts``: ``Nov 27 20:36:31 ``; ``kubectl logs --timestamps``: ``2026-11-27T20:36:31.1Z ``),
   ``[rank3]:`` (torch >= 2.2), ``[default0]:`` (torchrun log redirects),
   ``[1,3]<stderr>:`` (Open MPI's ``mpirun --tag-output``: job, rank),
   ``(Actor pid=12, ip=10.0.0.1) `` (Ray), ANSI colour codes, or the ``[0m``
@@ -42,6 +43,10 @@ _PREFIXES = re.compile(
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
     r"|\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"  # mpirun --tag-output: "[1,3]<stderr>:"
     r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
+    # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
+    # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
+    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? "
     r")"
 )
 
@@ -306,7 +311,8 @@ def classify(text: str) -> Record:
 #: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
 RAW_HEAD = re.compile(
     rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
-    rb"\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>:) ?){0,4}"
+    rb"\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
+    rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
     rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
     rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"
 )

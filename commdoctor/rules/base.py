@@ -206,6 +206,50 @@ def quiet_exits(m: Any) -> list[Any]:
             and f.exitcode > 0 and f.rank not in spoke and (f.ev is None or f.ev.source not in loud)]
 
 
+_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
+
+
+def stamp(text: str) -> tuple[str, float] | None:
+    """The month-day and the second of the day of a glog-shaped line ("[E1127 20:36:51.78 ..." or torch's Python
+    logging "E1127 20:36:51.554000 ..."), or None."""
+    w = _STAMP.match(text)
+    return (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
+
+
+def after_store_host_failed(m: Any, hs: list[Any]) -> list[Any]:
+    """The connect failures logged after another host's launcher had already reported its workers failed ("failed
+    (exitcode: N)", same day, earlier clock): with torchrun the store lives in the launcher of the master host, which
+    shuts it down when its workers fail, so a rank that comes to the store only then (a rank slow to reach
+    init_process_group) finds nothing there. Empty unless every timed failure of a host came after such a line."""
+    gone: list[tuple[str, float, str]] = []
+    for f in getattr(m, "elastic", ()):
+        t = stamp(f.ev.text) if f.agent and f.ev is not None else None
+        if t:
+            gone.append((t[0], t[1], f.ev.source))
+    if not gone:
+        return []
+    late: list[Any] = []
+    by_src: dict[str, list[Any]] = {}
+    for h in hs:
+        by_src.setdefault(h.ev.source, []).append(h)
+    for src, mine in by_src.items():
+        times = [t for t in (stamp(h.ev.text) for h in mine) if t]  # an exception's own line carries no clock
+        if times and all(any(g[2] != src and g[0] == t[0] and g[1] < t[1] for g in gone) for t in times):
+            late.extend(mine)
+    return late
+
+
+def after_restart(m: Any, hs: list[Any]) -> list[Any]:
+    """The hits that come after this host's launcher had already reported a failed worker in the same file
+    ("failed (exitcode: N) local_rank: ..."), i.e. from workers torchrun started again (--max-restarts): a
+    restarted group connecting to peers of the failed attempt is refused or times out because of that failure."""
+    first: dict[str, int] = {}
+    for f in getattr(m, "elastic", ()):
+        if f.agent and f.ev is not None:
+            first[f.ev.source] = min(first.get(f.ev.source, f.ev.line), f.ev.line)
+    return [h for h in hs if h.ev.source in first and h.ev.line > first[h.ev.source]]
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

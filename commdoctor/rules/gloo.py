@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, ROOT, Cand, cand, group, sig
+from commdoctor.rules.base import CONTEXT, ROOT, Cand, after_restart, cand, group, sig
 
 
 #: The time of day at the head of a torch log line ("E1127 14:37:18.098000 22127 ..."; glog's own form).
@@ -48,6 +48,19 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
     world = max(known) + 1 if known else 0
     waited = {h.ev.rank for h in hs if h.ev.rank is not None}
+    # The tracebacks say which call each timed-out rank was in: two different collectives cannot pair up.
+    calls: dict[str, list[Any]] = {}
+    for h in hs:
+        fn = getattr(m, "raised_in", {}).get((h.ev.source, h.ev.line))
+        if fn:
+            calls.setdefault(fn, []).append(h)
+    if len(calls) >= 2:
+        names = sorted(calls)
+        return [cand("LOG050", "collective_mismatch", 3, [v[0] for v in calls.values()] + hs, detail=(
+            f"Ranks timed out waiting inside different collectives ({', '.join(names)}, by their tracebacks): calls that "
+            "do not pair up wait until the timeout. Make every rank call the same collectives in the same order."),
+            alts=[("collective_timeout_straggler", "if one of these calls was legitimately reached later by a rank "
+                                                    "still busy elsewhere, the wait is a straggler's")])]
     if world >= 2 and len(waited) >= world and all(r in waited for r in range(world)):
         return [cand("LOG050", "collective_mismatch", 5, hs,
                      detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "
@@ -76,6 +89,27 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                               "take stacks (commdoctor hang) while it waits")])
     c.ranks |= set(late)
     return [c]
+
+
+FULL_MESH_ALTS = [
+    ("hostname_resolution", "gloo advertises the address its host name resolves to: if that is 127.0.1.1 or another "
+                            "host's address (getent hosts $(hostname)), fix the name or set GLOO_SOCKET_IFNAME"),
+    ("firewall_or_port_blocked", "gloo connects on ephemeral ports: a firewall that opens only the master port lets the "
+                                 "store work and the mesh fail")]
+
+
+def _full_mesh(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """connectFullMesh failed: the mesh of a group torchrun restarted after a failed attempt is that failure's echo."""
+    again = after_restart(m, hs)
+    first = [h for h in hs if h not in again]
+    out = []
+    if again:
+        out.append(cand("LOG022", "wrong_interface", 6, again, consequence=True,
+                        params={"how": "not established by workers the launcher restarted after a failed attempt"}))
+    if first:
+        out.append(cand("LOG022", "wrong_interface", 5, first, alts=FULL_MESH_ALTS,
+                        params={"how": "not established when the gloo group was created (connectFullMesh)"}))
+    return out
 
 
 SIGNATURES = (
@@ -117,7 +151,7 @@ SIGNATURES = (
     # The ranks could not all connect to the addresses they advertised; the reason, when a row knows it, is more precise.
     sig("gloo_full_mesh", ("connectFullMesh failed",), r"Gloo connectFullMesh failed with",
         "wrong_interface", ROOT, 5, "gloo could not connect every pair of ranks when the group was created",
-        code="LOG022", params=lambda hs: {"how": "not established when the gloo group was created (connectFullMesh)"},
+        code="LOG022", build=_full_mesh,
         exclude=("gloo_connect_timeout", "peer_refused", "connect_loopback", "connect_link_local", "family_mismatch",
                  "ifname_missing", "connect_timeout"),
         alts=[("hostname_resolution", "gloo advertises the address its host name resolves to: if that is 127.0.1.1 or "

@@ -15,8 +15,8 @@ from typing import Any
 
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-    group, hits, sig, single_node,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code, ModelRule,
+    after_restart, after_store_host_failed, cand, ctx, group, hits, sig, single_node,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -59,11 +59,24 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     joined = hits(m, "store_connected")
     store = [h for h in store if not any(c.ev.source == h.ev.source and c.seq > h.seq for c in joined)]
     out = []
+    late = after_store_host_failed(m, store)
+    if late:
+        store = [h for h in store if h not in late]
+        out.append(cand("LOG011", "rendezvous_unreachable", 6, late, consequence=True, params={
+            "endpoint": "the store", "how": "only after the store's host had already failed and shut it down"}))
     if store:
         out.append(cand("LOG011", "rendezvous_unreachable", 3, store,
                         params={"endpoint": "the rendezvous store", "how": "was refused or had no route"}, alts=[
             ("firewall_or_port_blocked", "'Connection refused' from a host that is up means nothing listens there yet (master "
                                          "not started) or a firewall rejects; 'No route to host' means a wrong MASTER_ADDR or routing")]))
+    again = after_restart(m, peer)
+    if again:
+        peer = [h for h in peer if h not in again]
+        out.append(cand("LOG022", "wrong_interface", 6, again, params={"how": "refused after the launcher restarted the "
+                                                                            "workers of a failed attempt"},
+                        detail="These connections were made by workers torchrun started again after one of this host's "
+                               "workers had failed: the first failure, not the network, is what to look at.",
+                        consequence=True))
     if peer:
         out.append(cand("LOG022", "wrong_interface", 3, peer, params={"how": "refused or unreachable"}, alts=[
             ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting the port gives the "

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks, quiet_exits,
-    raised_ranks, sig,
+    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand, ctx, group, hits,
+    missing_ranks, quiet_exits, raised_ranks, sig, stamp,
 )
 
 
@@ -43,25 +43,19 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
-_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
 _REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
-
-
-def _stamp(text: str) -> tuple[str, float] | None:
-    w = _STAMP.match(text)
-    return (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
 
 
 def _reached_meanwhile(m: Any, hs: list[Any], named: set[int]) -> list[Any]:
     """Lines of every rank that rank 0 named as not passing monitored_barrier saying it did reach the barrier
     ("Rank N successfully reached monitoredBarrier, but received errors ... from rank 0"), logged within three seconds
     of rank 0's line: each side waited for the other at the same time. Empty unless every named rank says so."""
-    when = [t for t in (_stamp(h.ev.text) for h in hs) if t]
+    when = [t for t in (stamp(h.ev.text) for h in hs) if t]
     if not named or not when:
         return []
     out: dict[int, Any] = {}
     for h in hits(m, "monitored_barrier_peer"):
-        r, t = _REACHED.search(h.ev.text), _stamp(h.ev.text)
+        r, t = _REACHED.search(h.ev.text), stamp(h.ev.text)
         if r and t and int(r.group("rank")) in named and \
                 any(t[0] == w[0] and abs(t[1] - w[1]) <= 3.0 for w in when):
             out.setdefault(int(r.group("rank")), h)
@@ -166,7 +160,34 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
 
 
 def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    return _store_connect(m, hs, STORE_CONNECT_ALTS)
+    late = after_store_host_failed(m, hs)
+    out = []
+    if late:
+        hs = [h for h in hs if h not in late]
+        out.append(cand("LOG011", "rendezvous_unreachable", 6, late, consequence=True, params={
+            "endpoint": "the store", "how": "only after the store's host had already failed and shut it down"},
+            detail="This rank came to the store after the master host's launcher had reported its own workers failed "
+                   "(its store goes with it): what made them fail (often this rank being late) is the cause."))
+    return out + (_store_connect(m, hs, STORE_CONNECT_ALTS) if hs else [])
+
+
+RDZV_TIMEOUT_ALTS = [("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) looks the "
+                                             "same: count the agents that logged 'Starting elastic'")]
+
+
+def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The elastic rendezvous timed out. On one node: the others never came (not started, or could not reach it).
+    On every node whose log is here, with no failure to reach the store: each launcher was up and reached the
+    store, and each waited for the others in vain, so they were not in the same rendezvous (a different --rdzv-id,
+    --rdzv-endpoint or --nnodes per node)."""
+    nodes = {h.ev.source for h in hs} | {h.ev.host for h in hs if h.ev.host}
+    reach = hits(m, "store_connect_timeout") + hits(m, "rdzv_connection") + hits(m, "peer_refused") + hits(m, "name_resolution")
+    if len({h.ev.source for h in hs}) >= 2 and len(nodes) >= 2 and not reach:
+        return [cand("LOG062", "launcher_misconfig", 3, hs, params={
+            "what": "every node's launcher timed out waiting in the rendezvous for the others: they were up but not in "
+                    "one rendezvous (the same --rdzv-id, --rdzv-endpoint and --nnodes on every node?)"},
+            alts=[("rendezvous_unreachable", "if the nodes' --rdzv-endpoint differ, each may have waited at its own store")])]
+    return [cand("LOG012", "rendezvous_unreachable", 4, hs, params={"joined": "?", "world": "?"}, alts=RDZV_TIMEOUT_ALTS)]
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -386,9 +407,7 @@ SIGNATURES = (
     sig("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
        r"Rendezvous(?:Timeout|Closed)Error",
        "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived",
-       code="LOG012", params=lambda hs: {"joined": "?", "world": "?"},
-       alts=[("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) "
-                                    "looks the same: count the agents that logged 'Starting elastic'")]),
+       build=_rdzv_timeout),
     sig("store_barrier", ("store based barrier", "store_based_barrier"),
        r"store based barrier.{0,200}?\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)=(?P<joined>\d+)",
        "launcher_misconfig", ROOT, 3, "process-group init waited for ranks that never joined the store barrier",
@@ -402,7 +421,11 @@ SIGNATURES = (
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
                                "appears not to match", "DDP expects same model"),
-       r"[Dd]etected mismatch between collectives|inconsistent collective|CollectiveFingerPrint|collective mismatch"
+       # ProcessGroupWrapper names collectives by CollectiveFingerPrint both in its mismatch error and, under DETAIL with
+       # TORCH_CPP_LOG_LEVEL=INFO, in its trace of every collective ("] Running collective: CollectiveFingerPrint(...)"):
+       # the trace says nothing went wrong.
+       r"[Dd]etected mismatch between collectives|inconsistent collective|(?<!Running collective: )CollectiveFingerPrint"
+       r"|collective mismatch"
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",

@@ -276,3 +276,98 @@ def test_a_rank_that_exited_with_status_1_after_an_error_of_its_own_is_not_said_
            "tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete\n")
     (d / "node1.log").write_text(own + (logs / "node1.log").read_text())
     assert all("logged no error" not in f["title"] for f in diagnose_file(d)["findings"])
+
+
+# A crash loop (bench/multihost_logs crash-loop-2: torchrun --max-restarts 2, rank 3 raises at step 3 every attempt):
+# host b's launcher reports the failed worker, starts the workers again, and their mesh is refused by peers of the
+# failed attempt. The refusal after the restart is that failure's echo; without the launcher's line before it, the
+# same refusal is a network problem of its own.
+AGENT_FAILED = ("E1127 20:38:12.350000 31167 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+                "(exitcode: 1) local_rank: 1 (pid: 31193) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+MESH_REFUSED = ("[E1127 20:38:14.268456007 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+                "third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+                "remote=[10.209.127.1]:3488$3\n"
+                "RuntimeError: Gloo connectFullMesh failed with [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                "pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[10.209.127.1]:3488$3\n")
+
+
+def test_a_restarted_groups_refused_mesh_is_the_first_failures_echo(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node1=RAISED + AGENT_FAILED + MESH_REFUSED)
+    assert got[0] == "peer_process_died"
+
+
+def test_a_refused_mesh_with_no_failed_attempt_before_it_is_the_network(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node1=MESH_REFUSED + RAISED + AGENT_FAILED)
+    assert got[0] == "wrong_interface"
+
+
+# A rank late to init_process_group (bench/multihost_logs late-init-1: rank 1 sleeps 30 s first). Host a's rank 0 gives
+# up waiting for rank 1's key, its launcher reports the failure and takes the store down; rank 1 then finds no store.
+# Its connect failures, later by the clock than the store host's failure, are the echo; earlier, they are the cause.
+A_WAITED = ("torch.distributed.DistStoreError: wait timeout after 10000ms, keys: /default_pg/0//cpu//0/1\n"
+            "E1127 20:36:51.554000 29515 site-packages/torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+            "(exitcode: 1) local_rank: 0 (pid: 29528) of binary: /root/.pyenv/versions/3.11.7/bin/python\n")
+B_NO_STORE = ("[W1127 {t} socket.cpp:764] [c10d] The client socket has failed to connect to 173.85.0.0:1203 (errno: 113 - "
+              "No route to host).\n"
+              "[E1127 {t} socket.cpp:818] [c10d] The client socket has failed to connect to any network address of "
+              "(10.209.124.1, 29500).\n"
+              "[E1127 {t} TCPStore.cpp:328] [c10d] TCP client failed to connect/validate to host 10.209.124.1:29500 - "
+              "timed out (try=1, timeout=10000ms): The client socket has failed to connect to any network address of "
+              "(10.209.124.1, 29500).\n")
+
+
+def test_a_rank_that_finds_the_store_gone_after_its_host_failed_is_the_echo(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=A_WAITED, node1=B_NO_STORE.format(t="20:37:17.203287610"))
+    assert got[0] == "collective_timeout_straggler"
+
+
+def test_a_rank_that_could_not_reach_the_store_before_anything_failed_is_the_cause(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=A_WAITED, node1=B_NO_STORE.format(t="20:36:41.203287610"))
+    assert got[0] == "rendezvous_unreachable"
+
+
+# Two launchers that each timed out in the c10d rendezvous (bench/multihost_logs rdzv-id-1: host b's --rdzv-id
+# differs): both were up and reached the store, and neither found the other. One node's timeout alone says only that
+# the others never came.
+RDZV_TIMED_OUT = ("Traceback (most recent call last):\n"
+                  "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+
+
+def test_every_node_timing_out_in_the_rendezvous_is_a_launcher_mismatch(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=RDZV_TIMED_OUT, node1=RDZV_TIMED_OUT)[0] == "launcher_misconfig"
+
+
+def test_one_node_timing_out_in_the_rendezvous_stays_unreachable(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=RDZV_TIMED_OUT)[0] == "rendezvous_unreachable"
+    (tmp_path / "b").mkdir()
+    got = _causes(tmp_path / "b", node0=RDZV_TIMED_OUT, node1=TIMED_OUT + RDZV_TIMED_OUT)
+    assert got[0] != "launcher_misconfig"
+
+
+# torch.multiprocessing.spawn on each host (bench/multihost_logs --capture spawn-tcp, mismatch-op-1): no rank prefixes,
+# both ranks time out in a gloo recv; only their tracebacks say one waited in all_reduce and the other in broadcast.
+SPAWN_TIMEOUT = ("Traceback (most recent call last):\n"
+                 "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+                 "-- Process 0 terminated with the following error:\n"
+                 "Traceback (most recent call last):\n"
+                 '  File "/work/wt/multihost3/bench/multihost_logs/worker.py", line 100, in <module>\n'
+                 "    dist.{call}\n"
+                 '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", '
+                 "line 83, in wrapper\n"
+                 "    return func(*args, **kwargs)\n"
+                 '  File "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", '
+                 "line {line}, in {fn}\n"
+                 "    work.wait()\n"
+                 "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out "
+                 "waiting 10000ms for recv operation to complete\n")
+
+
+def test_ranks_timed_out_in_different_collectives_is_a_mismatch(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=SPAWN_TIMEOUT.format(call="all_reduce(grad)", line=3252, fn="all_reduce"),
+                  node1=SPAWN_TIMEOUT.format(call="broadcast(grad, 0)", line=3151, fn="broadcast"))
+    assert got[0] == "collective_mismatch"
+
+
+def test_ranks_timed_out_in_the_same_collective_are_not_a_mismatch(tmp_path: Path) -> None:
+    one = SPAWN_TIMEOUT.format(call="all_reduce(grad)", line=3252, fn="all_reduce")
+    assert _causes(tmp_path, node0=one, node1=one)[0] != "collective_mismatch"

@@ -165,3 +165,18 @@ def test_a_quoted_duplicate_gpu_message_is_the_verdict(tmp_path) -> None:  # typ
     doc, _ = run_json("logs", str(log))
     verdict = [r for r in doc["results"] if r.get("data", {}).get("verdict")][0]["data"]["verdict"]
     assert verdict["cause"] == "duplicate_gpu", verdict
+
+
+def test_a_time_the_capture_put_in_front_is_a_prefix() -> None:
+    """Logs piped through moreutils ``ts`` or saved by ``kubectl logs --timestamps`` (bench/multihost_logs --capture
+    logging-ts): the line behind the time is read as if it were alone; a message that only mentions a time is not cut."""
+    from commdoctor.parsing.lines import classify, raw_owner
+
+    rec = classify("0: Nov 27 20:36:31 [rank1]: ValueError: batch 3 has 0 samples after filtering (rank 1)")
+    assert (rec.kind, rec.exc_type, rec.rank, rec.task) == ("exception", "ValueError", 1, 0)
+    rec = classify("2026-11-27T20:36:31.123456789Z [rank3]: Traceback (most recent call last):")
+    assert (rec.kind, rec.rank) == ("traceback", 3)
+    assert classify("[2026-11-27 20:36:31] node1:10:11 [0] misc/socket.cc:1 NCCL WARN x").host == "node1"
+    assert raw_owner(b"Nov 27 20:36:31 [rank2]:[E1127 20:36:31.46 socket.cpp:818] x").rank == 2
+    near = classify("checkpoint written at 2026-11-27 20:36:31 to /ckpt")
+    assert near.kind == "text" and near.msg.startswith("checkpoint")

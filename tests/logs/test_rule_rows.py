@@ -33,6 +33,12 @@ ROWS = [
      "collective: CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024]). Error: ",
      "[rank1]:[I1127 14:36:02.1 ProcessGroupWrapper.cpp:710] [Rank 1] Running collective: CollectiveFingerPrint("
      "SequenceNumber=0, OpType=ALLREDUCE, TensorShape=[1024])"),
+    # A trace of every collective under DETAIL + TORCH_CPP_LOG_LEVEL=INFO, not a mismatch (bench/multihost_logs crash-loop-2).
+    ("collective_mismatch", "[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+     "collective: CollectiveFingerPrint(SequenceNumber=4, OpType=ALLREDUCE, TensorShape=[1024], TensorDtypes=Float)",
+     "[rank0]:[I1127 20:38:11.701546555 ProcessGroupWrapper.cpp:710] [Rank 0] Running collective: CollectiveFingerPrint("
+     "SequenceNumber=0, OpType=ALLREDUCE, TensorShape=[1024], TensorDtypes=Float, TensorDeviceTypes=TensorOptions("
+     "dtype=float (default), device=cpu, layout=Strided (default)))"),
     ("agent_keys_wait", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /none/torchelastic/role_info/0, "
      "/none/torchelastic/role_info/1", "torch.distributed.DistStoreError: wait timeout after 30000ms, keys: /default_pg/0//cpu//0"),
     ("store_not_listening", "[I1127 14:51:40.271059614 socket.cpp:881] [c10d] No socket on (10.209.20.2, 29500) is "
