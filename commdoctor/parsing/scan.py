@@ -63,6 +63,15 @@ FLAG_KINDS = frozenset(range(5, len(FLAG_PATTERNS)))
 _FLAG_RES = tuple(re.compile(p) for p in FLAG_PATTERNS)
 
 
+#: NCCL's "Connected all rings" / "Connected all trees" (INFO, once per communicator and rank at each set-up).
+#: The rules read only that it was said (rules/engine.connected takes the first line), and a long job's log
+#: repeats it for every communicator it builds: the throughput bench's log has one in every six lines, nearly
+#: all of its keyword hits, each costing a candidate line to parse. Past REPEATED_KEEP in one input an engine
+#: that knows which keyword matched reports no more of it (the reader skips the rest too, whatever the engine).
+REPEATED_WORD = "Connected all"
+REPEATED_KEEP = 64
+
+
 class Prefilter:
     """Offsets of keyword hits in a block, and which FLAG_PATTERNS occur in it. Subclasses pick the engine.
 
@@ -74,6 +83,12 @@ class Prefilter:
 
     name = "base"
     scanned = 0  # bytes searched so far, by every stream: what decides the large-input paths
+    #: How many more hits of REPEATED_WORD the current stream may report (see ``start_stream``).
+    repeat_left = REPEATED_KEEP
+
+    def start_stream(self) -> None:
+        """A new input begins: its first REPEATED_KEEP hits of REPEATED_WORD count again."""
+        self.repeat_left = REPEATED_KEEP
 
     def hits(self, block: bytes, known: frozenset[int] | None = None,
              tick: Callable[[int], None] | None = None) -> tuple[list[int], set[int], bool]:
@@ -101,6 +116,7 @@ class HyperscanPrefilter(Prefilter):
         self._hs = hyperscan
         self._words = [re.escape(w).encode() for w in words]
         self._n = len(words)
+        self._repeated = words.index(REPEATED_WORD) if REPEATED_WORD in words else -1
         self._db = self._compile(list(range(len(FLAG_PATTERNS))))
         self._full_ids = list(range(len(FLAG_PATTERNS)))
         self._lean: dict[frozenset[int], tuple[Any, list[int]]] = {}
@@ -144,8 +160,14 @@ class HyperscanPrefilter(Prefilter):
             if got is not None:
                 (db, ids), lean = got, True
 
+        rep = self._repeated
+
         def on_match(id_: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             if id_ < n:
+                if id_ == rep:
+                    if self.repeat_left <= 0:
+                        return
+                    self.repeat_left -= 1
                 add(to)
             else:
                 seen.add(ids[id_ - n])
@@ -289,6 +311,7 @@ class Scanner:
 
     def scan(self, stream: BinaryIO, block_size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
         st = self.stats
+        self.prefilter.start_stream()
         carry = b""
         skipping = False  # inside the unkept tail of an over-long line
         line_no = 1  # number of the first line in the current block

@@ -180,3 +180,30 @@ def test_a_time_the_capture_put_in_front_is_a_prefix() -> None:
     assert raw_owner(b"Nov 27 20:36:31 [rank2]:[E1127 20:36:31.46 socket.cpp:818] x").rank == 2
     near = classify("checkpoint written at 2026-11-27 20:36:31 to /ckpt")
     assert near.kind == "text" and near.msg.startswith("checkpoint")
+
+
+def test_ncclS_repeated_connected_note_is_read_a_bounded_number_of_times_per_input(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """NCCL says "Connected all rings" at every communicator's set-up; a long job's log repeats it thousands of
+    times and the rules need it once. Past REPEATED_KEEP per input the scanner (hyperscan) reports no more of
+    it, the lines around it are still found, and the next input counts afresh; the verdict does not change."""
+    from commdoctor.parsing.scan import REPEATED_KEEP
+    from tests.conftest import run_json
+
+    note = b"node1:11:22 [0] NCCL INFO Connected all rings\n"
+    warn = b"node1:11:22 [0] misc/socket.cc:49 NCCL WARN Connection closed by remote peer\n"
+    data = note * 500 + warn + note * 500
+    pf = make_prefilter("auto")
+    got = _scan(data, pf, block=4096)
+    assert (501, warn.rstrip()) in got
+    if pf.name == "hyperscan":
+        assert len(got) == REPEATED_KEEP + 1, len(got)
+        assert len(_scan(data, pf, block=4096)) == REPEATED_KEEP + 1  # a new input starts its own count
+    # The whole command: the same verdict with 1,000 repeats as with two.
+    verdicts = []
+    for n in (1, 500):
+        log = tmp_path / f"job{n}.log"
+        log.write_bytes(note * n + warn + note * n)
+        doc, _ = run_json("logs", str(log))
+        verdicts.append([{k: v[k] for k in ("code", "cause", "host")}
+                         for v in (r["data"].get("verdict") for r in doc["results"]) if v])
+    assert verdicts[0] == verdicts[1] and verdicts[0], verdicts
