@@ -95,18 +95,34 @@ def test_run_imports_torch_once_less_the_probes_interpreter_is_rank_0(tmp_path) 
     assert with_torch == [(("-c",), "0"), (("-m",), "1")], procs  # the probe's child ran rank 0
 
 
+_DIED = """
+import json
+from commdoctor.probes import env as envprobe
+from commdoctor.probes import pg_init
+from commdoctor.probes.proc import kill_group
+facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
+(kept, _), = pg_init._warm
+kill_group(kept)
+kept.wait(timeout=10)
+res = pg_init.run_local_group("gloo", 2, timeout=60.0, sizes=())
+print(json.dumps({"installed": facts["installed"], "kept": kept.pid, "left": len(pg_init._warm),
+                  "ranks": {r: [v["pid"], v["returncode"]] for r, v in res["ranks"].items()}}))
+"""
+
+
 @needs_torch
 def test_a_probe_child_that_died_is_not_handed_a_rank() -> None:
-    """The kept child is gone (killed, crashed) by the time the group starts: rank 0 starts as a new process."""
-    from commdoctor.probes import env as envprobe
-    from commdoctor.probes import pg_init
-    from commdoctor.probes.proc import kill_group
+    """The kept child is gone (killed, crashed) by the time the group starts: rank 0 starts as a new process.
+    In an interpreter of its own: one that has torch loaded asks it instead of keeping a child."""
+    import json
+    import subprocess
+    import sys
 
-    facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
-    assert facts["installed"] is True
-    (kept, _), = pg_init._warm
-    kill_group(kept)
-    kept.wait(timeout=10)
-    res = run_local_group("gloo", 2, timeout=60.0, sizes=())
-    assert all(r["returncode"] == 0 for r in res["ranks"].values()), res
-    assert res["ranks"]["0"]["pid"] != kept.pid and not pg_init._warm
+    from tests.conftest import REPO
+
+    p = subprocess.run([sys.executable, "-c", _DIED], cwd=str(REPO), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads(p.stdout.strip().splitlines()[-1])
+    assert doc["installed"] is True and doc["left"] == 0
+    assert all(rc == 0 for _, rc in doc["ranks"].values()), doc
+    assert doc["ranks"]["0"][0] != doc["kept"]
