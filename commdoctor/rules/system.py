@@ -330,6 +330,16 @@ SIGNATURES = (
               "containers give /dev/shm 64 MB by default.",
        alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
                                 "on failing storage or memory is the other source: check dmesg")]),
+    sig("enospc", ("Errno 28", "(28)", "unable to write to file </torch_"),
+       r"\[Errno 28\] No space left on device|unable to write to file </torch_[^>]{0,200}>|No space left on device \(28\)",
+       "shm_too_small", ROOT, 4, "a write failed with ENOSPC (no space left on device); in a training job that is most "
+                                 "often /dev/shm",
+       code="LOG030", exclude=("shm",),
+       detail="A write failed with errno 28 (ENOSPC) and the line names no file system. torch's shared-memory tensors "
+              "(DataLoader workers, torch.multiprocessing: files named /torch_<pid>_...) and Python's "
+              "multiprocessing live in /dev/shm, which containers size at 64 MB unless started with --shm-size or "
+              "--ipc=host.",
+       alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "MemoryAllocation", "OUT_OF_MEMORY"),
        r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
