@@ -9,10 +9,11 @@ failures as WARN. Functions below the table hold what one line cannot decide.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits,
-                                   local_ranks_only, sig, version_tuple)
+                                   local_ranks_only, sig, single_node, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -174,6 +175,31 @@ def _smem_exceeds(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                         "wheel or nvidia-nccl-cu12).",
                  alts=[("driver_cuda_mismatch", "a driver older than the CUDA the NCCL build targets fails GPU setup "
                                                 "too: compare nvidia-smi's CUDA version with NCCL's '+cudaX.Y'")])]
+
+
+#: GeForce boards whose PCIe peer-to-peer NCCL cannot use: Ada (RTX 40xx) and Blackwell (RTX 50xx) consumer cards.
+_NO_P2P_GEFORCE = re.compile(r"GeForce RTX (?:40|50)\d0")
+
+
+def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """nccl-tests on one host with GeForce RTX 40xx/50xx boards that stops after its table of ranks.
+
+    These boards have no working PCIe peer-to-peer between them, yet drivers of their first releases reported it as
+    supported, so NCCL picks its P2P transport and the first collective never completes (NVIDIA/nccl-tests#117:
+    two RTX 4090 hang where two 2080 Ti run; NCCL_P2P_DISABLE=1 runs). Nothing else in the log names a cause and
+    no size completed."""
+    rows = hits(m, "nccl_tests_rank")
+    gpus = [h for h in rows if _NO_P2P_GEFORCE.search(str(h.groups.get("gpu") or ""))]
+    if len(gpus) < 2 or single_node(m) is None or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_passed") \
+            or any(c.cause and not c.consequence for c in found):
+        return []
+    return [cand("LOG039", "p2p_driver_bug", 6, gpus, params={},
+                 detail=f"nccl-tests listed {len(gpus)} {group(gpus, 'gpu')} boards on one host and stopped before its "
+                        "first size. GeForce RTX 40xx/50xx boards have no working PCIe peer-to-peer, but early drivers "
+                        "for them report it, so NCCL's P2P transport is chosen and the collective hangs. A driver that "
+                        "reports no P2P for the board, or NCCL_P2P_DISABLE=1, lets NCCL use shared memory instead.",
+                 alts=[("p2p_acs_iommu", "on boards whose P2P does work, ACS/IOMMU redirection hangs the same way: "
+                                         "lspci -vvv | grep ACSCtl")])]
 
 
 def _bare_cuda_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -583,8 +609,14 @@ SIGNATURES = (
     # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
     # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
-        r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}",
+        r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}(?:\s{1,4}\[[^\]]{1,40}\]\s{1,4}(?P<gpu>\S.{0,79}?))?\s*$",
         "nccl-tests' list of the job's ranks with their host and GPU"),
+    # nccl-tests' result row: size, count, type, redop, root, then times and bandwidths ("%12li  %12li  %8s  %6s  %6i"):
+    # the test got past its first collective.
+    ctx("nccl_tests_row", ("float", "half", "double", "int8", "int32", "int64", "bfloat16"),
+        r"^\s{0,20}\d{1,14}\s{1,20}\d{1,14}\s{1,12}(?:float|half|double|bfloat16|u?int8|u?int32|u?int64|f8e\w{1,6})"
+        r"\s{1,12}(?:sum|prod|max|min|avg|none|mulsum)\s{1,12}-?\d",
+        "a result row of nccl-tests: the collective of that size completed"),
     # init.cc (2.19 on): INFO("comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"): how many
     # hosts the communicator spans. Read by local_ranks_only.
     ctx("nccl_nnodes", ("nNodes",), r"comm \S{1,20} rank \d{1,7} nRanks \d{1,7} nNodes (?P<n>\d{1,6}) localRanks",
@@ -605,6 +637,8 @@ MODEL_RULES = (
     ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
               phase=PHASE_LAST),
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
+              phase=PHASE_LAST),
+    ModelRule("geforce_p2p_hang", _geforce_p2p_hang, "nccl-tests on GeForce RTX 40xx/50xx boards that never completes a size",
               phase=PHASE_LAST),
     ModelRule("nccl_smem", _smem_exceeds, "NCCL's kernels need more shared memory than the GPU allows"),
     ModelRule("nccl_cuda_code", _bare_cuda_error, "NCCL's unhandled-CUDA-error code with nothing else explaining it",

@@ -15,8 +15,8 @@ from typing import Any
 
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code, ModelRule,
-    after_restart, after_store_host_failed, cand, ctx, group, hits, sig, single_node,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
+    ModelRule, after_restart, after_store_host_failed, cand, ctx, group, hits, sig, single_node,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -77,12 +77,90 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         detail="These connections were made by workers torchrun started again after one of this host's "
                                "workers had failed: the first failure, not the network, is what to look at.",
                         consequence=True))
+    rejected = [h for h in peer if _NO_ROUTE.search(h.ev.text) and _same_network(m, _CONNECT_TO.search(h.ev.text))]
+    if rejected:
+        # EHOSTUNREACH to an address on one of the job's own networks: the route exists, so the "no route" came back
+        # from the peer's host. firewalld's default reject (icmp-host-prohibited) gives exactly this errno while ping
+        # still passes; a host that is down or an address no machine holds fails ARP the same way.
+        peer = [h for h in peer if h not in rejected]
+        out.append(cand("LOG029", "firewall_or_port_blocked", 3, rejected, alts=[
+            ("wrong_interface", "if the address belongs to no running machine (a stale or wrong interface address), ARP "
+                                "fails with the same errno: check it is the peer's routable IP"),
+            ("peer_process_died", "a peer host that went down answers no ARP either: check it is up")]))
     if peer:
         out.append(cand("LOG022", "wrong_interface", 3, peer, params={"how": "refused or unreachable"}, alts=[
             ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting the port gives the "
                                          "same error: compare the address with the peer's routable IP"),
             ("peer_process_died", "a peer that already exited refuses connections too: look for its own error first")]))
     return out
+
+
+_NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH|Host is unreachable")
+_CONNECT_TO = re.compile(r"[Cc]onnect(?:ion)? to (?:\[?(?:::ffff:)?)?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})\]?(?:<\d{1,5}>|:\d{1,5}\b)")
+
+
+def _local_v4(m: Any) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses the job's ranks bootstrap or send from (NCCL's 'Bootstrap : Using' / 'NET/Socket' lines)."""
+    out = []
+    for hi in m.hosts.values():
+        for key in (*hi.bootstrap, *hi.net_socket):
+            try:
+                a = ipaddress.ip_address(key.rsplit(":", 1)[-1].split("%")[0])
+            except ValueError:
+                continue
+            if isinstance(a, ipaddress.IPv4Address) and not a.is_loopback:
+                out.append(a)
+    return out
+
+
+def _same_network(m: Any, target: re.Match[str] | None) -> bool:
+    """Whether a connect target lies in the /24 of an address the job itself uses (NCCL prints no netmask)."""
+    if target is None:
+        return False
+    try:
+        t = ipaddress.IPv4Address(target.group("addr"))
+    except ValueError:
+        return False
+    return any(ipaddress.IPv4Network(f"{a}/24", strict=False) == ipaddress.IPv4Network(f"{t}/24", strict=False)
+               and a != t for a in _local_v4(m))
+
+
+def _connect_retries(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's INFO lines of a connect it keeps retrying, and nothing after them: the connection never came up.
+
+    NCCL retries a connect that failed with ECONNREFUSED, ETIMEDOUT or EHOSTUNREACH (misc/socket.cc: 'Call to
+    connect returned %s, retrying' up to 2.11; 'socketPollConnect: connect [to ADDR] returned %s, retrying (N/M)
+    after sleep for T msec' later), at INFO level: a working job may show one while a peer is still starting. When
+    every communicator in view stops short of Init COMPLETE and nothing else names a cause, these lines are the
+    failure: a hang at init, or the error the user posted."""
+    hs = hits(m, "nccl_connect_retry")
+    if not hs or any(c.cause and not c.consequence for c in found) \
+            or any(c.state in ("Init COMPLETE", "Destroy COMPLETE") for c in m.comms):
+        return []
+    ran = any(w.seq > 1 for w in m.watchdog) or any(done > 1 for _q, done, _e in m.progress.values())
+    if ran:
+        return []
+    errs = {str(h.groups.get("err")) for h in hs}
+    n = max(int(h.groups.get("n") or 0) for h in hs)
+    how = " and ".join(sorted(errs)) + (f" (retry {n})" if n else "")
+    timed = [h for h in hs if "timed out" in str(h.groups.get("err"))]
+    rejected = [h for h in hs if "route" in str(h.groups.get("err")) or "unreachable" in str(h.groups.get("err"))]
+    if timed and len(timed) == len(hs):
+        return [cand("LOG025", "firewall_or_port_blocked", 5, hs, detail=_RETRY_DETAIL.format(how=how), alts=[
+            ("wrong_interface", "an address that is not routed (a docker bridge, a second NIC) times out the same way: "
+                                "check which interface each rank advertised")])]
+    if rejected and len(rejected) == len(hs) and any(_same_network(m, _CONNECT_TO.search(h.ev.text)) for h in hs):
+        return [cand("LOG029", "firewall_or_port_blocked", 5, hs, detail=_RETRY_DETAIL.format(how=how), alts=[
+            ("wrong_interface", "if the address belongs to no running machine, ARP fails with the same errno")])]
+    return [cand("LOG022", "wrong_interface", 5, hs, params={"how": f"{how} while NCCL retried them, and never came up"},
+                 detail=_RETRY_DETAIL.format(how=how), alts=[
+        ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting NCCL's ports "
+                                     "(firewalld rejects with 'No route to host') gives the same lines"),
+        ("peer_process_died", "a peer that exited or never started refuses connections too: read its own log")])]
+
+
+_RETRY_DETAIL = ("NCCL kept retrying a connection to a peer ({how}) and no communicator reached Init COMPLETE. NCCL logs "
+                 "these retries at INFO level, so the job hangs at init or fails later with a bare error.")
 
 
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -304,6 +382,11 @@ SIGNATURES = (
        code="LOG020", params=lambda hs: {"what": f"{group(hs, 'addr') or 'fe80::'} is link-local (valid on one link only)"},
        alts=[("hostname_resolution", "if the host name resolves to that link-local address (getent hosts), "
                                      "fix the name rather than the interface setting")]),
+    ctx("nccl_connect_retry", ("returned Connection refused", "returned No route", "returned Connection timed out",
+                               "returned Network is unreachable", "returned Host is unreachable"),
+        r"(?:Call to connect|socketPollConnect: connect(?: to \S{1,300})?) returned (?P<err>Connection refused|No route to host"
+        r"|Connection timed out|Network is unreachable|Host is unreachable)\S{0,40}?,? retrying(?: \((?P<n>\d{1,4})/\d{1,4}\))?",
+        "NCCL retrying a connect to a peer (an INFO line; the failure when nothing after it completes)"),
     sig("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH",
                         "exceeded retries", "Software caused connection abort"),
        r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH"
@@ -343,6 +426,16 @@ SIGNATURES = (
               "containers give /dev/shm 64 MB by default.",
        alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
                                 "on failing storage or memory is the other source: check dmesg")]),
+    sig("enospc", ("Errno 28", "(28)", "unable to write to file </torch_"),
+       r"\[Errno 28\] No space left on device|unable to write to file </torch_[^>]{0,200}>|No space left on device \(28\)",
+       "shm_too_small", ROOT, 4, "a write failed with ENOSPC (no space left on device); in a training job that is most "
+                                 "often /dev/shm",
+       code="LOG030", exclude=("shm",),
+       detail="A write failed with errno 28 (ENOSPC) and the line names no file system. torch's shared-memory tensors "
+              "(DataLoader workers, torch.multiprocessing: files named /torch_<pid>_...) and Python's "
+              "multiprocessing live in /dev/shm, which containers size at 64 MB unless started with --shm-size or "
+              "--ipc=host.",
+       alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "MemoryAllocation", "OUT_OF_MEMORY"),
        r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
@@ -427,6 +520,8 @@ MODEL_RULES = (
     ModelRule("bad_interfaces", _bad_interfaces, "an interface chosen for bootstrap or data that other hosts cannot reach"),
     ModelRule("duplicate_hostnames", _dup_hostnames, "one host name used by machines with different addresses"),
     ModelRule("subnets_differ", _subnets, "hosts bootstrapping over addresses in different networks"),
+    ModelRule("nccl_connect_retries", _connect_retries, "NCCL's connect retries with no communicator completing after them",
+              phase=PHASE_LAST),
     ModelRule("pcie_topology", _pcie_topology, "GPUs joined only through PCIe, where ACS/IOMMU can interfere"),
     ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_UNRECOGNISED),
 )
@@ -463,6 +558,12 @@ CODES = (
     Code("LOG025", "connection-timed-out", E, "connections to a peer timed out",
          "Open the ports the job uses between the nodes (store port, NCCL's ephemeral ports) or pin a routable interface",
          cause="firewall_or_port_blocked"),
+    Code("LOG029", "connection-rejected", E, "connections to a peer on the job's own network were rejected",
+         "A host firewall is rejecting the job's ports (firewalld answers 'No route to host' while ping passes): open the "
+         "store port and NCCL's ephemeral ports between the nodes (firewall-cmd --add-rich-rule for the peers' subnet, ufw "
+         "allow from it) or stop the firewall on a private cluster network",
+         cause="firewall_or_port_blocked", steps=("nc -l 12345 on one node, nc <node> 12345 from the other",
+                                                  "firewall-cmd --list-all / ufw status / iptables -S")),
     Code("LOG030", "shm-too-small", E, "shared memory (/dev/shm) is too small, full or not writable",
          "Give the container a larger /dev/shm (docker --shm-size=8g or --ipc=host; a memory-backed emptyDir at /dev/shm in Kubernetes) and remove stale nccl-* files",
          cause="shm_too_small", steps=("df -h /dev/shm inside the container",), env={"NCCL_SHM_DISABLE": "1 (slower fallback)"}),
