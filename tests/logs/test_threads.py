@@ -158,6 +158,17 @@ def _cli(log: Path) -> dict:
     return json.loads(r.stdout)
 
 
+def check_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
+    """A public thread kept as a fixture: its provenance, its label, and `logs --json`'s causes on its log."""
+    folder = FIX / slug
+    truth = json.loads((folder / "truth.json").read_text())
+    assert (folder / "PROVENANCE.md").is_file() and truth["source"] and truth["root_cause"] == first
+    causes = _causes(_cli(folder / "log.txt"))
+    assert causes[:1] == [first]
+    for c in top3:
+        assert c in causes[:3]
+
+
 @pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_public_thread_fixture(slug: str, first: str | None, top3: tuple[str, ...]) -> None:
     folder = FIX / slug

@@ -77,13 +77,7 @@ def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: 
 
 @pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
-    folder = round1.FIX / slug
-    truth = json.loads((folder / "truth.json").read_text())
-    assert (folder / "PROVENANCE.md").is_file() and truth["source"] and truth["root_cause"] == first
-    causes = round1._causes(round1._cli(folder / "log.txt"))
-    assert causes[:1] == [first]
-    for c in top3:
-        assert c in causes[:3]
+    round1.check_fixture(slug, first, top3)
 
 
 SYSERR = ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:518, unhandled system error, "
