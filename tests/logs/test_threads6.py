@@ -6,7 +6,6 @@ Each rule row has a real line and a near-miss that must not match; the fixtures 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -8,7 +8,6 @@ older than the GPU. Each rule row has a real line and a near-miss that must not 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
