@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 from commdoctor.core.errors import CommDoctorError
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import Record, classify, clean
-from commdoctor.parsing.scan import NUMPY_AFTER, REPEATED_KEEP, REPEATED_WORD, Prefilter, Scanner, make_prefilter, numpy_lines
+from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
 
@@ -297,8 +297,6 @@ class _Builder:
         #: What a transport line says that depends on its bytes alone (key, label, kind, head), by the line:
         #: a folder of rank logs reports the same lines once per file (the bench's 1,024 files: 65,536 reports, 1,024 lines).
         self._transport_lines: dict[bytes, tuple[bytes, str, str, bytes | None]] = {}
-        #: Per input, how many of NCCL's repeated set-up notes (REPEATED) were read (see _feed).
-        self.repeated: dict[str, int] = {}
 
     # -- helpers ---------------------------------------------------------------
     def rank_of(self, rec: Record) -> int | None:
@@ -960,18 +958,8 @@ def _load_one(model: RunModel, b: _Builder, path: str, got: _Scanned | None, pre
         progress(st)
 
 
-#: See parsing/scan.py REPEATED_WORD: past REPEATED_KEEP of them in one input the rest are skipped before they
-#: are parsed (the scanner's engine may have left them out already).
-REPEATED = REPEATED_WORD.encode()
-
-
 def _feed(b: _Builder, st: InputStat, line_no: int, raw: bytes) -> None:
     """One candidate line of input ``st`` into the model."""
-    if REPEATED in raw:
-        n = b.repeated.get(st.path, 0) + 1
-        b.repeated[st.path] = n
-        if n > REPEATED_KEEP and len(raw) < 200:
-            return
     text, flags = clean(raw)
     if flags & 1:
         st.bad_encoding += 1

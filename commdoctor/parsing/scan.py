@@ -67,9 +67,11 @@ _FLAG_RES = tuple(re.compile(p) for p in FLAG_PATTERNS)
 #: The rules read only that it was said (rules/engine.connected takes the first line), and a long job's log
 #: repeats it for every communicator it builds: the throughput bench's log has one in every six lines, nearly
 #: all of its keyword hits, each costing a candidate line to parse. Past REPEATED_KEEP in one input an engine
-#: that knows which keyword matched reports no more of it (the reader skips the rest too, whatever the engine).
+#: that knows which keyword matched reports no more of it, and the scanner yields no more of its short lines
+#: whatever the engine.
 REPEATED_WORD = "Connected all"
 REPEATED_KEEP = 64
+_REPEATED = REPEATED_WORD.encode()
 
 
 class Prefilter:
@@ -308,10 +310,12 @@ class Scanner:
     stats: ScanStats = field(default_factory=ScanStats)
     _seen_transports: set[bytes] = field(default_factory=set)
     _kinds_seen: set[int] = field(default_factory=set)
+    _repeats: int = 0  # candidate lines of the stream holding REPEATED_WORD
 
     def scan(self, stream: BinaryIO, block_size: int = BLOCK) -> Iterator[tuple[int, bytes]]:
         st = self.stats
         self.prefilter.start_stream()
+        self._repeats = 0
         carry = b""
         skipping = False  # inside the unkept tail of an over-long line
         line_no = 1  # number of the first line in the current block
@@ -399,8 +403,13 @@ class Scanner:
             stop = find(b"\n", end)
             if stop == -1:
                 stop = len(body)
+            line = body[start:stop]
+            if _REPEATED in line:
+                self._repeats += 1
+                if self._repeats > REPEATED_KEEP and len(line) < 200:
+                    continue
             st.candidates += 1
-            yield pos_line, body[start:stop]
+            yield pos_line, line
 
     def _wanted(self, flags: set[int], first_block: bool) -> bool:
         """Whether this block may say something new about transports.
