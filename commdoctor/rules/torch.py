@@ -417,6 +417,16 @@ SIGNATURES = (
        r"|for (?P<backend2>nccl|mpi|ucc) backend, but (?:NCCL|MPI|UCC) support is not compiled",
        "backend_unavailable", ROOT, 1, "init_process_group asked for a backend this torch build does not have",
        build=_backend_not_built),
+    # ProcessGroup::getBackend(DeviceType) (torch/csrc/distributed/c10d/ProcessGroup.hpp): a group keeps one backend per
+    # device type; a collective on a tensor whose device type has none (a CPU tensor on a group made with "nccl" alone)
+    # raises this on the rank that passed it, before anything is sent.
+    sig("device_without_backend", ("No backend type associated",),
+       r"No backend type associated with device type (?P<device>\w+)",
+       "other", ROOT, 1, "a collective got a tensor on a device type the group has no backend for",
+       code="LOG044", params=lambda hs: {"device": group(hs, "device") or "?"},
+       detail="A process group holds one backend per device type. A group created with backend \"nccl\" has one for "
+              "CUDA tensors only, so a collective on a CPU tensor finds none and raises on the rank that passed it, "
+              "before anything is sent; the ranks then exit with this error."),
     # -- collectives and their timeouts --------------------------------------------------------------
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
@@ -533,6 +543,11 @@ CODES = (
          "{fallback}", cause="backend_unavailable",
          steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
+    Code("LOG044", "tensor-device-without-backend", E, "a collective got a {device} tensor, and the group has no backend for {device} tensors",
+         "Move the tensor to this rank's GPU before the collective (tensor.to(device)), or create the group with a backend "
+         "per device: init_process_group(\"cpu:gloo,cuda:nccl\")",
+         cause="other",
+         steps=("the traceback's last frame of your code is the collective that got the tensor",)),
     Code("LOG050", "collective-mismatch", E, "ranks called different collectives, or the same one with different sizes",
          "Make every rank issue the same collectives in the same order with the same shapes (no rank-dependent control flow around them)",
          cause="collective_mismatch", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),

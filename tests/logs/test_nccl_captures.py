@@ -25,7 +25,7 @@ def _causes(doc: dict) -> list[dict]:
 
 
 def test_every_capture_is_here() -> None:
-    assert len(CASES) == 9 and all((FIX / c / "PROVENANCE.md").is_file() for c in CASES)
+    assert len(CASES) == 11 and all((FIX / c / "PROVENANCE.md").is_file() for c in CASES)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -136,3 +136,19 @@ def test_json_says_which_rules_matched_and_what_the_dumps_hold() -> None:
     wd = next(x for x in data["rules_matched"] if x["rule"] == "watchdog_timeout")
     assert wd["family"] == "torch" and wd["role"] == "consequence" and wd["lines"] >= 2 and wd["meaning"]
     assert data["flight_recorder"]["files"] == 2 and data["flight_recorder"]["groups"][0]["mismatch_seq"] == 17
+
+
+def test_a_segfaulted_rank_is_named_with_its_signal() -> None:
+    """H200 capture: rank 1 died of SIGSEGV at step 5; rank 0, left waiting, is not the cause."""
+    first = _causes(diagnose_file(FIX / "nccl-peer-segv" / "torchrun.log"))[0]
+    assert (first["code"], first["cause"], first["ranks"]) == ("LOG060", "peer_process_died", [1])
+    assert "SIGSEGV" in first["title"]
+
+
+def test_a_cpu_tensor_on_an_nccl_group_is_the_cause_not_the_exit_it_led_to() -> None:
+    """H200 capture: both ranks passed a CPU tensor to all_reduce on a group made with "nccl" alone."""
+    found = _causes(diagnose_file(FIX / "nccl-cpu-tensor" / "torchrun.log"))
+    assert (found[0]["code"], found[0]["ranks"]) == ("LOG044", [0, 1])
+    assert "cpu tensor" in found[0]["title"] and "cpu:gloo,cuda:nccl" in found[0]["remedy"]["summary"]
+    # The ranks' exits are what the error led to, not a second cause.
+    assert [(f["code"], f["consequence_of"]) for f in found[1:]] == [("LOG060", "LOG044")]

@@ -50,6 +50,9 @@ ROWS = [
      "[rank0]:[E1124 22:43:00.293705519 ProcessGroupNCCL.cpp:764] [Rank 0] To avoid data inconsistency, we are taking "
      "the entire process down.",
      "[rank0]:[W1124 22:41:44.24 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called"),
+    # An H200 capture (fixtures/logs/nccl-cpu-tensor); the near-miss is torch's error for a group that cannot split.
+    ("device_without_backend", "[rank0]: RuntimeError: No backend type associated with device type cpu",
+     "RuntimeError: No backend for the parent process group or its backend does not support splitting"),
     ("duplicate_gpu", "vm:1010:1010 [0] init.cc:1043 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60",
      "vm:1010:1010 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"),
     ("cuda_oom", "vm:1320:1320 [0] include/alloc.h:227 NCCL WARN Cuda failure 'out of memory'",
