@@ -189,6 +189,14 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var', 'var2') or 'RANK'} is not set, so this process was not "
                                                  "started by a launcher (torchrun, srun, mpirun)"}),
+    # NCCL's ncclCommInitRank (init.cc) checks its arguments first: WARN("Invalid rank requested : %d/%d", myrank,
+    # nranks) and ncclInvalidArgument when a rank is not in 0..nranks-1 -- a process started with a rank beyond the
+    # world size the program passed (more tasks launched than the job declares, a rank offset applied twice).
+    sig("nccl_rank_range", ("Invalid rank requested",), r"Invalid rank requested : (?P<rank>-?\d{1,9})/(?P<n>-?\d{1,9})",
+       "launcher_misconfig", ROOT, 1, "a process asked NCCL for a rank outside the world size it was given",
+       code="LOG066", params=lambda hs: {"what": f"a process was given rank {group(hs, 'rank')} of a world of "
+                                                 f"{group(hs, 'n')}: more processes were launched than the world size "
+                                                 "the program declares"}),
     # Open MPI (help-orte-rmaps-base.txt): "There are not enough slots available in the system to satisfy the N slots
     # that were requested by the application"; horovodrun: "Process number should not be larger than total available
     # slots."; srun: "Unable to create step for job N: More processors requested than permitted".

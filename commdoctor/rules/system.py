@@ -448,9 +448,14 @@ SIGNATURES = (
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032"),
-    sig("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast"),
+    # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
+    # of size %zu ... : CUDA error %d '%s'.\nThis is usually caused by a system or configuration error in the Fabric
+    # Manager or NVSwitches. ..."): the message spans lines, so the CUDA error line alone does not say NVLS.
+    sig("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast",
+                             "NVLink SHARP"),
        r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|Cuda failure 802"
-       r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed",
+       r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed"
+       r"|Failed to bind NVLink SHARP \(NVLS\) Multicast memory|configuration error in the Fabric Manager or NVSwitches",
        "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric is not ready (nvidia-fabricmanager missing, stopped or in error)",
        code="LOG033"),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),

@@ -1,0 +1,83 @@
+"""Public failure threads, round 9 (fixtures/logs/threads/*/PROVENANCE.md names each thread).
+
+Messages whose meaning is spread over lines or left to a code: NCCL's NVLS bind warning, which names the fabric
+manager on a line of its own after the CUDA error; NCCL's "invalid argument" at start-up, which its init returns for a
+rank outside the world size (a launch that starts more processes than the job declares); and a watchdog timeout
+after a program's own "Saving ... checkpoint" line (a rank busy saving, not a hang in the library). Each rule row has
+a real line and a near-miss that must not match; the fixtures run through `commdoctor logs --json` as a user would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs import test_threads as round1
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # transport/nvls.cc: "Failed to bind NVLink SHARP (NVLS) Multicast memory of size %zu ...: CUDA error %d '%s'.\n
+    # This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches." The advice to
+    # disable NVLS on its own is not the failure.
+    ("fabric_not_ready", "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:",  # pytorch/ci-infra#541
+     "NCCL INFO NVLS multicast support is available on dev 0 (NVLS_NCHANNELS 16)"),
+    ("fabric_not_ready", "This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.",
+     "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future."),
+    # init.cc: WARN("Invalid rank requested : %d/%d", myrank, nranks); a rank inside the range is NCCL's init INFO.
+    ("nccl_rank_range", "n1:4242:4242 [0] init.cc:1702 NCCL WARN Invalid rank requested : 5/2",
+     "n1:4242:4300 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 1 nranks 2 cudaDev 1 busId 1b000 - Init COMPLETE"),
+    # ncclGetErrorString(ncclInvalidArgument) as torch quotes it; a CUDA call's 'invalid argument' is another failure.
+    ("nccl_invalid_argument", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/../c10d/NCCLUtils.hpp:82, invalid "
+     "argument, NCCL version 2.4.8",  # facebookresearch/ParlAI#3084
+     "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"),  # NVIDIA/nccl#1562
+    # A program's own checkpoint-save line; loading one is not a rank busy while the others wait.
+    ("busy_hint", "2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs",
+     "2026-02-18 10:28:25,496 - root - INFO - Loaded latest checkpoint from /ckpt/latest.tar"),  # ai2cm/ace#851
+    # DeepSpeed's engine before torch.save of a tag.
+    ("busy_hint", "[2024-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint global_step500 "
+     "is about to be saved!",
+     "[2024-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] Checkpoint global_step500 loaded"),
+]
+
+FIXTURES = [
+    # (slug, first cause, causes that must be among the first three)
+    # NVLS bind failure quoted over three lines: the fabric manager, the bare CUDA failure after it.
+    ("ci-infra-541-nvls-bind-401-fm-off", "fabric_manager_nvls", ()),
+    # 16 srun tasks for a world size of 2: NCCL's invalid argument at start-up read as the launch.
+    ("parlai-3084-world-size-2-of-16-tasks", "launcher_misconfig", ("other",)),
+    # A watchdog timeout one timeout after "Saving latest checkpoint": the saving rank is late; a library hang second.
+    ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+@pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
+def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
+    round1.check_fixture(slug, first, top3)
+
+
+def test_invalid_argument_after_collectives_ran_is_not_read_as_the_launch(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # collectives completed: a bad root or buffer of a later call, not the rank range
+    p.write_text("".join(f"[rank0]:[I ProcessGroupNCCL.cpp:1] [Rank 0] WorkNCCL(SeqNum={i}, OpType=ALLREDUCE) completed\n"
+                         for i in range(1, 4))
+                 + "[rank0]:[E ProcessGroupNCCL.cpp:2] [Rank 0] Watchdog caught collective operation timeout: "
+                   "WorkNCCL(SeqNum=40, OpType=BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600100 "
+                   "milliseconds before timing out.\n"
+                 + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1296, invalid argument, NCCL version 2.10.3\n")
+    assert "launcher_misconfig" not in [f["cause"] for f in diagnose_file(p)["findings"]][:1]
+
+
+def test_invalid_argument_gives_way_to_a_named_cause(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # the rank-range WARN itself is the finding; the bare code adds no second guess
+    p.write_text("n1:42:42 [0] init.cc:1702 NCCL WARN Invalid rank requested : 3/2\n"
+                 "RuntimeError: NCCL error in: NCCLUtils.hpp:82, invalid argument, NCCL version 2.18.1\n")
+    fs = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert fs[0]["cause"] == "launcher_misconfig" and "rank 3 of a world of 2" in fs[0]["title"]
+    assert sum(1 for f in fs if f["code"] == "LOG066") == 1
