@@ -150,6 +150,19 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                      alts=[("nccl_internal_bug", "if every host has that interface, rerun with NCCL_DEBUG=WARN: the WARN "
                                                  "line before the internal error names the failing check")])]
     vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
+    if vers and all(v.startswith("2.18") for v in vers) and _network_failed_early(m, found):
+        # 2.18 returned ncclInternalError where other releases return ncclSystemError/ncclRemoteError: read it as the
+        # bare system error is read (LOG028), with NCCL's own defect as the alternative.
+        return [cand("LOG028", "wrong_interface", 8, hs, params={
+            "what": "NCCL 2.18 reported an 'internal error', which is how 2.18 reports a failed network call, before any "
+                    "collective completed"},
+            detail="NCCL 2.18 returns ncclInternalError for network calls that fail (its maintainers: with 2.18 all "
+                   "network errors are reported as 'internal error'; 2.19 names them). At start-up the failing call is "
+                   "most often a socket over an interface the peer cannot reach.",
+            alts=[("nccl_internal_bug", "if NCCL_DEBUG=WARN shows no failed socket or IB call before it, it is a check "
+                                        "inside NCCL: another release (2.19+) either works or names the error"),
+                  ("firewall_or_port_blocked", "a firewall dropping NCCL's ports fails the same sockets"),
+                  ("peer_process_died", "a peer that exited without its log in view leaves the same error")])]
     alts = [("other", "NCCL also returns 'internal error' for setups it rejects (topology files, plugins): rerun with "
                       "NCCL_DEBUG=INFO to see the WARN line before it")]
     if any(v.startswith("2.18") for v in vers):

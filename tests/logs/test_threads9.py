@@ -50,6 +50,8 @@ FIXTURES = [
     ("parlai-3084-world-size-2-of-16-tasks", "launcher_misconfig", ("other",)),
     # A watchdog timeout one timeout after "Saving latest checkpoint": the saving rank is late; a library hang second.
     ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
+    # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
+    ("rhkb-2-18-internal-error-multinode-ifname", "wrong_interface", ("nccl_internal_bug",)),
 ]
 
 
@@ -81,3 +83,25 @@ def test_invalid_argument_gives_way_to_a_named_cause(tmp_path: Path) -> None:
     fs = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert fs[0]["cause"] == "launcher_misconfig" and "rank 3 of a world of 2" in fs[0]["title"]
     assert sum(1 for f in fs if f["code"] == "LOG066") == 1
+
+
+INTERNAL = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, "
+            "internal error - please report this issue to the NCCL developers, NCCL version {v}\n")
+
+
+@pytest.mark.parametrize("version, first", [("2.18.1", "wrong_interface"),  # NVIDIA/nccl#1092's title
+                                            ("2.19.3", "nccl_internal_bug"), ("2.21.5", "nccl_internal_bug")])
+def test_bare_internal_error_is_a_network_call_only_in_nccl_2_18(tmp_path: Path, version: str, first: str) -> None:
+    p = tmp_path / "rank0.log"  # 2.18 returned ncclInternalError for failed network calls; 2.19+ names them
+    p.write_text(INTERNAL.format(v=version))
+    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert causes[0] == first
+    if first == "wrong_interface":  # the library's own defect stays the alternative
+        assert "nccl_internal_bug" in causes[:3]
+
+
+def test_nccl_2_18_internal_error_after_an_oom_stays_behind_the_oom(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # another rule names the cause: the 2.18 reading adds no network guess above it
+    p.write_text("n1:42:50 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n" + INTERNAL.format(v="2.18.1"))
+    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert causes[0] == "cuda_oom" and "wrong_interface" not in causes[:1]
