@@ -27,7 +27,8 @@ ROWS = [
     ("fabric_not_ready", "This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.",
      "Disable NVLS (NCCL_NVLS_ENABLE=0) if you wish to avoid this error in the future."),
     # init.cc: WARN("Invalid rank requested : %d/%d", myrank, nranks); a rank inside the range is NCCL's init INFO.
-    ("nccl_rank_range", "n1:4242:4242 [0] init.cc:1702 NCCL WARN Invalid rank requested : 5/2",
+    ("nccl_rank_range", "job-pytorch-distr-nccl-1612503130-4b919e08-worker-1:25:25 [0] init.cc:981 NCCL WARN Invalid "
+     "rank requested : 2/2",  # Azure/AML-Kubernetes#58
      "n1:4242:4300 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 1 nranks 2 cudaDev 1 busId 1b000 - Init COMPLETE"),
     # ncclGetErrorString(ncclInvalidArgument) as torch quotes it; a CUDA call's 'invalid argument' is another failure.
     ("nccl_invalid_argument", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/../c10d/NCCLUtils.hpp:82, invalid "
@@ -48,6 +49,8 @@ FIXTURES = [
     ("ci-infra-541-nvls-bind-401-fm-off", "fabric_manager_nvls", ()),
     # 16 srun tasks for a world size of 2: NCCL's invalid argument at start-up read as the launch.
     ("parlai-3084-world-size-2-of-16-tasks", "launcher_misconfig", ("other",)),
+    # NCCL's own rank-range WARN on a Kubernetes worker: the job numbered a worker 2 in a world of 2.
+    ("amlk8s-58-invalid-rank-2-of-2", "launcher_misconfig", ()),
     # A watchdog timeout one timeout after "Saving latest checkpoint": the saving rank is late; a library hang second.
     ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
     # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
