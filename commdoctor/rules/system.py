@@ -184,6 +184,21 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _fm_down(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The fabric manager service is not running. systemd's 'Active: failed|inactive' line names no unit, so it
+    counts only when the nearest unit header above it (a few lines up, same file) is nvidia-fabricmanager.service."""
+    heads = hits(m, "systemd_unit_header")
+    keep = []
+    for h in hs:
+        if h.groups.get("active") is None:
+            keep.append(h)
+            continue
+        above = [u for u in heads if u.ev.source == h.ev.source and 0 < h.ev.line - u.ev.line <= 6]
+        if above and max(above, key=lambda u: u.ev.line).groups.get("unit") == "nvidia-fabricmanager":
+            keep.append(h)
+    return [cand("LOG033", "fabric_manager_nvls", 1, keep)] if keep else []
+
+
 def _memlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RDMA ran out of locked memory; ``ulimit -a`` printing 64 kB or less says why even without the failure."""
     lim = [h for h in hits(m, "memlock_limit") if (h.groups.get("kb") or "").isdigit() and len(h.groups["kb"].lstrip("0")) <= 5 and int(h.groups["kb"]) <= 65536]
@@ -458,6 +473,25 @@ SIGNATURES = (
        r"|Failed to bind NVLink SHARP \(NVLS\) Multicast memory|configuration error in the Fabric Manager or NVSwitches",
        "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric is not ready (nvidia-fabricmanager missing, stopped or in error)",
        code="LOG033"),
+    # The fabric manager's own output. nv-fabricmanager refuses to start when its interface version differs from
+    # the loaded driver's ("fabric manager NVIDIA GPU driver interface version %s don't match with driver version %s.
+    # Please update with matching NVIDIA driver package."; later "doesn't"); systemd then records the unit's exit
+    # ("nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE", "Failed with result
+    # 'exit-code'", and in `systemctl status` the ExecStart line's "(code=exited, status=1/FAILURE)" and "Active: failed").
+    # Without it NVSwitch systems cannot run CUDA across GPUs (802 'system not yet initialized', NVLS failures).
+    ctx("systemd_unit_header", (".service - ",), r"^\W{0,4}(?P<unit>[\w@.\-]{1,100})\.service - ",
+        "the header of a unit in `systemctl status` output"),
+    sig("fabric_manager_down", ("match with driver version", "nvidia-fabricmanager.service:", "nv-fabricmanager", "Active: "),
+       r"GPU driver interface version \S{1,40} do(?:n't|esn't|n\u2019t) match with driver version"
+       r"|nvidia-fabricmanager\.service: (?:(?:Main|Control) process exited, code=exited, status=[1-9]\d{0,2}/FAILURE"
+       r"|Failed with result)"
+       r"|ExecStart=\S{0,200}nv-fabricmanager\b[^\n]{0,300}\(code=exited, status=[1-9]\d{0,2}/FAILURE\)"
+       r"|^\s{0,12}Active: (?P<active>failed|inactive \(dead\))",
+       "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric manager service is not running (it failed to start or stopped)",
+       code="LOG033", build=_fm_down,
+       detail="nvidia-fabricmanager is not running. On NVSwitch systems (HGX/DGX A100, H100, H200) CUDA cannot use the "
+              "GPUs together without it: CUDA fails with 802 'system not yet initialized', NCCL's NVLS setup fails or "
+              "collectives hang. Its most common failure is a version differing from the driver's."),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
        r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
        "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",

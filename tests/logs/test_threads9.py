@@ -34,6 +34,17 @@ ROWS = [
     ("nccl_invalid_argument", "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/../c10d/NCCLUtils.hpp:82, invalid "
      "argument, NCCL version 2.4.8",  # facebookresearch/ParlAI#3084
      "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"),  # NVIDIA/nccl#1562
+    # nv-fabricmanager's start-up check against the loaded driver; the driver's own version banner is not it.
+    ("fabric_manager_down", "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface "
+     "version 550.127.05 don't match with driver version 550.120. Please update with matching NVIDIA driver package.",
+     "| NVIDIA-SMI 550.120                Driver Version: 550.120        CUDA Version: 12.4     |"),
+    # systemctl status: the unit's ExecStart exited non-zero (pytorch/pytorch#129749); a clean exit is not a failure.
+    ("fabric_manager_down", "    Process: 444114 ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/"
+     "fabricmanager.cfg (code=exited, status=1/FAILURE)",
+     "    Process: 444114 ExecStart=/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg "
+     "(code=exited, status=0/SUCCESS)"),
+    ("fabric_manager_down", "Aug 11 06:47:54 sprocket systemd[1]: nvidia-fabricmanager.service: Failed with result "
+     "'exit-code'.", "Aug 11 06:47:54 sprocket systemd[1]: Started NVIDIA fabric manager service."),
     # A program's own checkpoint-save line; loading one is not a rank busy while the others wait.
     ("busy_hint", "2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs",
      "2026-02-18 10:28:25,496 - root - INFO - Loaded latest checkpoint from /ckpt/latest.tar"),  # ai2cm/ace#851
@@ -53,6 +64,8 @@ FIXTURES = [
     ("amlk8s-58-invalid-rank-2-of-2", "launcher_misconfig", ()),
     # A watchdog timeout one timeout after "Saving latest checkpoint": the saving rank is late; a library hang second.
     ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
+    # `systemctl status nvidia-fabricmanager` showing the unit failed: the fabric manager is down.
+    ("pytorch-129749-fm-failed-systemctl", "fabric_manager_nvls", ()),
     # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
     ("rhkb-2-18-internal-error-multinode-ifname", "wrong_interface", ("nccl_internal_bug",)),
 ]
@@ -108,3 +121,21 @@ def test_nccl_2_18_internal_error_after_an_oom_stays_behind_the_oom(tmp_path: Pa
     p.write_text("n1:42:50 [0] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n" + INTERNAL.format(v="2.18.1"))
     causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
     assert causes[0] == "cuda_oom" and "wrong_interface" not in causes[:1]
+
+
+STATUS = ("\u25cf {unit}.service - {desc}\n"
+          "     Loaded: loaded (/lib/systemd/system/{unit}.service; enabled; vendor preset: enabled)\n"
+          "     Active: {state} since Mon 2024-07-01 14:43:57 UTC; 5s ago\n")
+
+
+def test_systemd_active_line_counts_only_under_the_fabric_manager_unit(tmp_path: Path) -> None:
+    down = tmp_path / "down.log"
+    down.write_text(STATUS.format(unit="nvidia-fabricmanager", desc="NVIDIA fabric manager service",
+                                  state="failed (Result: exit-code)"))
+    assert [f["cause"] for f in diagnose_file(down)["findings"]][:1] == ["fabric_manager_nvls"]
+    other = tmp_path / "other.log"  # the fabric manager runs; another unit (persistenced) failed: not the fabric
+    other.write_text(STATUS.format(unit="nvidia-fabricmanager", desc="NVIDIA fabric manager service",
+                                   state="active (running)")
+                     + STATUS.format(unit="nvidia-persistenced", desc="NVIDIA Persistence Daemon",
+                                     state="failed (Result: exit-code)"))
+    assert "fabric_manager_nvls" not in [f["cause"] for f in diagnose_file(other)["findings"]]
