@@ -144,6 +144,16 @@ def _srun_task_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  params={"what": f"srun reports task(s) {group(hs, 'tasks') or '?'} on {group(hs, 'node') or '?'} "
                                  f"ended by a signal ({group(hs, 'sig') or '?'})"})]
 
+def _slots_what(hs: list[Any]) -> dict[str, Any]:
+    n = group(hs, "n")
+    if n:
+        return {"what": f"{n} processes requested, more than the hosts or the allocation offer"}
+    if any("node configuration" in h.ev.text or "generic resource" in h.ev.text for h in hs):
+        return {"what": "Slurm cannot place the step or allocation as requested (node configuration or GPUs/gres that "
+                        "the partition or the job's allocation does not have)"}
+    return {"what": "more processes requested than the hosts or the allocation offer"}
+
+
 SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
     # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
@@ -205,9 +215,16 @@ SIGNATURES = (
        r"|Process number should not be larger than total available slots"
        r"|Unable to create (?:job )?step(?: for job \d{1,12})?: More processors requested than permitted",
        "launcher_misconfig", ROOT, 1, "the launcher was asked for more processes than the hosts or allocation offer",
-       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'n')} processes requested, more than the hosts or the "
-                                                 "allocation offer" if group(hs, "n") else "more processes requested "
-                                                 "than the hosts or the allocation offer"}),
+       code="LOG066", params=_slots_what),
+    # Slurm's slurm_strerror for a step or an allocation no node can satisfy as asked (ESLURM_REQUESTED_NODE_CONFIG_
+    # UNAVAILABLE "Requested node configuration is not available", ESLURM_INVALID_GRES "Invalid generic resource (gres)
+    # specification"), as srun/salloc print it: the request (GPUs, CPUs or memory per task, gres names) does not match
+    # the partition's nodes or the job's allocation. A request that waits for busy nodes is not this.
+    sig("slurm_unsatisfiable", ("Requested node configuration is not available", "Invalid generic resource"),
+       r"Unable to (?:create (?:job )?step(?: for job [\w.]{1,20})?|allocate resources): (?:Requested node configuration "
+       r"is not available|Invalid generic resource \(gres\) specification)",
+       "launcher_misconfig", ROOT, 1, "Slurm cannot place the step or allocation as requested",
+       code="LOG066", params=_slots_what),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).

@@ -505,6 +505,16 @@ SIGNATURES = (
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",
        code="LOG037", params=lambda hs: {"what": "the GPU reported a hardware error"}),
+    # nvidia-smi when NVML enumerates a board but cannot open it: "Unable to determine the device handle for GPU<id>
+    # [: <bus id>]: Unknown Error". The board stopped answering (Xid 79, fallen off the bus), or the driver module
+    # did not come up for it after a driver or kernel update.
+    sig("gpu_handle_lost", ("device handle for GPU",),
+       r"Unable to determine the device handle for GPU ?[\w:.]{0,20}(?:: [\dA-Fa-f]{4,8}:[\dA-Fa-f]{2}:[\dA-Fa-f]{2}\.\d)?"
+       r": (?:Unknown Error|GPU is lost)",
+       "hardware_fault", ROOT, 2, "nvidia-smi cannot reach a GPU it lists (the board stopped answering)",
+       code="LOG037", params=lambda hs: {"what": "a GPU no longer answers the driver (nvidia-smi cannot get its handle)"},
+       alts=[("driver_cuda_mismatch", "right after a driver or kernel update the module may not have loaded for the "
+                                      "board (secure boot, DKMS): dmesg | grep NVRM says which")]),
     sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error"),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|cudaError\w+",
        "other", ROOT, 5, "a CUDA call inside NCCL failed",

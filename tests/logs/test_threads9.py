@@ -45,6 +45,36 @@ ROWS = [
      "(code=exited, status=0/SUCCESS)"),
     ("fabric_manager_down", "Aug 11 06:47:54 sprocket systemd[1]: nvidia-fabricmanager.service: Failed with result "
      "'exit-code'.", "Aug 11 06:47:54 sprocket systemd[1]: Started NVIDIA fabric manager service."),
+    # Intel MPI's Hydra could not start its proxy on a node (Azure/az-hop#906; 2019's wording from firemodels/fds#8508);
+    # the launch arguments it prints before trying are not the failure (volcano-sh/volcano#2398).
+    ("hydra_bstrap", "[mpiexec@hb120v3-3] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll"
+     ".c:117): unable to run bstrap_proxy on hb120v3-3.internal.cloudapp.net (pid 12608, exit code 256)",
+     "[mpiexec@mpi-test-launcher-0] Launch arguments: /usr/bin/ssh -q -x mpi-test-worker-0.mpi-test /opt/intel/oneapi/mpi/"
+     "2021.6.0//bin//hydra_bstrap_proxy --upstream-host mpi-test-launcher-0 --upstream-port 42983 --pgid 0"),
+    ("hydra_bstrap", "mpiexec@machine1] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:"
+     "114): unable to run proxy on machine2.eu.airbus.corp (pid 39814)",
+     "[mpiexec@machine1] main (../../../../../src/pm/i_hydra/mpiexec/mpiexec.c:1881): running the job"),
+    # UCX could not attach a peer's shared-memory segment (openucx/ucx#8511; the /proc link refused in a container,
+    # openucx/ucx#4511); a peer with no transport at all is the unreachable row's.
+    ("ucx_shm_attach", "[1665173472.252818] [slurm-slehpc15-james-hpc-pg0-12:44314:0]           mm_ep.c:159  UCX  ERROR   "
+     "mm ep failed to connect to remote FIFO id 0xa0000: Shared memory error",
+     "[slurm-slehpc15-james-hpc-pg0-12:44311] pml_ucx.c:419  Error: ucp_ep_create(proc=502) failed: Destination is "
+     "unreachable"),
+    ("ucx_shm_attach", "[1688710000.495329] [c7:2019617:0]       mm_posix.c:195  UCX  ERROR open(file_name=/proc/2019618/"
+     "fd/20 flags=0x0) failed: Permission denied",
+     "[1688710000.495329] [c7:2019617:0]       mm_posix.c:195  UCX  ERROR open(file_name=/dev/shm/ucx_shm_posix_7a "
+     "flags=0x0) failed: No such file or directory"),
+    # Slurm's step request the allocation cannot satisfy (radical-cybertools/radical.pilot#2109); busy nodes are
+    # a wait, not a wrong request.
+    ("slurm_unsatisfiable", "srun: error: Unable to create step for job XXXX: Requested node configuration is not available",
+     "srun: error: Unable to create step for job 4321: Requested nodes are busy"),
+    ("slurm_unsatisfiable", "srun: error: Unable to create step for job XXXX: Invalid generic resource (gres) specification",
+     "srun: error: Unable to create step for job XXXX: Job/step already completing or completed"),
+    # nvidia-smi cannot open a board it lists; "No devices were found" is another state.
+    ("gpu_handle_lost", "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error",
+     "No devices were found"),
+    ("gpu_handle_lost", "Unable to determine the device handle for GPU0000:08:00.0: Unknown Error",
+     "Unable to determine the device handle for GPU0000:08:00.0: Not Supported"),
     # A program's own checkpoint-save line; loading one is not a rank busy while the others wait.
     ("busy_hint", "2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs",
      "2026-02-18 10:28:25,496 - root - INFO - Loaded latest checkpoint from /ckpt/latest.tar"),  # ai2cm/ace#851
@@ -139,3 +169,13 @@ def test_systemd_active_line_counts_only_under_the_fabric_manager_unit(tmp_path:
                      + STATUS.format(unit="nvidia-persistenced", desc="NVIDIA Persistence Daemon",
                                      state="failed (Result: exit-code)"))
     assert "fabric_manager_nvls" not in [f["cause"] for f in diagnose_file(other)["findings"]]
+
+
+def test_ucx_shared_memory_error_is_not_read_as_an_unreachable_peer(tmp_path: Path) -> None:
+    p = tmp_path / "rank.log"  # openucx/ucx#8511: the endpoint failed on the shared-memory segment, not the network
+    p.write_text("[1665173472.252802] [slurm-slehpc15-james-hpc-pg0-12:44314:0]         mm_sysv.c:56   UCX  ERROR   "
+                 "shmat(shmid=655360) failed: Invalid argument\n"
+                 "[slurm-slehpc15-james-hpc-pg0-12:44311] pml_ucx.c:419  Error: ucp_ep_create(proc=502) failed: Shared "
+                 "memory error\n")
+    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert causes[0] == "shm_too_small" and "wrong_interface" not in causes
