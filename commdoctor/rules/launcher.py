@@ -247,6 +247,13 @@ SIGNATURES = (
               "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
     # slurmstepd: "*** JOB|STEP {id} ON {node} CANCELLED AT {time} [DUE TO TIME LIMIT|PREEMPTION|NODE FAILURE] ***";
     # srun: "srun: error: {node}: task(s) {ids}: {strsignal}" for tasks a signal ended (Killed, Terminated, ...).
+    # srun's node-fail handler: error("Node failure on %s", nodelist) when slurmctld reports a node of the step down
+    # (the same loss slurmstepd reports as "CANCELLED ... DUE TO NODE FAILURE").
+    sig("srun_node_fail", ("Node failure on",), r"srun: error: Node failure on (?P<node>[\w.\-\[\],]{1,255})",
+       "hardware_fault", ROOT, 3, "Slurm lost a node of the job (srun: Node failure)",
+       code="LOG037", params=lambda hs: {"what": f"Slurm lost node {group(hs, 'node') or '?'} (srun: Node failure)"},
+       alts=[("peer_process_died", "a node that rebooted or was taken down by an administrator is lost the same way: "
+                                   "sinfo -R / scontrol show node give Slurm's reason")]),
     sig("slurm_cancelled", ("CANCELLED AT",),
        r"\*\*\* (?:JOB|STEP) (?P<id>[\w.+]{1,40}) ON (?P<node>[\w.\-\[\],]{1,255}) CANCELLED AT \S{1,40}"
        r"(?: DUE TO (?P<why>TIME LIMIT|PREEMPTION|NODE FAILURE))?",

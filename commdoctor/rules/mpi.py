@@ -207,6 +207,15 @@ SIGNATURES = (
               "container without sshd, use I_MPI_HYDRA_BOOTSTRAP=fork on one node or the scheduler's launcher.",
        alts=[("rendezvous_unreachable", "if ssh works, the node may not reach back to the launcher's host "
                                         "(-iface / I_MPI_HYDRA_IFACE pins the interface)")]),
+    # Open MPI's help-orterun.txt (and MS-MPI, PRRTE): "mpirun was unable to launch the specified application as it
+    # could not access / or execute an executable:" (or "could not find an executable:"), then "Executable: PATH" and
+    # "Node: HOST": the program is missing or not executable at that path on that node (installs that differ between
+    # nodes, a relative path from another working directory, a file system not mounted there).
+    sig("mpi_exec_missing", ("unable to launch the specified application",),
+       r"(?P<tool>mpirun|mpiexec|prterun|prun|orterun) was unable to launch the specified application as it could",
+       "launcher_misconfig", ROOT, 1, "the MPI launcher could not find or execute the program on a node",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'tool') or 'mpirun'} could not find or execute the program "
+                                                 "on a node (a path or install that differs between nodes)"}),
     sig("hydra_connect", ("unable to connect from",),
        r"unable to connect from \"?(?P<src>[^\"\s]{1,255})\"? to \"?(?P<dst>[^\"\s]{1,255})\"? \((?P<err>[^)]{1,80})\)",
        "wrong_interface", ROOT, 2, "MPICH's launcher (Hydra) could not connect between nodes",

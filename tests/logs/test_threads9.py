@@ -70,6 +70,13 @@ ROWS = [
      "srun: error: Unable to create step for job 4321: Requested nodes are busy"),
     ("slurm_unsatisfiable", "srun: error: Unable to create step for job XXXX: Invalid generic resource (gres) specification",
      "srun: error: Unable to create step for job XXXX: Job/step already completing or completed"),
+    # Open MPI's help text when the program is missing on a node; the "N total processes failed to start" after it
+    # says how many, not why.
+    ("mpi_exec_missing", "mpirun was unable to launch the specified application as it could not access",
+     "8 total processes failed to start"),
+    # srun's node-fail handler; a task that exited on its own is not a lost node.
+    ("srun_node_fail", "srun: error: Node failure on jean-zay-iam37",  # a public training log, then "Job step aborted"
+     "srun: error: gpu-node-12: task 3: Exited with exit code 1"),
     # nvidia-smi cannot open a board it lists; "No devices were found" is another state.
     ("gpu_handle_lost", "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error",
      "No devices were found"),
