@@ -194,9 +194,9 @@ SIGNATURES = (
     # HOST (pid N, exit code M)" (2019: "unable to run proxy on HOST (pid N)"), then "error setting up the bootstrap
     # proxies" with its own list of reasons: the host is unavailable, or hydra_bstrap_proxy could not be launched
     # there (the ssh/rsh launcher failed, the binary is missing or not at the same path). Nothing of the job started.
-    sig("hydra_bstrap", ("unable to run bstrap_proxy", "unable to run proxy on", "setting up the boostrap proxies",
-                         "setting up the bootstrap proxies"),
-       r"unable to run (?:bstrap_)?proxy on (?P<host>[\w.\-:]{1,255})(?: \(pid \d{1,10}(?:, exit code (?P<code>\d{1,6}))?\))?"
+    sig("hydra_bstrap", ("unable to run bstrap_proxy", "Unable to run bstrap_proxy", "unable to run proxy on",
+                         "setting up the boostrap proxies", "setting up the bootstrap proxies"),
+       r"[Uu]nable to run (?:bstrap_)?proxy on (?P<host>[\w.\-:]{1,255})(?: \(pid \d{1,10}(?:, exit code (?P<code>\d{1,6}))?\))?"
        r"|error setting up the boo?tstrap proxies",
        "launcher_misconfig", ROOT, 2, "Intel MPI's launcher (Hydra) could not start its proxy on a node",
        code="LOG063", params=lambda hs: {"what": f"Intel MPI's Hydra could not start its bootstrap proxy on "

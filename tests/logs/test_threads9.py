@@ -51,6 +51,10 @@ ROWS = [
      ".c:117): unable to run bstrap_proxy on hb120v3-3.internal.cloudapp.net (pid 12608, exit code 256)",
      "[mpiexec@mpi-test-launcher-0] Launch arguments: /usr/bin/ssh -q -x mpi-test-worker-0.mpi-test /opt/intel/oneapi/mpi/"
      "2021.6.0//bin//hydra_bstrap_proxy --upstream-host mpi-test-launcher-0 --upstream-port 42983 --pgid 0"),
+    ("hydra_bstrap", "[mpiexec@runner-d8zbrqlyc-project-80-concurrent-0] Error: Unable to run bstrap_proxy on "
+     "localhost:2 (pid 13546, exit code 65280)",  # BLAST-WarpX/warpx#6980: no sshd in the CI container
+     "[mpiexec@runner-d8zbrqlyc-project-80-concurrent-0] Launch arguments: /usr/bin/ssh -q -x localhost "
+     "hydra_bstrap_proxy --upstream-host runner --upstream-port 40123"),
     ("hydra_bstrap", "mpiexec@machine1] check_exit_codes (../../../../../src/pm/i_hydra/libhydra/demux/hydra_demux_poll.c:"
      "114): unable to run proxy on machine2.eu.airbus.corp (pid 39814)",
      "[mpiexec@machine1] main (../../../../../src/pm/i_hydra/mpiexec/mpiexec.c:1881): running the job"),
@@ -103,6 +107,8 @@ FIXTURES = [
     ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
     # `systemctl status nvidia-fabricmanager` showing the unit failed: the fabric manager is down.
     ("pytorch-129749-fm-failed-systemctl", "fabric_manager_nvls", ()),
+    # Intel MPI's Hydra in a CI container without sshd: the launcher, not the program.
+    ("warpx-6980-impi-hydra-no-sshd", "launcher_misconfig", ()),
     # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
     ("rhkb-2-18-internal-error-multinode-ifname", "wrong_interface", ("nccl_internal_bug",)),
 ]
