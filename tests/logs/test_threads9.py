@@ -82,10 +82,10 @@ ROWS = [
     ("srun_node_fail", "srun: error: Node failure on jean-zay-iam37",  # a public training log, then "Job step aborted"
      "srun: error: gpu-node-12: task 3: Exited with exit code 1"),
     # nvidia-smi cannot open a board it lists; "No devices were found" is another state.
-    ("gpu_handle_lost", "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error",
-     "No devices were found"),
-    ("gpu_handle_lost", "Unable to determine the device handle for GPU0000:08:00.0: Unknown Error",
-     "Unable to determine the device handle for GPU0000:08:00.0: Not Supported"),
+    ("gpu_handle_lost", "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error",
+     "No devices were found"),  # NVIDIA/open-gpu-kernel-modules#387 (fixed by reseating the GPU)
+    ("gpu_handle_lost", "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",  # rwth-i6/returnn#1486
+     "Unable to determine the device handle for GPU0000:03:00.0: Not Supported"),
     # A program's own checkpoint-save line; loading one is not a rank busy while the others wait.
     ("busy_hint", "2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 complete epochs",
      "2026-02-18 10:28:25,496 - root - INFO - Loaded latest checkpoint from /ckpt/latest.tar"),  # ai2cm/ace#851
@@ -107,6 +107,8 @@ FIXTURES = [
     ("ace-851-rank0-checkpoint-watchdog", "collective_timeout_straggler", ("nccl_internal_bug",)),
     # `systemctl status nvidia-fabricmanager` showing the unit failed: the fabric manager is down.
     ("pytorch-129749-fm-failed-systemctl", "fabric_manager_nvls", ()),
+    # nvidia-smi cannot open a GPU that fell off the bus (reseated to fix).
+    ("ogkm-387-gpu-off-bus-reseat", "hardware_fault", ()),
     # Intel MPI's Hydra in a CI container without sshd: the launcher, not the program.
     ("warpx-6980-impi-hydra-no-sshd", "launcher_misconfig", ()),
     # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
