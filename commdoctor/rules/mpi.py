@@ -60,6 +60,23 @@ def _ucx_devices(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _ucx_shm_attach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A peer's shared-memory segment could not be attached. When UCX's posix transport was refused the peer's
+    /proc/PID/fd link, that refusal (a ptrace-access or PID-namespace rule, not the size of /dev/shm) explains the
+    'Shared memory error' lines too."""
+    proc = [h for h in hs if "/proc/" in h.ev.text]
+    if proc:
+        return [cand("LOG084", "other", 2, proc + [h for h in hs if h not in proc], alts=[
+            ("shm_too_small", "if UCX_POSIX_USE_PROC_LINK=n still fails, the ranks do not share /dev/shm (separate "
+                              "containers without --ipc=host) or it is full")])]
+    return [cand("LOG030", "shm_too_small", 2, hs,
+                 detail="UCX's shared-memory transport could not map a peer process's segment (Shared memory error). "
+                        "In containers this is a /dev/shm that is private, too small or not shared between the ranks' "
+                        "containers (run with --ipc=host, or one container per node).",
+                 alts=[("other", "if /dev/shm has room and is shared, the kernel's or container's ptrace/PID-namespace "
+                                 "policy refuses the mapping: UCX_POSIX_USE_PROC_LINK=n, or UCX_TLS without posix")])]
+
+
 def _ucx_unreachable(hs: list[Any]) -> dict[str, Any]:
     what = next((f"no {h.groups['what']} transport to {h.groups.get('peer') or 'a peer'}" for h in hs if h.groups.get("what")),
                 "Destination is unreachable")
@@ -252,13 +269,7 @@ SIGNATURES = (
        r"|shmat\(shmid=\d{1,12}\) failed"
        r"|open\(file_name=/proc/\d{1,10}/fd/\d{1,6} flags=\S{1,12}\) failed: Permission denied",
        "shm_too_small", ROOT, 2, "UCX could not attach another process's shared-memory segment",
-       code="LOG030",
-       detail="UCX's shared-memory transport could not map a peer process's segment (Shared memory error). In "
-              "containers this is /dev/shm that is private, too small or not shared between the ranks' containers "
-              "(run with --ipc=host, or one container per node); where the posix transport opens the peer's "
-              "/proc/PID/fd link and is refused, UCX_POSIX_USE_PROC_LINK=n avoids the link.",
-       alts=[("other", "if /dev/shm has room and is shared, the kernel's or container's ptrace/PID-namespace policy "
-                       "refuses the /proc link UCX uses: UCX_POSIX_USE_PROC_LINK=n, or UCX_TLS without posix")]),
+       build=_ucx_shm_attach),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
        r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
@@ -326,6 +337,10 @@ CODES = (
     Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
          "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
          cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG084", "ucx-proc-link-denied", E, "UCX was refused another rank's shared memory through /proc (permission denied)",
+         "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
+         "one container / PID namespace (--pid=host --ipc=host)",
+         cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
     Code("LOG083", "mpi-cma-denied", E, "the kernel refused Open MPI's cross-process memory copy (CMA, EPERM)",
          "Allow process_vm_readv in the container (docker run --cap-add=SYS_PTRACE, or a seccomp profile that permits "
          "it), or turn single-copy off: --mca btl_vader_single_copy_mechanism none (Open MPI 5: --mca smsc ^cma)",

@@ -109,6 +109,10 @@ FIXTURES = [
     ("pytorch-129749-fm-failed-systemctl", "fabric_manager_nvls", ()),
     # nvidia-smi cannot open a GPU that fell off the bus (reseated to fix).
     ("ogkm-387-gpu-off-bus-reseat", "hardware_fault", ()),
+    # UCX refused a peer's /proc link inside apptainer: that refusal, not /dev/shm's size or the network.
+    ("ucx-4511-apptainer-proc-link", "other", ("shm_too_small",)),
+    # srun rejecting steps the allocation cannot satisfy (gres, node configuration).
+    ("radicalpilot-2109-srun-gres-node-config", "launcher_misconfig", ()),
     # Intel MPI's Hydra in a CI container without sshd: the launcher, not the program.
     ("warpx-6980-impi-hydra-no-sshd", "launcher_misconfig", ()),
     # NCCL 2.18's bare "internal error" on two machines: 2.18 reports failed network calls this way.
@@ -194,3 +198,16 @@ def test_ucx_shared_memory_error_is_not_read_as_an_unreachable_peer(tmp_path: Pa
                  "memory error\n")
     causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
     assert causes[0] == "shm_too_small" and "wrong_interface" not in causes
+
+
+def test_ucx_proc_link_refusal_explains_the_shared_memory_error(tmp_path: Path) -> None:
+    p = tmp_path / "rank.log"  # openucx/ucx#4511: ranks in an apptainer container; UCX_POSIX_USE_PROC_LINK=n worked
+    p.write_text("[1688710000.495329] [c7:2019617:0]       mm_posix.c:195  UCX  ERROR open(file_name=/proc/2019618/fd/20 "
+                 "flags=0x0) failed: Permission denied\n"
+                 "[1688710000.495363] [c7:2019617:0]          mm_ep.c:155  UCX  ERROR mm ep failed to connect to remote "
+                 "FIFO id 0xc0000005001ed122: Shared memory error\n"
+                 "[c7:2019617] ../../../../../ompi/mca/pml/ucx/pml_ucx.c:424  Error: ucp_ep_create(proc=1) failed: Shared "
+                 "memory error\n")
+    fs = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (fs[0]["code"], fs[0]["cause"]) == ("LOG084", "other")
+    assert "wrong_interface" not in [f["cause"] for f in fs]
