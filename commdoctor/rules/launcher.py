@@ -144,6 +144,16 @@ def _srun_task_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  params={"what": f"srun reports task(s) {group(hs, 'tasks') or '?'} on {group(hs, 'node') or '?'} "
                                  f"ended by a signal ({group(hs, 'sig') or '?'})"})]
 
+def _slots_what(hs: list[Any]) -> dict[str, Any]:
+    n = group(hs, "n")
+    if n:
+        return {"what": f"{n} processes requested, more than the hosts or the allocation offer"}
+    if any("node configuration" in h.ev.text or "generic resource" in h.ev.text for h in hs):
+        return {"what": "Slurm cannot place the step or allocation as requested (node configuration or GPUs/gres that "
+                        "the partition or the job's allocation does not have)"}
+    return {"what": "more processes requested than the hosts or the allocation offer"}
+
+
 SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
     # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
@@ -189,6 +199,14 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var', 'var2') or 'RANK'} is not set, so this process was not "
                                                  "started by a launcher (torchrun, srun, mpirun)"}),
+    # NCCL's ncclCommInitRank (init.cc) checks its arguments first: WARN("Invalid rank requested : %d/%d", myrank,
+    # nranks) and ncclInvalidArgument when a rank is not in 0..nranks-1 -- a process started with a rank beyond the
+    # world size the program passed (more tasks launched than the job declares, a rank offset applied twice).
+    sig("nccl_rank_range", ("Invalid rank requested",), r"Invalid rank requested : (?P<rank>-?\d{1,9})/(?P<n>-?\d{1,9})",
+       "launcher_misconfig", ROOT, 1, "a process asked NCCL for a rank outside the world size it was given",
+       code="LOG066", params=lambda hs: {"what": f"a process was given rank {group(hs, 'rank')} of a world of "
+                                                 f"{group(hs, 'n')}: more processes were launched than the world size "
+                                                 "the program declares"}),
     # Open MPI (help-orte-rmaps-base.txt): "There are not enough slots available in the system to satisfy the N slots
     # that were requested by the application"; horovodrun: "Process number should not be larger than total available
     # slots."; srun: "Unable to create step for job N: More processors requested than permitted".
@@ -197,9 +215,16 @@ SIGNATURES = (
        r"|Process number should not be larger than total available slots"
        r"|Unable to create (?:job )?step(?: for job \d{1,12})?: More processors requested than permitted",
        "launcher_misconfig", ROOT, 1, "the launcher was asked for more processes than the hosts or allocation offer",
-       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'n')} processes requested, more than the hosts or the "
-                                                 "allocation offer" if group(hs, "n") else "more processes requested "
-                                                 "than the hosts or the allocation offer"}),
+       code="LOG066", params=_slots_what),
+    # Slurm's slurm_strerror for a step or an allocation no node can satisfy as asked (ESLURM_REQUESTED_NODE_CONFIG_
+    # UNAVAILABLE "Requested node configuration is not available", ESLURM_INVALID_GRES "Invalid generic resource (gres)
+    # specification"), as srun/salloc print it: the request (GPUs, CPUs or memory per task, gres names) does not match
+    # the partition's nodes or the job's allocation. A request that waits for busy nodes is not this.
+    sig("slurm_unsatisfiable", ("Requested node configuration is not available", "Invalid generic resource"),
+       r"Unable to (?:create (?:job )?step(?: for job [\w.]{1,20})?|allocate resources): (?:Requested node configuration "
+       r"is not available|Invalid generic resource \(gres\) specification)",
+       "launcher_misconfig", ROOT, 1, "Slurm cannot place the step or allocation as requested",
+       code="LOG066", params=_slots_what),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).
@@ -222,6 +247,13 @@ SIGNATURES = (
               "loader workers, pinned buffers, a dataset read into memory); the other ranks' errors follow from it."),
     # slurmstepd: "*** JOB|STEP {id} ON {node} CANCELLED AT {time} [DUE TO TIME LIMIT|PREEMPTION|NODE FAILURE] ***";
     # srun: "srun: error: {node}: task(s) {ids}: {strsignal}" for tasks a signal ended (Killed, Terminated, ...).
+    # srun's node-fail handler: error("Node failure on %s", nodelist) when slurmctld reports a node of the step down
+    # (the same loss slurmstepd reports as "CANCELLED ... DUE TO NODE FAILURE").
+    sig("srun_node_fail", ("Node failure on",), r"srun: error: Node failure on (?P<node>[\w.\-\[\],]{1,255})",
+       "hardware_fault", ROOT, 3, "Slurm lost a node of the job (srun: Node failure)",
+       code="LOG037", params=lambda hs: {"what": f"Slurm lost node {group(hs, 'node') or '?'} (srun: Node failure)"},
+       alts=[("peer_process_died", "a node that rebooted or was taken down by an administrator is lost the same way: "
+                                   "sinfo -R / scontrol show node give Slurm's reason")]),
     sig("slurm_cancelled", ("CANCELLED AT",),
        r"\*\*\* (?:JOB|STEP) (?P<id>[\w.+]{1,40}) ON (?P<node>[\w.\-\[\],]{1,255}) CANCELLED AT \S{1,40}"
        r"(?: DUE TO (?P<why>TIME LIMIT|PREEMPTION|NODE FAILURE))?",

@@ -60,6 +60,23 @@ def _ucx_devices(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _ucx_shm_attach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A peer's shared-memory segment could not be attached. When UCX's posix transport was refused the peer's
+    /proc/PID/fd link, that refusal (a ptrace-access or PID-namespace rule, not the size of /dev/shm) explains the
+    'Shared memory error' lines too."""
+    proc = [h for h in hs if "/proc/" in h.ev.text]
+    if proc:
+        return [cand("LOG084", "other", 2, proc + [h for h in hs if h not in proc], alts=[
+            ("shm_too_small", "if UCX_POSIX_USE_PROC_LINK=n still fails, the ranks do not share /dev/shm (separate "
+                              "containers without --ipc=host) or it is full")])]
+    return [cand("LOG030", "shm_too_small", 2, hs,
+                 detail="UCX's shared-memory transport could not map a peer process's segment (Shared memory error). "
+                        "In containers this is a /dev/shm that is private, too small or not shared between the ranks' "
+                        "containers (run with --ipc=host, or one container per node).",
+                 alts=[("other", "if /dev/shm has room and is shared, the kernel's or container's ptrace/PID-namespace "
+                                 "policy refuses the mapping: UCX_POSIX_USE_PROC_LINK=n, or UCX_TLS without posix")])]
+
+
 def _ucx_unreachable(hs: list[Any]) -> dict[str, Any]:
     what = next((f"no {h.groups['what']} transport to {h.groups.get('peer') or 'a peer'}" for h in hs if h.groups.get("what")),
                 "Destination is unreachable")
@@ -190,6 +207,32 @@ SIGNATURES = (
        r"|has lost communication with a remote daemon)",
        "launcher_misconfig", ROOT, 3, "mpirun's runtime could not start or reach its daemons on the other nodes",
        build=_daemons),
+    # Intel MPI's Hydra (i_hydra/libhydra/demux/hydra_demux_poll.c check_exit_codes): "unable to run bstrap_proxy on
+    # HOST (pid N, exit code M)" (2019: "unable to run proxy on HOST (pid N)"), then "error setting up the bootstrap
+    # proxies" with its own list of reasons: the host is unavailable, or hydra_bstrap_proxy could not be launched
+    # there (the ssh/rsh launcher failed, the binary is missing or not at the same path). Nothing of the job started.
+    sig("hydra_bstrap", ("unable to run bstrap_proxy", "Unable to run bstrap_proxy", "unable to run proxy on",
+                         "setting up the boostrap proxies", "setting up the bootstrap proxies"),
+       r"[Uu]nable to run (?:bstrap_)?proxy on (?P<host>[\w.\-:]{1,255})(?: \(pid \d{1,10}(?:, exit code (?P<code>\d{1,6}))?\))?"
+       r"|error setting up the boo?tstrap proxies",
+       "launcher_misconfig", ROOT, 2, "Intel MPI's launcher (Hydra) could not start its proxy on a node",
+       code="LOG063", params=lambda hs: {"what": f"Intel MPI's Hydra could not start its bootstrap proxy on "
+                                                 f"{group(hs, 'host') or 'a node'}"},
+       detail="Hydra starts a proxy on every node before any rank: when that fails (exit code 255 or 65280 is ssh's own "
+              "failure) the node is unreachable over the launcher, passwordless ssh is missing, or hydra_bstrap_proxy "
+              "is not installed at the same path there. Run `ssh NODE hostname` from the first node; inside a "
+              "container without sshd, use I_MPI_HYDRA_BOOTSTRAP=fork on one node or the scheduler's launcher.",
+       alts=[("rendezvous_unreachable", "if ssh works, the node may not reach back to the launcher's host "
+                                        "(-iface / I_MPI_HYDRA_IFACE pins the interface)")]),
+    # Open MPI's help-orterun.txt (and MS-MPI, PRRTE): "mpirun was unable to launch the specified application as it
+    # could not access / or execute an executable:" (or "could not find an executable:"), then "Executable: PATH" and
+    # "Node: HOST": the program is missing or not executable at that path on that node (installs that differ between
+    # nodes, a relative path from another working directory, a file system not mounted there).
+    sig("mpi_exec_missing", ("unable to launch the specified application",),
+       r"(?P<tool>mpirun|mpiexec|prterun|prun|orterun) was unable to launch the specified application as it could",
+       "launcher_misconfig", ROOT, 1, "the MPI launcher could not find or execute the program on a node",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'tool') or 'mpirun'} could not find or execute the program "
+                                                 "on a node (a path or install that differs between nodes)"}),
     sig("hydra_connect", ("unable to connect from",),
        r"unable to connect from \"?(?P<src>[^\"\s]{1,255})\"? to \"?(?P<dst>[^\"\s]{1,255})\"? \((?P<err>[^)]{1,80})\)",
        "wrong_interface", ROOT, 2, "MPICH's launcher (Hydra) could not connect between nodes",
@@ -215,13 +258,25 @@ SIGNATURES = (
        code="LOG030",
        alts=[("rlimit_memlock", "if /dev/shm has room (df -h /dev/shm), the segment's registration can be what failed: "
                                 "check ulimit -l inside the job")]),
+    # The other process's segment could not be attached: mm_ep.c "mm ep failed to connect to remote FIFO id 0x%lx: %s"
+    # and pml_ucx "ucp_ep_create(proc=%d) failed: %s" with ucs_status_string(UCS_ERR_SHMEM_SEGMENT) = "Shared memory
+    # error", after mm_sysv "shmat(shmid=%d) failed" or mm_posix "open(file_name=/proc/PID/fd/N ...) failed" (the
+    # posix transport opens the peer's segment through its /proc link; openucx/ucx#4224: ranks in containers or PID
+    # namespaces that cannot see each other, worked around by UCX_POSIX_USE_PROC_LINK=n). Not a network fault.
+    sig("ucx_shm_attach", ("Shared memory error", "shmat(", "open(file_name=/proc/"),
+       r"mm ep failed to connect to remote FIFO id \S{1,40}: Shared memory error"
+       r"|ucp_ep_create\([^)]{0,40}\) failed: Shared memory error"
+       r"|shmat\(shmid=\d{1,12}\) failed"
+       r"|open\(file_name=/proc/\d{1,10}/fd/\d{1,6} flags=\S{1,12}\) failed: Permission denied",
+       "shm_too_small", ROOT, 2, "UCX could not attach another process's shared-memory segment",
+       build=_ucx_shm_attach),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
        r"no usable transports/devices \(asked (?P<asked>[^)]{1,200})\)"
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
        "wrong_interface", ROOT, 1, "UCX_TLS / UCX_NET_DEVICES name transports or devices this host does not have",
        build=_ucx_devices),
     sig("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
-       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed"
+       r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed(?!: Shared memory error)"
        r"|Destination is unreachable",
        "wrong_interface", ROOT, 2, "UCX found no transport between two processes (no common reachable device)",
        code="LOG027", params=_ucx_unreachable,
@@ -282,6 +337,10 @@ CODES = (
     Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
          "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
          cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG084", "ucx-proc-link-denied", E, "UCX was refused another rank's shared memory through /proc (permission denied)",
+         "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
+         "one container / PID namespace (--pid=host --ipc=host)",
+         cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
     Code("LOG083", "mpi-cma-denied", E, "the kernel refused Open MPI's cross-process memory copy (CMA, EPERM)",
          "Allow process_vm_readv in the container (docker run --cap-add=SYS_PTRACE, or a seccomp profile that permits "
          "it), or turn single-copy off: --mca btl_vader_single_copy_mechanism none (Open MPI 5: --mca smsc ^cma)",

@@ -150,6 +150,19 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                      alts=[("nccl_internal_bug", "if every host has that interface, rerun with NCCL_DEBUG=WARN: the WARN "
                                                  "line before the internal error names the failing check")])]
     vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
+    if vers and all(v.startswith("2.18") for v in vers) and _network_failed_early(m, found):
+        # 2.18 returned ncclInternalError where other releases return ncclSystemError/ncclRemoteError: read it as the
+        # bare system error is read (LOG028), with NCCL's own defect as the alternative.
+        return [cand("LOG028", "wrong_interface", 8, hs, params={
+            "what": "NCCL 2.18 reported an 'internal error', which is how 2.18 reports a failed network call, before any "
+                    "collective completed"},
+            detail="NCCL 2.18 returns ncclInternalError for network calls that fail (its maintainers: with 2.18 all "
+                   "network errors are reported as 'internal error'; 2.19 names them). At start-up the failing call is "
+                   "most often a socket over an interface the peer cannot reach.",
+            alts=[("nccl_internal_bug", "if NCCL_DEBUG=WARN shows no failed socket or IB call before it, it is a check "
+                                        "inside NCCL: another release (2.19+) either works or names the error"),
+                  ("firewall_or_port_blocked", "a firewall dropping NCCL's ports fails the same sockets"),
+                  ("peer_process_died", "a peer that exited without its log in view leaves the same error")])]
     alts = [("other", "NCCL also returns 'internal error' for setups it rejects (topology files, plugins): rerun with "
                       "NCCL_DEBUG=INFO to see the WARN line before it")]
     if any(v.startswith("2.18") for v in vers):
@@ -239,6 +252,27 @@ def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                            "matched no interface on that host"),
                        ("launcher_misconfig", "ranks started with a world size or rank the others do not share are "
                                               "rejected the same way: NCCL_DEBUG=WARN prints the reason")])]
+
+
+def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's ncclInvalidArgument ("invalid argument") at start-up with its reason line not in the logs.
+
+    At communicator creation NCCL returns ncclInvalidArgument when the rank it is given is not in 0..nranks-1
+    (init.cc: WARN("Invalid rank requested : %d/%d")): processes started with ranks beyond the world size the
+    program passed, as when a launcher starts more tasks (srun --ntasks-per-node, torchrun --nproc-per-node) than the
+    job's own world-size setting. A collective's bad root or buffer gives the same code, but only once collectives
+    run; with none completed and nothing else named, the launch is the likeliest reading. A weak reading (tier 7):
+    any rule that names a cause comes first."""
+    hs = hits(m, "nccl_invalid_argument")
+    if not hs or not _network_failed_early(m, found):
+        return []
+    return [cand("LOG066", "launcher_misconfig", 7, hs, params={"what": "NCCL rejected an argument at start-up (invalid "
+                                                                       "argument) and the reason line is not in the logs"},
+                 detail="NCCL returns 'invalid argument' at communicator creation when a process's rank is not below "
+                        "the world size it was given. Compare the number of processes the launcher started with the "
+                        "world size the program uses; NCCL_DEBUG=WARN prints 'Invalid rank requested : rank/nranks'.",
+                 alts=[("other", "if collectives ran before, a collective called with a root or buffer NCCL rejects "
+                                 "(a program bug) gives the same code: NCCL_DEBUG=WARN names the argument")])]
 
 
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -565,6 +599,13 @@ SIGNATURES = (
     ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
         r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b",
         "NCCL's result code for a call it rejects (invalid usage), without the reason"),
+    # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
+    # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
+    # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
+    # Read by _invalid_argument when the reason line is missing.
+    ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
+        r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument",
+        "NCCL's result code for an argument it rejects (invalid argument), without the reason"),
     # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
     # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.
     ctx("net_plugin_loaded", ("Plugin Path :", "Loaded net plugin"),
@@ -636,6 +677,8 @@ SIGNATURES = (
 MODEL_RULES = (
     ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
               phase=PHASE_LAST),
+    ModelRule("nccl_invalid_argument", _invalid_argument, "NCCL's invalid-argument code at start-up with its reason "
+              "line missing", phase=PHASE_LAST),
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
               phase=PHASE_LAST),
     ModelRule("geforce_p2p_hang", _geforce_p2p_hang, "nccl-tests on GeForce RTX 40xx/50xx boards that never completes a size",

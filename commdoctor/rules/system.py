@@ -184,6 +184,21 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _fm_down(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The fabric manager service is not running. systemd's 'Active: failed|inactive' line names no unit, so it
+    counts only when the nearest unit header above it (a few lines up, same file) is nvidia-fabricmanager.service."""
+    heads = hits(m, "systemd_unit_header")
+    keep = []
+    for h in hs:
+        if h.groups.get("active") is None:
+            keep.append(h)
+            continue
+        above = [u for u in heads if u.ev.source == h.ev.source and 0 < h.ev.line - u.ev.line <= 6]
+        if above and max(above, key=lambda u: u.ev.line).groups.get("unit") == "nvidia-fabricmanager":
+            keep.append(h)
+    return [cand("LOG033", "fabric_manager_nvls", 1, keep)] if keep else []
+
+
 def _memlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RDMA ran out of locked memory; ``ulimit -a`` printing 64 kB or less says why even without the failure."""
     lim = [h for h in hits(m, "memlock_limit") if (h.groups.get("kb") or "").isdigit() and len(h.groups["kb"].lstrip("0")) <= 5 and int(h.groups["kb"]) <= 65536]
@@ -448,11 +463,35 @@ SIGNATURES = (
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032"),
-    sig("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast"),
+    # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
+    # of size %zu ... : CUDA error %d '%s'.\nThis is usually caused by a system or configuration error in the Fabric
+    # Manager or NVSwitches. ..."): the message spans lines, so the CUDA error line alone does not say NVLS.
+    sig("fabric_not_ready", ("not yet initialized", "SystemNotReady", "SYSTEM_NOT_READY", "failure 802", "abric", "ulticast",
+                             "NVLink SHARP"),
        r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|Cuda failure 802"
-       r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed",
+       r"|[Ff]abric ?[Mm]anager\w*.{0,60}(?:error|fail|not running|inactive)|NVLink fabric.{0,40}(?:not|fail)|cuMulticast\w* failed"
+       r"|Failed to bind NVLink SHARP \(NVLS\) Multicast memory|configuration error in the Fabric Manager or NVSwitches",
        "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric is not ready (nvidia-fabricmanager missing, stopped or in error)",
        code="LOG033"),
+    # The fabric manager's own output. nv-fabricmanager refuses to start when its interface version differs from
+    # the loaded driver's ("fabric manager NVIDIA GPU driver interface version %s don't match with driver version %s.
+    # Please update with matching NVIDIA driver package."; later "doesn't"); systemd then records the unit's exit
+    # ("nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE", "Failed with result
+    # 'exit-code'", and in `systemctl status` the ExecStart line's "(code=exited, status=1/FAILURE)" and "Active: failed").
+    # Without it NVSwitch systems cannot run CUDA across GPUs (802 'system not yet initialized', NVLS failures).
+    ctx("systemd_unit_header", (".service - ",), r"^\W{0,4}(?P<unit>[\w@.\-]{1,100})\.service - ",
+        "the header of a unit in `systemctl status` output"),
+    sig("fabric_manager_down", ("match with driver version", "nvidia-fabricmanager.service:", "nv-fabricmanager", "Active: "),
+       r"GPU driver interface version \S{1,40} do(?:n't|esn't|n\u2019t) match with driver version"
+       r"|nvidia-fabricmanager\.service: (?:(?:Main|Control) process exited, code=exited, status=[1-9]\d{0,2}/FAILURE"
+       r"|Failed with result)"
+       r"|ExecStart=\S{0,200}nv-fabricmanager\b[^\n]{0,300}\(code=exited, status=[1-9]\d{0,2}/FAILURE\)"
+       r"|^\s{0,12}Active: (?P<active>failed|inactive \(dead\))",
+       "fabric_manager_nvls", ROOT, 1, "the NVSwitch fabric manager service is not running (it failed to start or stopped)",
+       code="LOG033", build=_fm_down,
+       detail="nvidia-fabricmanager is not running. On NVSwitch systems (HGX/DGX A100, H100, H200) CUDA cannot use the "
+              "GPUs together without it: CUDA fails with 802 'system not yet initialized', NCCL's NVLS setup fails or "
+              "collectives hang. Its most common failure is a version differing from the driver's."),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
        r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
        "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",
@@ -466,6 +505,16 @@ SIGNATURES = (
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",
        code="LOG037", params=lambda hs: {"what": "the GPU reported a hardware error"}),
+    # nvidia-smi when NVML enumerates a board but cannot open it: "Unable to determine the device handle for GPU<id>
+    # [: <bus id>]: Unknown Error". The board stopped answering (Xid 79, fallen off the bus), or the driver module
+    # did not come up for it after a driver or kernel update.
+    sig("gpu_handle_lost", ("device handle for GPU",),
+       r"Unable to determine the device handle for GPU ?[\w:.]{0,20}(?:: [\dA-Fa-f]{4,8}:[\dA-Fa-f]{2}:[\dA-Fa-f]{2}\.\d)?"
+       r": (?:Unknown Error|GPU is lost)",
+       "hardware_fault", ROOT, 2, "nvidia-smi cannot reach a GPU it lists (the board stopped answering)",
+       code="LOG037", params=lambda hs: {"what": "a GPU no longer answers the driver (nvidia-smi cannot get its handle)"},
+       alts=[("driver_cuda_mismatch", "right after a driver or kernel update the module may not have loaded for the "
+                                      "board (secure boot, DKMS): dmesg | grep NVRM says which")]),
     sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error"),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|cudaError\w+",
        "other", ROOT, 5, "a CUDA call inside NCCL failed",

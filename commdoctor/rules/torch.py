@@ -520,8 +520,12 @@ SIGNATURES = (
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),
        r"[Cc][Uu][Dd][Aa] ?[Gg]raph|cudagraph|CUDAGraph|enforce[_-]eager|graph capture",
        None, CONTEXT, 9, "CUDA graphs are in use"),
-    sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Saving", "valuat", "map "),
-       r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:model )?checkpoint|[Ee]valuat\w+",
+    # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
+    # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".
+    sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Checkpoint", "Saving",
+                      "valuat", "map "),
+       r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:[\w-]{1,20} ){0,2}checkpoint"
+       r"|[Cc]heckpoint \S{1,80} is about to be saved|[Ee]valuat\w+",
        None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
 )
 
