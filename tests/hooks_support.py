@@ -7,13 +7,14 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests import zygote
 
 REPO = Path(__file__).resolve().parent.parent
 WORKER = REPO / "tests" / "hooks_worker.py"
@@ -45,8 +46,8 @@ def start_job(scenario: str, world: int, records: str, env: dict[str, str] | Non
                   "MASTER_PORT": str(port), "PYTHONPATH": str(REPO), "COMMDOCTOR_HOOKS_DIR": records,
                   "OMP_NUM_THREADS": "1", "GLOO_TIMEOUT": "600"})
         e.update(env or {})
-        procs.append(subprocess.Popen([sys.executable, str(WORKER), scenario], cwd=str(REPO), env=e,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        procs.append(zygote.spawn([str(WORKER), scenario], cwd=str(REPO), env=e, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE))
     return procs
 
 
@@ -106,8 +107,8 @@ def _run(scenario: str, world: int, env: dict[str, str] | None, timeout: float, 
                   "OMP_NUM_THREADS": "1", "COMMDOCTOR_HOOKS_SETUP_TIMEOUT": "60", "HOOKS_BACKEND": backend,
                   "HOOKS_MANY": "1" if many else ""})
         e.update(env or {})
-        procs.append(subprocess.Popen([sys.executable, str(WORKER), scenario], cwd=str(REPO), env=e,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(zygote.spawn([str(WORKER), scenario], cwd=str(REPO), env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE))
     deadline = time.monotonic() + timeout
     out = []
     for r, p in enumerate(procs):

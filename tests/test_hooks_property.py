@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any, Iterator
 
 import pytest
 
+from tests import zygote
 from tests.conftest import REPO, needs_torch
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -56,9 +56,8 @@ class Job:
         for r in range(2):
             env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                        PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", COMMDOCTOR_HOOKS_DIR="", HOOKS_BACKEND=backend)
-            self.procs.append(subprocess.Popen([sys.executable, str(REPO / "tests" / "hooks_prop_worker.py")],
-                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                               text=True, env=env, cwd=str(REPO)))
+            self.procs.append(zygote.spawn([str(REPO / "tests" / "hooks_prop_worker.py")], stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(REPO)))
 
     def ask(self, cmd: dict[str, Any], timeout: float = 120) -> list[dict[str, Any]]:
         import select

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import needs_torch
+from tests.netlab import parallel
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "COMMDOCTOR_PROGRESS_DELAY_S": "0", "NO_COLOR": "1"}
@@ -168,10 +169,13 @@ def test_watch_mode_counts_the_seconds_without_progress(tmp_path: Path) -> None:
     job.write_text(JOB)
     env = {**ENV, "RANK": "0", "WORLD_SIZE": "1"}
     w, w2 = str(tmp_path / "w"), str(tmp_path / "w2")
-    rc, term, _ = run_tty("run", "--hang-after", "3", "--watch-dir", w, "--", sys.executable, str(job), w, env=env)
+    # The two jobs are independent and spend their time waiting out --hang-after: they run at once.
+    (rc, term, _), p = parallel(
+        lambda: run_tty("run", "--hang-after", "3", "--watch-dir", w, "--", sys.executable, str(job), w, env=env),
+        lambda: run_pipe("run", "--hang-after", "3", "--watch-dir", w2, "--", sys.executable, str(job), w2, env=env),
+        timeout=150)
     assert "no progress from the job (" in term and "/3 s (" in term, term[-3000:]
     assert "commdoctor: no progress for" in term
-    p = run_pipe("run", "--hang-after", "3", "--watch-dir", w2, "--", sys.executable, str(job), w2, env=env)
     assert "no progress for" in p.stderr and "no progress from the job (" not in p.stderr + p.stdout
 
 
@@ -183,8 +187,8 @@ def test_node_0_shows_the_nodes_joining(tmp_path: Path) -> None:
     env = {**launcher_env("srun", 0, free_port()), "PYTHONPATH": str(REPO), "COMMDOCTOR_PROGRESS_DELAY_S": "0",
            "NO_COLOR": "1"}
     args = ("run", "--no-tui", "--select", "MN", "--join-timeout", "3")
-    rc, term, _ = run_tty(*args, env=env)
+    env2 = {**env, "MASTER_PORT": str(free_port())}
+    (rc, term, _), (rc2, term2, out) = parallel(lambda: run_tty(*args, env=env),
+                                                lambda: run_tty(*args, "--json", env=env2, stdout_tty=False), timeout=150)
     assert "waiting for the nodes to join: 1/2 (50%)" in term, term[-3000:]
-    env["MASTER_PORT"] = str(free_port())
-    rc, term, out = run_tty(*args, "--json", env=env, stdout_tty=False)
-    assert "waiting for the nodes to join" not in term and out.lstrip().startswith("{")
+    assert "waiting for the nodes to join" not in term2 and out.lstrip().startswith("{")
