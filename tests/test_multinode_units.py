@@ -488,3 +488,39 @@ def test_this_node_only_and_a_job_without_master_addr_are_checked_alone() -> Non
     doc, p = run_json("run", "--select", "ENV02", "--this-node-only",
                       env=dict(mpi, MASTER_ADDR="127.0.0.1", MASTER_PORT="1"))
     assert "job" not in doc and "checked alone" not in p.stderr and p.returncode == 0
+
+
+_PAIR_BW = r"""
+import json, sys, threading
+from datetime import timedelta
+from types import SimpleNamespace
+import torch.distributed as dist
+from commdoctor.probes.jobstore import pair_bandwidth
+port = int(sys.argv[1])
+master = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=30))
+out = {}
+def member(i):
+    store = master if i == 0 else dist.TCPStore("127.0.0.1", port, is_master=False, timeout=timedelta(seconds=30))
+    out[i] = pair_bandwidth(SimpleNamespace(store=dist.PrefixStore("t/", store)), i, 3, nbytes=1 << 20, iters=4,
+                            timeout=30.0)
+ts = [threading.Thread(target=member, args=(i,)) for i in range(3)]
+[t.start() for t in ts]
+[t.join(60) for t in ts]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_pair_bandwidth_times_every_pair_in_two_passes_over_a_real_gloo_group() -> None:
+    """Three members of a real gloo group on loopback: every member has a figure for both partners, measured
+    over two passes of the schedule (two exchanges each: as long as one pass of four), and no error."""
+    p = subprocess.run([sys.executable, "-c", _PAIR_BW, str(free_port())], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert sorted(out) == ["0", "1", "2"]
+    for me, res in out.items():
+        assert res["error"] is None and res["passes"] == 2 and res["iters"] == 4, res
+        peers = sorted(res["pairs"])
+        assert peers == sorted({"0", "1", "2"} - {me}), res
+        assert all(r.get("gbps", 0) > 0 and "error" not in r for r in res["pairs"].values()), res
