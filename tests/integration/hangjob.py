@@ -92,11 +92,15 @@ def stopped() -> None:
     x = torch.ones(1 << 20)
     dist.all_reduce(x)
     mark("steady")
+    # The odd rank is stopped while it waits inside the loop's all_reduce: it enters at once, the others
+    # a second later, so the stop (after 0.5 s) never catches it between two calls.
     if RANK == ODD:
         def stop_me() -> None:
-            time.sleep(0.3)
+            time.sleep(0.5)
             os.kill(os.getpid(), signal.SIGSTOP)
         threading.Thread(target=stop_me, daemon=True).start()
+    else:
+        time.sleep(1.0)
     for _ in range(1 << 30):
         dist.all_reduce(x)  # MARK:loop-allreduce
 
