@@ -325,6 +325,9 @@ def _compile_bytecode() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The tests run real jobs side by side: a plain `commdoctor run` in one test must not check the torchrun
+    # agent of another test's job (a stopped or hung one answers nobody). Tests that want that discovery set it.
+    os.environ["COMMDOCTOR_FIND_JOBS"] = "0"
     if not hasattr(config, "workerinput"):  # once, on the controller (or the only process)
         _compile_bytecode()
     if config.getoption("--store-durations") and not hasattr(config, "workerinput"):

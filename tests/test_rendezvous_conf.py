@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from commdoctor.core import rendezvous as rz
@@ -86,3 +88,46 @@ def test_parse_endpoint_problems() -> None:
     assert rz.parse_endpoint("h:abc", 29400)[2] is not None
     assert rz.parse_endpoint("[fd00::1", 29400)[2] is not None
     assert rz.parse_endpoint("", 29400) == ("localhost", 29400, None)
+
+
+def test_a_torchrun_agent_running_here_is_checked_unless_told_to_leave_other_jobs_alone() -> None:
+    """A live process that looks like another job's torchrun agent (its argv names the master): a plain
+    ``commdoctor run`` checks that job's rendezvous; with COMMDOCTOR_FIND_JOBS=0 it leaves it alone (a shared
+    node; this suite, whose tests run jobs side by side)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from tests.conftest import REPO
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    agent = subprocess.Popen(["bash", "-c", f"exec -a torchrun {sys.executable} -c 'import time; time.sleep(60)' "
+                                            f"--master-addr 127.0.0.1 --master-port {port} train.py"])
+    try:
+        for _ in range(100):
+            try:
+                if psutil.Process(agent.pid).cmdline()[:1] == ["torchrun"]:
+                    break
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "PET_", "COMMDOCTOR_FIND"))}
+        docs = {}
+        for find in ("1", "0"):
+            p = subprocess.run([sys.executable, "-m", "commdoctor", "run", "--json", "--select", "RDZV"], cwd=str(REPO),
+                               env={**base, "PYTHONPATH": str(REPO), "COMMDOCTOR_FIND_JOBS": find},
+                               capture_output=True, text=True, timeout=120)
+            docs[find] = {r["check"]: r for r in json.loads(p.stdout)["results"]}
+    finally:
+        agent.kill()
+        agent.wait(5)
+    found = docs["1"]["rdzv.endpoint"]
+    assert found["status"] == "passed" and f"torchrun (pid {agent.pid}) 127.0.0.1:{port}" in found["summary"], found
+    left = docs["0"]["rdzv.endpoint"]
+    assert left["status"] == "skipped" and "no rendezvous is configured here" in left["reason"], left
