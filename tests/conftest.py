@@ -233,17 +233,6 @@ def longest_unit(queue: dict[str, dict[str, bool]], durations: dict[str, float],
     return max(queue, key=cost)
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject's addopts): one worker more than this machine's cores. Most of the suite's
-    time is real jobs waiting (a timeout to expire, a node that never comes, a store to answer); the
-    extra worker runs a test on the core such a wait leaves idle (on 2 cores: 378 s instead of 434 s)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores + 1
-
-
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist", None) != "loadgroup":
         return None

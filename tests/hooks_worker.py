@@ -103,6 +103,9 @@ def s_ok(r: int, w: int) -> None:
     core.current().recorder.flush()
     store = dist.distributed_c10d._get_default_store()
     OUT["store_progress"] = _json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}"))
+    # Rank 0 hosts the store: nobody goes on (and rank 0 may end) until every rank has read its key.
+    store.set(f"test/read-progress/{r}", "1")
+    store.wait([f"test/read-progress/{k}" for k in range(w)])
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
     OUT["completed"] = _completed()
