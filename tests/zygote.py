@@ -126,7 +126,6 @@ def serve(path: str) -> None:
                     for fd in fds:
                         if fd > 2:
                             os.close(fd)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     code = _run_rank(req["argv"], req["env"], req["cwd"])
                 finally:
                     os._exit(code)
@@ -227,17 +226,6 @@ class Rank:
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def __enter__(self) -> "Rank":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for s in (self.stdout, self.stderr, self.stdin):
-            if s is not None:
-                s.close()
-        self.wait()
 
 
 _lock = threading.Lock()

@@ -595,7 +595,7 @@ def rendezvous_facts(ctx: Any) -> dict[str, Any]:
     given = bool(env.get("MASTER_ADDR") or any(k.startswith("PET_") for k in env))
     # Without settings of its own, commdoctor looks at the torchrun agents running here (a job that hangs now),
     # unless told to leave other jobs alone (COMMDOCTOR_FIND_JOBS=0: a shared node, or a test suite).
-    find = env.get("COMMDOCTOR_FIND_JOBS", os.environ.get("COMMDOCTOR_FIND_JOBS", "1")).strip() not in ("0", "no", "false")
+    find = os.environ.get("COMMDOCTOR_FIND_JOBS", "1").strip() not in ("0", "no", "false")
     agents = [] if given or not find else torchrun_agents(timeout=min(3.0, budget.left()))
     eps = rendezvous.endpoints(env, agents)
     if agents and "PET_NNODES" not in env:
