@@ -74,13 +74,14 @@ def have_torch() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def torch_build() -> dict[str, Any]:
-    """What this torch was built with and sees: {"nccl", "mpi", "ucc", "gloo": bool, "gpus": int}, asked of a
-    child interpreter (the test process need not import torch). Empty where torch is missing."""
+    """What this torch was built with and sees: {"nccl", "mpi", "ucc", "gloo", "gpu_runtime": bool, "gpus": int}
+    (gpu_runtime: built with CUDA or ROCm), asked of a child interpreter (the test process need not import torch). Empty where torch is missing."""
     if not have_torch():
         return {}
     code = ("import json, torch, torch.distributed as d\n"
             "print(json.dumps({'nccl': d.is_nccl_available(), 'mpi': d.is_mpi_available(),\n"
             "  'ucc': getattr(d, 'is_ucc_available', lambda: False)(), 'gloo': d.is_gloo_available(),\n"
+            "  'gpu_runtime': bool(torch.version.cuda or getattr(torch.version, 'hip', None)),\n"
             "  'gpus': torch.cuda.device_count() if torch.cuda.is_available() else 0}))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=neutral_env())
     assert p.returncode == 0, p.stderr[-2000:]

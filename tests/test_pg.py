@@ -51,18 +51,84 @@ def test_asking_for_nccl_on_a_cpu_build_is_a_finding_not_a_traceback() -> None:
     assert result(doc, "pg.gloo")["status"] == "skipped"
 
 
+_FOUR = """
+import json, os
+from commdoctor.probes import env as envprobe
+from commdoctor.probes import pg_init
+facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
+(kept, _), = pg_init._warm
+res = pg_init.run_local_group("gloo", 4, timeout=60.0, sizes=(64 << 10,))
+print(json.dumps({"kept": kept.pid, "res": res}))
+"""
+
+
+def _in_own_interpreter(code: str) -> dict:  # type: ignore[type-arg]
+    """Run ``code`` in an interpreter of its own (one that has not imported torch: there `run` keeps the probe's
+    child for rank 0) and return the JSON of its last line."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    p = subprocess.run([sys.executable, "-c", code], cwd=str(REPO), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return dict(json.loads(p.stdout.strip().splitlines()[-1]))
+
+
 @needs_torch
 def test_world_size_four_verifies_every_collective() -> None:
-    res = run_local_group("gloo", 4, timeout=60.0, sizes=(64 << 10,))
+    """The probe's child runs rank 0 and forks ranks 1-3 (a CPU build of torch): four real processes."""
+    if torch_build().get("gpu_runtime"):
+        pytest.skip("a torch build with CUDA starts every rank as an interpreter of its own")
+    doc = _in_own_interpreter(_FOUR)
+    res = doc["res"]
     fs = list(GlooGroupCheck().evaluate(res))
     assert fs == []
+    pids = {res["ranks"][str(r)]["pid"] for r in range(4)}
+    assert len(pids) == 4 and res["ranks"]["0"]["pid"] == doc["kept"]
+    assert [bool(res["ranks"][str(r)].get("forked")) for r in range(4)] == [False, True, True, True]
     for r in range(4):
         evs = res["ranks"][str(r)]["events"]
         assert [e["op"] for e in evs if e["event"] == "collective"] == \
             ["all_reduce", "all_gather", "broadcast", "reduce_scatter", "all_to_all"]
         assert all(e["ok"] is not False for e in evs if e["event"] == "collective")
+        assert res["ranks"][str(r)]["returncode"] == 0
+        assert [e["pid"] for e in evs if e["event"] == "started"] == [res["ranks"][str(r)]["pid"]]
         bw = [e for e in evs if e["event"] == "bw"][0]
         assert bw["busbw_gbps"] == pytest.approx(bw["algbw_gbps"] * 2 * 3 / 4)
+
+
+_MISSING = """
+import json, os, time
+from commdoctor.probes import env as envprobe
+from commdoctor.probes import pg_init
+facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
+t0 = time.monotonic()
+res = pg_init.run_local_group("gloo", 3, timeout=8.0, start_ranks=[0, 1], sizes=())
+took = time.monotonic() - t0
+alive = [pid for pid in (v["pid"] for v in res["ranks"].values()) if os.path.exists(f"/proc/{pid}")]
+print(json.dumps({"res": res, "took": took, "alive": alive}))
+"""
+
+
+@needs_torch
+def test_forked_rank_waiting_for_a_rank_that_never_starts_is_stopped_at_the_deadline() -> None:
+    """Ranks 0 and 1 (forked) wait for rank 2, which never starts: the deadline holds, both are stopped,
+    nothing is left running, and the finding names rank 2."""
+    if torch_build().get("gpu_runtime"):
+        pytest.skip("a torch build with CUDA starts every rank as an interpreter of its own")
+    doc = _in_own_interpreter(_MISSING)
+    res = doc["res"]
+    assert doc["took"] < 8.0 + 8.0, doc["took"]
+    assert res["ranks"]["1"].get("forked") is True
+    assert doc["alive"] == []
+    for r in ("0", "1"):
+        # stopped at our deadline (killed), or ended by its own timeout just before it, as a fresh rank would be
+        assert res["ranks"][r].get("killed") or any(e["event"] == "error" for e in res["ranks"][r]["events"]), res
+        assert res["ranks"][r]["returncode"] is not None and res["ranks"][r]["returncode"] != 0, res
+    fs = list(GlooGroupCheck().evaluate(res))
+    assert fs[0].code == "PG002" and fs[0].ranks == (2,), [(f.code, f.title) for f in fs]
 
 
 _RECORDER = """\
@@ -76,9 +142,10 @@ atexit.register(_record)
 
 
 @needs_torch
-def test_run_imports_torch_once_less_the_probes_interpreter_is_rank_0(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """`run` asks a child what torch has, then tests a 2-rank group: the child stays and runs rank 0, so two
-    interpreters import torch, not three (each import is seconds on a GPU host), and the group still passes."""
+def test_run_imports_torch_once_the_probes_interpreter_is_rank_0_and_forks_rank_1(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`run` asks a child what torch has, then tests a 2-rank group: on a CPU build of torch the child stays,
+    forks rank 1 and runs rank 0, so one interpreter imports torch, not three (each import is seconds), and
+    the group still passes with every collective verified."""
     import json
     import os
 
@@ -88,11 +155,15 @@ def test_run_imports_torch_once_less_the_probes_interpreter_is_rank_0(tmp_path) 
     log = tmp_path / "procs.jsonl"
     doc, p = run_json("run", "--select", "ENV,PG", env={"PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                                                         "CD_TEST_PROCS": str(log)})
-    assert result(doc, "pg.gloo")["status"] == "passed", p.stderr[-3000:]
+    pg = result(doc, "pg.gloo")
+    assert pg["status"] == "passed", p.stderr[-3000:]
+    assert pg["data"]["verified"] == ["all_reduce", "all_gather", "broadcast", "reduce_scatter", "all_to_all"]
+    assert pg["data"]["between_ranks"] is True
     assert result(doc, "env.torch")["data"]["environment"]["backends"]["gloo"] is True  # the probe's facts came
     procs = [json.loads(line) for line in log.read_text().splitlines()]
     with_torch = sorted((tuple(r["how"]), r["args"][0] if r["args"] else None) for r in procs if r["torch"])
-    assert with_torch == [(("-c",), "0"), (("-m",), "1")], procs  # the probe's child ran rank 0
+    assert with_torch == [(("-c",), "0")], procs  # the probe's child ran rank 0; rank 1 imported nothing
+    assert not any(r["args"][:1] == ["1"] for r in procs), procs  # no interpreter of its own for rank 1
 
 
 _DIED = """
@@ -114,15 +185,7 @@ print(json.dumps({"installed": facts["installed"], "kept": kept.pid, "left": len
 def test_a_probe_child_that_died_is_not_handed_a_rank() -> None:
     """The kept child is gone (killed, crashed) by the time the group starts: rank 0 starts as a new process.
     In an interpreter of its own: one that has torch loaded asks it instead of keeping a child."""
-    import json
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
-    p = subprocess.run([sys.executable, "-c", _DIED], cwd=str(REPO), capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr[-3000:]
-    doc = json.loads(p.stdout.strip().splitlines()[-1])
+    doc = _in_own_interpreter(_DIED)
     assert doc["installed"] is True and doc["left"] == 0
     assert all(rc == 0 for _, rc in doc["ranks"].values()), doc
     assert doc["ranks"]["0"][0] != doc["kept"]

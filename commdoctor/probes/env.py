@@ -98,11 +98,16 @@ def torch_facts(timeout: float = 60.0, keep_for_rank0: bool = False) -> dict[str
     """What torch this interpreter has, asked of a child process under a deadline (or of this process, when it
     has imported a torch without a GPU runtime already: see _torch_facts_here).
 
-    ``keep_for_rank0``: the child stays, torch imported, to run rank 0 of the local process-group test
-    (``pg_init.probe_torch_and_stay``), so that test imports torch once less.
+    ``keep_for_rank0``: the child stays, torch imported, to run rank 0 of the local process-group test and fork
+    the others (``pg_init.probe_torch_and_stay``), so that test imports torch once, not once per rank. Where
+    the facts came from this process, such a child is started in the background all the same.
     """
     here = _torch_facts_here()
     if here is not None:
+        if keep_for_rank0:  # the local test's ranks still need an interpreter with torch: start it now
+            from commdoctor.probes.pg_init import keep_one_in_background
+
+            keep_one_in_background(_TORCH_FACTS, timeout)
         return here
     if keep_for_rank0:
         from commdoctor.probes.pg_init import probe_torch_and_stay

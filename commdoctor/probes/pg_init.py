@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -57,11 +58,12 @@ sys.stdout.flush()
 line = sys.stdin.readline()
 if not line.strip():
     sys.exit(0)
-import runpy
-sys.argv = ["commdoctor.probes.pg_worker", *json.loads(line)]
-runpy.run_module("commdoctor.probes.pg_worker", run_name="__main__", alter_sys=True)
+from commdoctor.probes.pg_fork import serve
+sys.exit(serve(json.loads(line), int(sys.argv[1]) if len(sys.argv) > 1 else -1))
 """
 _warm: list[tuple[subprocess.Popen[str], dict[str, str]]] = []
+#: The parent's end of each kept child's socket (commdoctor.probes.pg_fork), by the child's pid.
+_links: dict[int, socket.socket] = {}
 _warm_lock = threading.Lock()
 
 
@@ -69,6 +71,9 @@ def _close_warm() -> None:
     with _warm_lock:
         kept = list(_warm)
         _warm.clear()
+        for link in _links.values():
+            link.close()
+        _links.clear()
     for p, _ in kept:
         try:
             if p.stdin is not None:
@@ -85,11 +90,25 @@ def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, st
     ``run_bounded`` would; a child that answered is kept for ``run_local_group``.
     """
     env = child_env()
+    link: socket.socket | None = None
+    theirs: socket.socket | None = None
     try:
-        p = subprocess.Popen([sys.executable, "-c", code + _WARM_TAIL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, errors="replace", env=env, start_new_session=True)
+        link, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except (OSError, AttributeError):
+        pass
+    try:
+        argv = [sys.executable, "-c", code + _WARM_TAIL] + ([str(theirs.fileno())] if theirs is not None else [])
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace", env=env, start_new_session=True,
+                             pass_fds=(theirs.fileno(),) if theirs is not None else ())
     except OSError as e:
+        for s in (link, theirs):
+            if s is not None:
+                s.close()
         return None, "", f"{type(e).__name__}: {e}", False
+    finally:
+        if theirs is not None:
+            theirs.close()
     got: queue.Queue[str] = queue.Queue()
     assert p.stdout is not None
     threading.Thread(target=lambda: got.put(p.stdout.readline() if p.stdout else ""), daemon=True).start()
@@ -100,6 +119,8 @@ def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, st
         p.wait(timeout=5)
         return p.returncode, "", "", True
     if not line.strip():  # it ended without facts: what it printed says why
+        if link is not None:
+            link.close()
         try:
             out, err = p.communicate(timeout=5)
         except subprocess.TimeoutExpired:
@@ -109,6 +130,8 @@ def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, st
     with _warm_lock:
         first = not _warm
         _warm.append((p, env))
+        if link is not None:
+            _links[p.pid] = link
     if first:
         import atexit
 
@@ -116,15 +139,180 @@ def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, st
     return None, line, "", False
 
 
-def _take_warm(env: dict[str, str]) -> subprocess.Popen[str] | None:
-    """A kept probe child started with ``env`` and still waiting, or None."""
+_pending: list[threading.Thread] = []
+
+
+def keep_one_in_background(code: str, timeout: float) -> None:
+    """Start a child as ``probe_torch_and_stay`` does without waiting for it: for a process that has torch's facts
+    already (under a launcher) and whose local test still needs an interpreter with torch imported."""
+    t = threading.Thread(target=probe_torch_and_stay, args=(code, timeout), name="commdoctor-keep-warm", daemon=True)
     with _warm_lock:
-        _warm[:] = [(p, penv) for p, penv in _warm if p.poll() is None]  # gone (killed, crashed): forget it
+        _pending.append(t)
+    t.start()
+
+
+def _take_warm(env: dict[str, str], wait: float = 0.0) -> subprocess.Popen[str] | None:
+    """A kept probe child started with ``env`` and still waiting, or None; waits up to ``wait`` s for one still
+    importing torch (started by ``keep_one_in_background``): starting a new interpreter would take as long."""
+    with _warm_lock:
+        pending = list(_pending)
+        _pending.clear()
+    end = time.monotonic() + wait
+    for t in pending:
+        t.join(max(0.0, end - time.monotonic()))
+    with _warm_lock:
+        for p, _ in _warm:
+            if p.poll() is not None:  # gone (killed, crashed): forget it
+                link = _links.pop(p.pid, None)
+                if link is not None:
+                    link.close()
+        _warm[:] = [(p, penv) for p, penv in _warm if p.poll() is None]
         for i, (p, penv) in enumerate(_warm):
             if penv == env:
                 del _warm[i]
                 return p
     return None
+
+
+class _Link:
+    """The parent's end of a kept child's socket: asks it to fork ranks, and hears when they end."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+        self.ended: dict[int, int] = {}  # pid -> exit status, as the child's waitpid gave it
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def _read(self, timeout: float) -> None:
+        """Take in what the child has sent, waiting up to ``timeout`` for something to come."""
+        try:
+            self.sock.settimeout(timeout if timeout > 0 else 0.0)
+            data = self.sock.recv(1 << 16)
+        except (BlockingIOError, socket.timeout):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.closed = True
+            return
+        self.buf += data
+
+    def _messages(self) -> list[dict[str, Any]]:
+        out = []
+        while b"\n" in self.buf:
+            raw, self.buf = self.buf.split(b"\n", 1)
+            try:
+                out.append(json.loads(raw))
+            except ValueError:
+                continue
+        return out
+
+    def fork(self, args: list[str], out_w: int, err_w: int, timeout: float = 10.0) -> tuple[int | None, str]:
+        """Ask for one rank with ``args`` writing to these pipes; (its pid, "") or (None, why not)."""
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [json.dumps({"args": args}).encode()], [out_w, err_w])
+            except (OSError, AttributeError) as e:
+                return None, f"{type(e).__name__}: {e}"
+            end = time.monotonic() + timeout
+            while not self.closed and time.monotonic() < end:
+                for msg in self._messages():
+                    if "returncode" in msg:
+                        self.ended[int(msg["pid"])] = int(msg["returncode"])
+                    elif msg.get("pid"):
+                        return int(msg["pid"]), ""
+                    else:
+                        return None, str(msg.get("why") or "refused")
+                self._read(max(0.0, min(0.5, end - time.monotonic())))
+            return None, "the probe's interpreter did not answer"
+
+    def done(self) -> None:
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [b"{}"], [])
+            except (OSError, AttributeError):
+                pass
+
+    def status(self, pid: int) -> int | None:
+        with self.lock:
+            if pid not in self.ended and not self.closed:
+                self._read(0)
+                for msg in self._messages():
+                    if "returncode" in msg:
+                        self.ended[int(msg["pid"])] = int(msg["returncode"])
+            return self.ended.get(pid)
+
+
+class _ForkedRank:
+    """A rank forked by the kept child: what ``run_local_group`` uses of a Popen (pid, pipes, poll, wait, kill)."""
+
+    def __init__(self, pid: int, link: _Link, out_r: int, err_r: int) -> None:
+        self.pid = pid
+        self.link = link
+        self.stdout = open(out_r, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed with the rank
+        self.stderr = open(err_r, encoding="utf-8", errors="replace")  # noqa: SIM115
+        self.returncode: int | None = None
+        self.killed = False
+
+    def _gone(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as f:
+                return f.read().rsplit(b")", 1)[-1].split()[0] in (b"Z", b"X")
+        except OSError:
+            return True
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            rc = self.link.status(self.pid)
+            if rc is not None:
+                self.returncode = rc
+            elif self.link.closed and self._gone():  # its forking process ended first and took it along
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if end is not None and time.monotonic() > end:
+                raise subprocess.TimeoutExpired(f"forked rank {self.pid}", timeout or 0.0)
+            time.sleep(0.05)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        self.killed = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _fork_ranks(warm: subprocess.Popen[str], rest: list[list[str]]) -> list[_ForkedRank | None]:
+    """Ask the kept child ``warm`` to fork a rank for each of ``rest``; None where it did not."""
+    with _warm_lock:
+        sock = _links.pop(warm.pid, None)
+    if sock is None:
+        return [None] * len(rest)
+    link = _Link(sock)
+    got: list[_ForkedRank | None] = []
+    for args in rest:
+        if got and got[-1] is None:  # refused once (why is the same for the rest): start them as before
+            got.append(None)
+            continue
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid, _why = link.fork(args, out_w, err_w)
+        os.close(out_w)
+        os.close(err_w)
+        if pid is None:
+            os.close(out_r)
+            os.close(err_r)
+            got.append(None)
+            continue
+        got.append(_ForkedRank(pid, link, out_r, err_r))
+    link.done()
+    return got
 
 
 def _reader(stream: Any, rank: int, kind: str, q: queue.Queue[tuple[int, str, str | None]]) -> None:
@@ -150,36 +338,45 @@ def run_local_group(
     rank_timeout = max(5.0, timeout - 5.0)
     cenv = child_env(env)
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()
-    procs: dict[int, subprocess.Popen[str]] = {}
+    procs: dict[int, Any] = {}  # a Popen, or a _ForkedRank (the same few methods)
     out: dict[str, Any] = {
         "backend": backend, "device": device or ("cuda" if backend == "nccl" else "cpu"), "world_size": world_size, "init_method": init_method, "started_ranks": ranks,
         "timeout_s": timeout, "ranks": {}, "timed_out": False,
     }
+    warm = _take_warm(cenv, wait=max(5.0, timeout / 2))
     start = time.monotonic()
-    warm = _take_warm(cenv)
+    device = device or ("cuda" if backend == "nccl" else "cpu")
+    argsets = {r: [str(r), str(world_size), backend, init_method, str(rank_timeout), ",".join(str(s) for s in sizes),
+                   device] for r in ranks}
+    forked: dict[int, _ForkedRank] = {}
     for r in ranks:
-        args = [str(r), str(world_size), backend, init_method, str(rank_timeout), ",".join(str(s) for s in sizes),
-                device or ("cuda" if backend == "nccl" else "cpu")]
-        p = None
-        if warm is not None:  # the torch probe's interpreter, torch imported already, takes the first rank
+        p: Any = forked.get(r)
+        if p is None and warm is not None:  # the torch probe's interpreter, torch imported already, takes the first rank
             try:
                 assert warm.stdin is not None
-                warm.stdin.write(json.dumps(args) + "\n")
+                rest = [x for x in ranks if x != r]
+                warm.stdin.write(json.dumps({"args": argsets[r], "fork": bool(rest)}) + "\n")
                 warm.stdin.close()
                 p = warm
+                # and forks the others where that is safe (a CPU build of torch: commdoctor.probes.pg_fork)
+                for x, f in zip(rest, _fork_ranks(warm, [argsets[x] for x in rest]) if rest else []):
+                    if f is not None:
+                        forked[x] = f
             except (OSError, ValueError):
                 kill_group(warm)
             warm = None
         try:
             if p is None:
-                p = subprocess.Popen([sys.executable, "-m", "commdoctor.probes.pg_worker", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                     env=cenv, start_new_session=True)
+                p = subprocess.Popen([sys.executable, "-m", "commdoctor.probes.pg_worker", *argsets[r]],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                     errors="replace", env=cenv, start_new_session=True)
         except OSError as e:
             out["ranks"][str(r)] = {"events": [], "returncode": None, "stderr": [f"could not start: {e}"]}
             continue
         procs[r] = p
         out["ranks"][str(r)] = {"events": [], "returncode": None, "stderr": [], "pid": p.pid}
+        if r in forked:
+            out["ranks"][str(r)]["forked"] = True
         for stream, kind in ((p.stdout, "out"), (p.stderr, "err")):
             threading.Thread(target=_reader, args=(stream, r, kind, q), daemon=True).start()
 
@@ -239,5 +436,7 @@ def run_local_group(
                 rec["events"].append(json.loads(line))
             except ValueError:
                 rec["stderr"].append(line.rstrip("\n"))
+    for f in forked.values():
+        f.link.sock.close()
     out["elapsed_s"] = time.monotonic() - start
     return out
