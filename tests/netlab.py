@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tests import zygote
+
 REPO = Path(__file__).resolve().parent.parent
 JOB = str(REPO / "tests" / "net_job.py")
 
@@ -82,9 +84,16 @@ class Host:
         return subprocess.run(self.argv(cmd), capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO))
 
     def start(self, cmd: list[str], env: dict[str, str], ready: str | None = None,
-              wait: float = 30) -> subprocess.Popen[str]:
-        p = subprocess.Popen(self.argv(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             cwd=str(REPO), start_new_session=True)
+              wait: float = 30, fork: bool = False) -> subprocess.Popen[str]:
+        """Start ``cmd`` on this host. ``fork``: a Python script forked from this host's zygote (tests/zygote.py,
+        started in the namespace once per lab; torch imported once), for processes nothing finds by their
+        command line."""
+        if fork and cmd[0] == sys.executable:
+            p = zygote.spawn(cmd[1:], env=env, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True, zygote=self.ns, wrap=self.argv)
+        else:
+            p = subprocess.Popen(self.argv(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                 cwd=str(REPO), start_new_session=True)
         self.procs.append(p)
         if ready:
             end = time.monotonic() + wait
@@ -119,13 +128,19 @@ class Host:
             kill(p)
         self.procs.clear()
 
+    def stop_zygote(self) -> None:
+        zygote.stop(self.ns)
+
 
 def kill(p: subprocess.Popen[str]) -> None:
     if p.poll() is None:
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass
+            try:
+                p.kill()  # not a group leader (a rank forked by a zygote without a session of its own)
+            except ProcessLookupError:
+                pass
     try:
         p.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -165,6 +180,7 @@ class Lab:
     def down(self) -> None:
         for h in (self.a, self.b):
             h.stop_all()
+            h.stop_zygote()
             sh("ip", "netns", "del", h.ns, check=False)
             shutil.rmtree(Path("/etc/netns") / h.ns, ignore_errors=True)
 
@@ -181,8 +197,10 @@ class Lab:
         otherwise wait for its whole timeout), or at ``deadline``.
         """
         procs = {
-            "a": self.a.start([sys.executable, JOB, "rank"], self.job_env(port, 0, JOB_TIMEOUT=str(timeout), **(extra_a or {}))),
-            "b": self.b.start([sys.executable, JOB, "rank"], self.job_env(port, 1, JOB_TIMEOUT=str(timeout), **(extra_b or {}))),
+            "a": self.a.start([sys.executable, JOB, "rank"], self.job_env(port, 0, JOB_TIMEOUT=str(timeout), **(extra_a or {})),
+                              fork=True),
+            "b": self.b.start([sys.executable, JOB, "rank"], self.job_env(port, 1, JOB_TIMEOUT=str(timeout), **(extra_b or {})),
+                              fork=True),
         }
         end = time.monotonic() + deadline
         failed_at: float | None = None

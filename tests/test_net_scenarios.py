@@ -58,7 +58,8 @@ def test_healthy_pair(lab: Lab) -> None:
     assert errors(doc) == [] and doc["verdict"] is None, doc["findings"]
     assert "free" in result(doc, "rdzv.port")["summary"]
     # On the worker, with rank 0's store up: every check passes, and the handshake is real.
-    lab.a.start([sys.executable, "tests/net_job.py", "store"], lab.job_env(29501, 0, LIFE="60"), ready="ready")
+    lab.a.start([sys.executable, "tests/net_job.py", "store"], lab.job_env(29501, 0, LIFE="60"), ready="ready",
+                fork=True)
     doc, _, _ = lab.b.commdoctor(*SELECT, env=lab.job_env(29501, 1))
     lab.a.stop_all()
     assert doc["verdict"] is None, doc["findings"]
@@ -177,7 +178,7 @@ def test_firewall_drop_and_reject(lab: Lab) -> None:
     lab.a.iptables("-I", "INPUT", "-i", "cdn0", "-p", "tcp", "--dport", "29552", "-j", "REJECT")
     try:
         parallel(*(lambda p=p: lab.a.start([sys.executable, "tests/net_job.py", "store"], lab.job_env(p, 0, LIFE="60"),
-                                            ready="ready") for p in (29551, 29552)))
+                                            ready="ready", fork=True) for p in (29551, 29552)))
         # Default --timeout (15 s): DROP is told apart within seconds, not after torch's 18-35 s.
         (doc, secs, _), (doc2, _, _) = parallel(lambda: lab.b.commdoctor(*SELECT, env=lab.job_env(29551, 1)),
                                                 lambda: lab.b.commdoctor(*SELECT, env=lab.job_env(29552, 1)))
@@ -210,7 +211,8 @@ def test_only_master_port_open(lab: Lab) -> None:
     lab.a.iptables("-A", "INPUT", "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "ACCEPT")
     lab.a.iptables("-A", "INPUT", "-p", "tcp", "-j", "DROP")
     try:
-        lab.a.start([sys.executable, "tests/net_job.py", "store"], lab.job_env(29561, 0, LIFE="60"), ready="ready")
+        lab.a.start([sys.executable, "tests/net_job.py", "store"], lab.job_env(29561, 0, LIFE="60"), ready="ready",
+                    fork=True)
         doc, secs, _ = lab.b.commdoctor(*SELECT, env=lab.job_env(29561, 1))
         assert result(doc, "rdzv.store")["status"] == "passed"
         f = codes(doc)["RDZV040"]

@@ -8,6 +8,10 @@ group over real sockets, as torch.multiprocessing's fork start method gives. Wha
 fresh interpreter: modules torch imported are already loaded, and /proc/PID/cmdline is the
 zygote's, so tests that find jobs by their command line (``hang``) start their ranks fresh.
 
+A zygote can also live somewhere else: ``spawn(..., zygote=KEY, wrap=FN)`` starts zygote KEY with
+``FN(its command line)``, e.g. inside a network namespace and UTS namespace (tests/netlab.py), so the
+ranks it forks are on that "host"; ``stop(KEY)`` ends it and its ranks before the namespace goes.
+
 ``spawn(argv, env=..., cwd=..., stdin=..., stdout=..., stderr=...)`` returns a ``Rank`` that acts
 as the ``subprocess.Popen`` it replaces (pid, poll, wait, communicate, kill, returncode; text
 pipes). Where the zygote cannot start, ``spawn`` falls back to ``subprocess.Popen``.
@@ -32,7 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 HERE = Path(__file__).resolve().parent
 
@@ -117,6 +121,8 @@ def serve(path: str) -> None:
             if pid == 0:  # the rank
                 code = 1
                 try:
+                    if req.get("session"):  # a process group of its own, as Popen(start_new_session=True) gives
+                        os.setsid()
                     lsock.close()
                     for c in waiting.values():
                         c.close()
@@ -229,21 +235,25 @@ class Rank:
 
 
 _lock = threading.Lock()
-_zygote: dict[str, Any] = {}
+_zygotes: dict[str, dict[str, Any]] = {}
 
 
-def _start() -> str | None:
-    """The socket of this process's zygote, started on first use; None where it cannot start."""
+def _start(key: str = "", wrap: Callable[[list[str]], list[str]] | None = None) -> str | None:
+    """The socket of this process's zygote ``key``, started on first use; None where it cannot start.
+
+    ``wrap`` turns the zygote's command line into the one that starts it somewhere else, e.g. inside a network
+    namespace (``ip netns exec NS ...``, tests/netlab.py): the ranks it forks are then in that namespace."""
     with _lock:
-        if "path" in _zygote:
-            p = _zygote["proc"]
-            return _zygote["path"] if p.poll() is None else None
+        z = _zygotes.get(key)
+        if z is not None:
+            return str(z["path"]) if z["proc"].poll() is None else None
         folder = tempfile.mkdtemp(prefix="cd-zygote-")
         path = os.path.join(folder, "s")
         env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parent)}
-        proc = subprocess.Popen([sys.executable, str(HERE / "zygote.py"), path], stdout=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=env, text=True)
-        _zygote.update(path=path, proc=proc)
+        cmd = [sys.executable, str(HERE / "zygote.py"), path]
+        proc = subprocess.Popen(wrap(cmd) if wrap else cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                                text=True)
+        _zygotes[key] = {"path": path, "proc": proc}
         atexit.register(_stop, proc)
         ready, _, _ = select.select([proc.stdout], [], [], 120)
         line = proc.stdout.readline() if ready and proc.stdout else ""
@@ -251,6 +261,14 @@ def _start() -> str | None:
             proc.kill()
             return None
         return path
+
+
+def stop(key: str) -> None:
+    """Stop zygote ``key`` (and every rank it forked that still runs) now, e.g. before its namespace goes."""
+    with _lock:
+        z = _zygotes.pop(key, None)
+    if z is not None:
+        _stop(z["proc"])
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -274,21 +292,24 @@ def _end(fd: Any, mode: str) -> tuple[int | None, IO[Any] | None]:
 
 
 def spawn(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None, stdin: Any = None,
-          stdout: Any = None, stderr: Any = None) -> Any:
+          stdout: Any = None, stderr: Any = None, start_new_session: bool = False, zygote: str = "",
+          wrap: Callable[[list[str]], list[str]] | None = None) -> Any:
     """``subprocess.Popen([sys.executable, *argv], ..., text=True)``, forked from the zygote where it runs.
 
-    ``None`` for a stream means DEVNULL here (a rank's output never goes to the test's terminal)."""
+    ``None`` for a stream means DEVNULL here (a rank's output never goes to the test's terminal).
+    ``zygote``/``wrap``: which zygote, and how it is started (``_start``); the fallback Popen uses ``wrap`` too."""
     args = [sys.executable, *argv]
-    path = _start()
+    path = _start(zygote, wrap)
     if path is None:
-        return subprocess.Popen(args, env=env, cwd=cwd, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                stdout=stdout, stderr=stderr, text=True)
+        return subprocess.Popen(wrap(args) if wrap else args, env=env, cwd=cwd,
+                                stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                text=True, start_new_session=start_new_session)
     ends = [_end(stdin, "w"), _end(stdout, "r"), _end(stderr, "r")]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
         body = json.dumps({"argv": list(argv), "env": dict(os.environ if env is None else env),
-                           "cwd": cwd or os.getcwd()}).encode()
+                           "cwd": cwd or os.getcwd(), "session": start_new_session}).encode()
         conn.sendall(struct.pack("!I", len(body)))
         socket.send_fds(conn, [body], [e[0] for e in ends])
         data = b""
