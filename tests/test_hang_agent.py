@@ -93,3 +93,35 @@ def test_no_status_without_the_flight_recorder(tmp_path: Path) -> None:
     p = py(code, env)
     assert p.returncode == 0, p.stderr[-2000:]
     assert not list((tmp_path / "progress").iterdir())
+
+
+def test_a_rank_whose_dump_comes_late_is_waited_for_once_the_others_answered(tmp_path: Path) -> None:
+    """The watch asks every rank's agent for a flight-recorder dump. Rank 0's comes at once, rank 1's 4.5 s
+    later (a loaded host): a verdict without it would leave rank 1 out of a mismatch, so it is waited for, a
+    bounded while. When no agent answers at all, the wait stays at its first limit."""
+    import threading
+
+    from commdoctor.probes.watch import Watcher
+
+    w = Watcher([sys.executable, "-c", "pass"], str(tmp_path / "watch"), hang_after=5.0)
+    fr = tmp_path / "watch" / "fr"
+    fr.mkdir(parents=True, exist_ok=True)
+
+    def answer(rank: int, after: float) -> None:
+        time.sleep(after)
+        (fr / f"rank{rank}.pkl").write_bytes(b"dump")
+
+    ts = [threading.Thread(target=answer, args=(0, 0.2)), threading.Thread(target=answer, args=(1, 4.5))]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    got = w.request_fr_dumps(2)
+    took = time.monotonic() - t0
+    for t in ts:
+        t.join()
+    assert got == 2 and 4.5 <= took < 7.5, (got, took)
+
+    # Nobody answers (no agent in the job): the first limit holds.
+    t0 = time.monotonic()
+    assert w.request_fr_dumps(2, timeout=1.0) == 0
+    assert time.monotonic() - t0 < 2.0

@@ -229,8 +229,12 @@ class Watcher:
                 time.sleep(min(0.2, self.interval))
         return None
 
-    def request_fr_dumps(self, ranks: int, timeout: float = 3.0) -> int:
-        """Ask the agents for full flight-recorder dumps; returns how many arrived in time."""
+    def request_fr_dumps(self, ranks: int, timeout: float = 3.0, straggling: float = 4.0) -> int:
+        """Ask the agents for full flight-recorder dumps; returns how many arrived in time.
+
+        Once some ranks have answered, the others get ``straggling`` seconds more: their agents work (a loaded
+        host, a first dump that imports more of torch), and a verdict on a mismatch formed without one rank's
+        dump would leave that rank out of it."""
         req = os.path.join(self.watch_dir, "fr-request")
         t0 = time.time()
         with open(req, "w") as f:
@@ -238,6 +242,7 @@ class Watcher:
         os.utime(req, (t0, t0))
         end = time.monotonic() + timeout
         fresh = 0
+        extended = False
         while time.monotonic() < end:
             # An NCCL rank writes nccl_rank<R>.pkl, a gloo one rank<R>.pkl, a rank with both kinds two files.
             seen = set()
@@ -250,6 +255,9 @@ class Watcher:
             fresh = len(seen - {None})
             if fresh >= ranks:
                 break
+            if fresh and not extended and time.monotonic() + 0.1 >= end:
+                end += straggling
+                extended = True
             time.sleep(0.1)
         return fresh
 
