@@ -41,11 +41,12 @@ def _free_port() -> int:
 class Proc:
     """``commdoctor run`` as one Slurm task; every line of stdout and stderr kept as it comes, with its time."""
 
-    def __init__(self, rank: int, port: int, cwd: Any, *extra: str) -> None:
+    def __init__(self, rank: int, port: int, cwd: Any, *extra: str, env: dict[str, str] | None = None) -> None:
+        more = env or {}
         env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1",
                    SLURM_PROCID=str(rank), SLURM_NTASKS="2", SLURM_LOCALID="0", SLURM_NNODES="2",
-                   SLURM_NODEID=str(rank), SLURM_JOB_ID="9")
+                   SLURM_NODEID=str(rank), SLURM_JOB_ID="9", **more)
         self.t0 = time.monotonic()
         self.p = subprocess.Popen([sys.executable, "-m", "commdoctor", "run", *extra], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env, cwd=str(cwd))
@@ -125,7 +126,9 @@ def test_sigterm_to_every_node_during_the_local_checks(tmp_path: Any) -> None:
     table; node 1 leaves quietly with one line. Both exit 130."""
     port = _free_port()
     args = ("--no-tui", "--join-timeout", "60")
-    p0, p1 = Proc(0, port, tmp_path, *args), Proc(1, port, tmp_path, *args)
+    # Node 1's local test starts its ranks as new interpreters (as on a GPU host: seconds), so that it is still
+    # at work when node 0 prints its first local check; with forked ranks it can be done by then.
+    p0, p1 = Proc(0, port, tmp_path, *args), Proc(1, port, tmp_path, *args, env={"COMMDOCTOR_FORK_RANKS": "0"})
     try:
         p0.until(lambda ln: "nodes present" in ln)
         # The first local check's line on node 0's console: the local checks are under way.

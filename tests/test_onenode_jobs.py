@@ -37,13 +37,13 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _standalone(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[subprocess.CompletedProcess[str],
-                                                                             dict[int, tuple[str, str]]]:
+def _standalone(tmp_path: Path, *args: str, timeout: float = 240,
+                env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict[int, tuple[str, str]]]:
     """torchrun --standalone --nproc-per-node 2 ARGS, each local rank's stdout and stderr in its own file."""
     logs = tmp_path / "ranks"
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             "--log-dir", str(logs), "--redirects", "3", *args]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=_env(), cwd=str(tmp_path))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or _env(), cwd=str(tmp_path))
     ranks: dict[int, tuple[str, str]] = {}
     for out in logs.rglob("stdout.log"):
         err = out.with_name("stderr.log")
@@ -51,10 +51,30 @@ def _standalone(tmp_path: Path, *args: str, timeout: float = 240) -> tuple[subpr
     return p, ranks
 
 
+# Every interpreter of the job, at its exit: whether it had imported torch. A rank forked from one that had
+# (commdoctor.probes.pg_fork) ends with os._exit, as a forked child does, and is not an interpreter of its own.
+_RECORDER = """\
+import atexit, json, os, sys
+def _record():
+    with open(os.environ["CD_TEST_PROCS"], "a") as f:
+        argv = [a for a in sys.orig_argv[1:5] if a != "-u"]  # torchrun starts its workers unbuffered
+        f.write(json.dumps({"argv": argv, "torch": "torch" in sys.modules}) + "\\n")
+atexit.register(_record)
+"""
+
+
 def test_torchrun_standalone_gives_one_report_from_local_rank_0(tmp_path: Path) -> None:
     import jsonschema
 
-    p, ranks = _standalone(tmp_path, "-m", "commdoctor", "run", "--json")
+    from tests.conftest import torch_build
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_RECORDER)
+    procs = tmp_path / "procs.jsonl"
+    env = _env(CD_TEST_PROCS=str(procs))
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
+    p, ranks = _standalone(tmp_path, "-m", "commdoctor", "run", "--json", env=env)
     assert sorted(ranks) == [0, 1], p.stderr[-2000:]
     (out0, err0), (out1, err1) = ranks[0], ranks[1]
     # Local rank 1: nothing on stdout, one line on stderr (besides warnings other libraries print on their
@@ -80,6 +100,12 @@ def test_torchrun_standalone_gives_one_report_from_local_rank_0(tmp_path: Path) 
     assert not [c for c in checks if c.startswith("mn.") and c != "mn.gather"]
     assert not [f for f in doc["findings"] if f["code"].startswith("MN")]
     assert "Traceback" not in err0 and p.returncode == 0, err0[-2000:]
+    # torch is imported by torchrun's agent and the two `commdoctor run` processes (for the job's store), and
+    # by nobody else: on a CPU build local rank 0 forks a server before its first thread, and that server forks
+    # the local test's two ranks (commdoctor.probes.pg_init.start_rank_server).
+    with_torch = sorted(" ".join(r["argv"][:2]) for r in map(json.loads, procs.read_text().splitlines()) if r["torch"])
+    if not torch_build().get("gpu_runtime"):
+        assert with_torch == ["-m commdoctor", "-m commdoctor", "-m torch.distributed.run"], with_torch
 
 
 def test_torchrun_local_rank_that_leaves_before_checking_in_is_named(tmp_path: Path) -> None:

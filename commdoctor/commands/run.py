@@ -333,6 +333,12 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     if not job.single_node:  # across nodes the cross-node test measures the network; on one node this is it
         opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
+    if any(c.name.startswith("pg.") for c in checks):
+        # This process imports torch for the job's store anyway: importing it now, before any thread starts,
+        # lets a forked server start the local test's ranks without importing it again (CPU builds).
+        from commdoctor.probes.pg_init import start_rank_server
+
+        start_rank_server()
     ctx = Context(options=opts, facts=Facts(live_providers()))
     node = multinode.NodeRun(job, opts, argv_of(args), join_timeout=args.join_timeout, say=say,
                              deadline=args.deadline, t0=_process_start())

@@ -34,8 +34,18 @@ REQUEST_WAIT_S = 30.0
 _PR_SET_PDEATHSIG = 1
 
 
+#: ``COMMDOCTOR_FORK_RANKS=0`` starts every rank as an interpreter of its own, as on a GPU build.
+FORK_ENV = "COMMDOCTOR_FORK_RANKS"
+
+
+def fork_allowed() -> bool:
+    return os.environ.get(FORK_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
 def refusal(args: list[str]) -> str | None:
     """Why a rank with these arguments cannot be forked from this interpreter, or None when it can."""
+    if not fork_allowed():
+        return f"{FORK_ENV}=0"
     torch = sys.modules.get("torch")
     version = getattr(torch, "version", None)
     if torch is None or version is None:
@@ -72,7 +82,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _fork(args: list[str], out_fd: int, err_fd: int, sock: socket.socket) -> int:
+def _fork(args: list[str], out_fd: int, err_fd: int, sock: socket.socket, env: dict[str, str] | None = None) -> int:
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -91,6 +101,9 @@ def _fork(args: list[str], out_fd: int, err_fd: int, sock: socket.socket) -> int
         for fd in (null, out_fd, err_fd):
             os.close(fd)
         sock.close()
+        if env is not None:  # the rank's own environment: without the launcher's variables (pg_init.child_env)
+            os.environ.clear()
+            os.environ.update(env)
         code = run_worker(args)
     except BaseException:  # noqa: BLE001 - the rank's stderr says what went wrong; the status says it ended
         traceback.print_exc()
@@ -118,11 +131,12 @@ def _reap(pid: int, sock: socket.socket, lock: threading.Lock) -> None:
     _send(sock, lock, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
 
 
-def fork_requested(sock: socket.socket) -> list[threading.Thread]:
-    """Answer the parent's requests until it says it is done: fork each rank it asks for, or say why not."""
+def fork_requested(sock: socket.socket, wait: float | None = REQUEST_WAIT_S) -> list[threading.Thread]:
+    """Answer the parent's requests until it says it is done: fork each rank it asks for, or say why not.
+    ``wait``: how long to wait for the next request (None: until the parent says it is done or goes away)."""
     lock = threading.Lock()
     reapers: list[threading.Thread] = []
-    sock.settimeout(REQUEST_WAIT_S)
+    sock.settimeout(wait)
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
@@ -136,7 +150,8 @@ def fork_requested(sock: socket.socket) -> list[threading.Thread]:
             if why is not None:
                 _send(sock, lock, {"pid": None, "why": why})
                 continue
-            pid = _fork(req["args"], fds[0], fds[1], sock)
+            env = req.get("env")
+            pid = _fork(req["args"], fds[0], fds[1], sock, env if isinstance(env, dict) else None)
             t = threading.Thread(target=_reap, args=(pid, sock, lock), daemon=True)
             t.start()
             reapers.append(t)
@@ -145,6 +160,14 @@ def fork_requested(sock: socket.socket) -> list[threading.Thread]:
             for fd in fds:
                 os.close(fd)
     return reapers
+
+
+def serve_forks(sock: socket.socket) -> None:
+    """The rank server (``pg_init.start_rank_server``): fork every rank the parent asks for until it says it is
+    done or goes away, then wait for the ranks (their own timeouts bound them) and leave."""
+    reapers = fork_requested(sock, wait=None)
+    for t in reapers:
+        t.join(600.0)
 
 
 def serve(req: Any, sock_fd: int) -> int:

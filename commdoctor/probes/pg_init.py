@@ -140,11 +140,81 @@ def probe_torch_and_stay(code: str, timeout: float) -> tuple[int | None, str, st
 
 
 _pending: list[threading.Thread] = []
+#: The rank server forked by this process (``start_rank_server``): its pid and the link to it.
+_server: dict[str, Any] = {}
+
+
+def start_rank_server() -> bool:
+    """Under a launcher, where this process imports torch anyway (for the job's store): import it now, while this
+    process has no thread of its own yet, and fork a server that forks the local test's ranks later (a CPU build
+    of torch only; commdoctor.probes.pg_fork). The test then costs no torch import at all. False where it did
+    not start (a GPU build, threads running, torch missing or broken): the ranks then start as before."""
+    from commdoctor.probes.pg_fork import fork_allowed
+
+    if _server or threading.active_count() != 1 or not hasattr(os, "fork") or not hasattr(socket, "send_fds") \
+            or not fork_allowed():
+        return False
+    try:
+        import torch
+        import torch.distributed  # noqa: F401 - what every rank imports, loaded once here
+    except BaseException:  # noqa: BLE001 - a broken torch is for the checks to report, not this speed-up
+        return False
+    if torch.version.cuda or getattr(torch.version, "hip", None):
+        return False  # forking a process that may start a GPU runtime is unsafe: ranks start as interpreters
+    try:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return False
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the server: never returns into the command
+        code = 0
+        try:
+            mine.close()
+            from commdoctor.probes import pg_fork
+
+            pg_fork._die_with_parent(parent)
+            import signal as _signal
+
+            for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):  # not the command's handlers: a
+                _signal.signal(sig, _signal.SIG_DFL)  # launcher's signal ends the server and its ranks
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # the launcher's console is not ours to write to
+                os.dup2(null, fd)
+            os.close(null)
+            pg_fork.serve_forks(theirs)
+        except BaseException:  # noqa: BLE001 - nobody to tell; the parent falls back to new interpreters
+            code = 1
+        finally:
+            os._exit(code)
+    theirs.close()
+    _server.update(pid=pid, link=_Link(mine))
+    import atexit
+
+    atexit.register(_stop_server)
+    return True
+
+
+def _stop_server() -> None:
+    link = _server.pop("link", None)
+    pid = _server.pop("pid", None)
+    if link is not None:
+        link.done()
+        link.sock.close()
+    if pid is not None:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def keep_one_in_background(code: str, timeout: float) -> None:
     """Start a child as ``probe_torch_and_stay`` does without waiting for it: for a process that has torch's facts
     already (under a launcher) and whose local test still needs an interpreter with torch imported."""
+    if _server:
+        return  # the rank server forks every rank: no interpreter to keep
     t = threading.Thread(target=probe_torch_and_stay, args=(code, timeout), name="commdoctor-keep-warm", daemon=True)
     with _warm_lock:
         _pending.append(t)
@@ -175,17 +245,19 @@ def _take_warm(env: dict[str, str], wait: float = 0.0) -> subprocess.Popen[str] 
 
 
 class _Link:
-    """The parent's end of a kept child's socket: asks it to fork ranks, and hears when they end."""
+    """The parent's end of a socket to a process that forks ranks (a kept child, the rank server): asks it to
+    fork ranks, and hears when they end."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buf = b""
-        self.ended: dict[int, int] = {}  # pid -> exit status, as the child's waitpid gave it
+        self.ended: dict[int, int] = {}  # pid -> exit status, as the forking process's waitpid gave it
+        self.replies: list[dict[str, Any]] = []  # answers to fork requests, in order
         self.closed = False
         self.lock = threading.Lock()
 
-    def _read(self, timeout: float) -> None:
-        """Take in what the child has sent, waiting up to ``timeout`` for something to come."""
+    def _pump(self, timeout: float) -> None:
+        """Take in what the other side has sent, waiting up to ``timeout`` for something to come."""
         try:
             self.sock.settimeout(timeout if timeout > 0 else 0.0)
             data = self.sock.recv(1 << 16)
@@ -197,35 +269,37 @@ class _Link:
             self.closed = True
             return
         self.buf += data
-
-    def _messages(self) -> list[dict[str, Any]]:
-        out = []
         while b"\n" in self.buf:
             raw, self.buf = self.buf.split(b"\n", 1)
             try:
-                out.append(json.loads(raw))
+                msg = json.loads(raw)
             except ValueError:
                 continue
-        return out
+            if "returncode" in msg:
+                self.ended[int(msg["pid"])] = int(msg["returncode"])
+            else:
+                self.replies.append(msg)
 
-    def fork(self, args: list[str], out_w: int, err_w: int, timeout: float = 10.0) -> tuple[int | None, str]:
-        """Ask for one rank with ``args`` writing to these pipes; (its pid, "") or (None, why not)."""
+    def fork(self, args: list[str], out_w: int, err_w: int, env: dict[str, str] | None = None,
+             timeout: float = 10.0) -> tuple[int | None, str]:
+        """Ask for one rank with ``args`` and environment ``env`` writing to these pipes; (its pid, "") or (None,
+        why not)."""
         with self.lock:
+            if self.closed:
+                return None, "the forking process is gone"
             try:
-                socket.send_fds(self.sock, [json.dumps({"args": args}).encode()], [out_w, err_w])
+                socket.send_fds(self.sock, [json.dumps({"args": args, "env": env}).encode()], [out_w, err_w])
             except (OSError, AttributeError) as e:
                 return None, f"{type(e).__name__}: {e}"
             end = time.monotonic() + timeout
-            while not self.closed and time.monotonic() < end:
-                for msg in self._messages():
-                    if "returncode" in msg:
-                        self.ended[int(msg["pid"])] = int(msg["returncode"])
-                    elif msg.get("pid"):
-                        return int(msg["pid"]), ""
-                    else:
-                        return None, str(msg.get("why") or "refused")
-                self._read(max(0.0, min(0.5, end - time.monotonic())))
-            return None, "the probe's interpreter did not answer"
+            while not self.replies and not self.closed and time.monotonic() < end:
+                self._pump(max(0.0, min(0.5, end - time.monotonic())))
+            if not self.replies:
+                # No answer in time: whatever it does later, this link is not asked again.
+                self.closed = True
+                return None, "the forking process did not answer"
+            msg = self.replies.pop(0)
+            return (int(msg["pid"]), "") if msg.get("pid") else (None, str(msg.get("why") or "refused"))
 
     def done(self) -> None:
         with self.lock:
@@ -237,10 +311,7 @@ class _Link:
     def status(self, pid: int) -> int | None:
         with self.lock:
             if pid not in self.ended and not self.closed:
-                self._read(0)
-                for msg in self._messages():
-                    if "returncode" in msg:
-                        self.ended[int(msg["pid"])] = int(msg["returncode"])
+                self._pump(0)
             return self.ended.get(pid)
 
 
@@ -288,7 +359,7 @@ class _ForkedRank:
             pass
 
 
-def _fork_ranks(warm: subprocess.Popen[str], rest: list[list[str]]) -> list[_ForkedRank | None]:
+def _fork_ranks(warm: subprocess.Popen[str], rest: list[list[str]], env: dict[str, str]) -> list[_ForkedRank | None]:
     """Ask the kept child ``warm`` to fork a rank for each of ``rest``; None where it did not."""
     with _warm_lock:
         sock = _links.pop(warm.pid, None)
@@ -300,19 +371,23 @@ def _fork_ranks(warm: subprocess.Popen[str], rest: list[list[str]]) -> list[_For
         if got and got[-1] is None:  # refused once (why is the same for the rest): start them as before
             got.append(None)
             continue
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid, _why = link.fork(args, out_w, err_w)
-        os.close(out_w)
-        os.close(err_w)
-        if pid is None:
-            os.close(out_r)
-            os.close(err_r)
-            got.append(None)
-            continue
-        got.append(_ForkedRank(pid, link, out_r, err_r))
+        got.append(_fork_one(link, args, env))
     link.done()
     return got
+
+
+def _fork_one(link: _Link, args: list[str], env: dict[str, str]) -> _ForkedRank | None:
+    """One rank with ``args`` and ``env`` forked over ``link``, on pipes of its own; None where that did not happen."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid, _why = link.fork(args, out_w, err_w, env)
+    os.close(out_w)
+    os.close(err_w)
+    if pid is None:
+        os.close(out_r)
+        os.close(err_r)
+        return None
+    return _ForkedRank(pid, link, out_r, err_r)
 
 
 def _reader(stream: Any, rank: int, kind: str, q: queue.Queue[tuple[int, str, str | None]]) -> None:
@@ -349,9 +424,16 @@ def run_local_group(
     argsets = {r: [str(r), str(world_size), backend, init_method, str(rank_timeout), ",".join(str(s) for s in sizes),
                    device] for r in ranks}
     forked: dict[int, _ForkedRank] = {}
+    if _server and ranks:  # every rank forked by the rank server (start_rank_server), where it can
+        link: _Link = _server["link"]
+        for r in ranks:
+            f = _fork_one(link, argsets[r], cenv)
+            if f is None:
+                break
+            forked[r] = f
     for r in ranks:
         p: Any = forked.get(r)
-        if p is None and warm is not None:  # the torch probe's interpreter, torch imported already, takes the first rank
+        if p is None and warm is not None and not forked:  # the torch probe's interpreter, torch imported already, takes the first rank
             try:
                 assert warm.stdin is not None
                 rest = [x for x in ranks if x != r]
@@ -359,7 +441,7 @@ def run_local_group(
                 warm.stdin.close()
                 p = warm
                 # and forks the others where that is safe (a CPU build of torch: commdoctor.probes.pg_fork)
-                for x, f in zip(rest, _fork_ranks(warm, [argsets[x] for x in rest]) if rest else []):
+                for x, f in zip(rest, _fork_ranks(warm, [argsets[x] for x in rest], cenv) if rest else []):
                     if f is not None:
                         forked[x] = f
             except (OSError, ValueError):
@@ -437,6 +519,7 @@ def run_local_group(
             except ValueError:
                 rec["stderr"].append(line.rstrip("\n"))
     for f in forked.values():
-        f.link.sock.close()
+        if f.link is not _server.get("link"):
+            f.link.sock.close()
     out["elapsed_s"] = time.monotonic() - start
     return out
