@@ -308,6 +308,18 @@ def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _pci_realpath(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Only NCCL's WARN (its init fails there); the same words at INFO level are a probe NCCL recovers from."""
+    warn = [h for h in hs if (h.rec.level or "WARN") != "INFO"]
+    if not warn:
+        return []
+    s = next(x for x in SIGNATURES if x.id == "nccl_pci_realpath")
+    return [cand("LOG070", "nccl_internal_bug", 2, warn,
+                 params={"what": "its topology detection cannot find the GPU's PCI device in /sys (WSL is supported "
+                                 "only from NCCL 2.11; a container or VM may hide /sys)"},
+                 detail=s.detail, alts=list(s.alts))]
+
+
 def _topo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A topology file NCCL rejected: written for another release, or one NCCL before 2.8 could not read."""
     wrongver = [h for h in hs if "wrong version" in h.ev.text]
@@ -461,9 +473,11 @@ SIGNATURES = (
        r"|(?P<dev>[\w\-]{1,32}:\d{1,3}) async fatal event(?: on \w{1,4} \([^)]{0,40}\))?[^:]{0,200}: (?P<what2>[\w ]{1,60})",
        "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)",
        build=_ib_async),
-    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry counter"),
+    # ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR) is "transport retry counter exceeded"; UCX's mlx5 transport
+    # (ib_mlx5_log.c) says "Transport retry count exceeded on DEV:PORT/RoCE (synd 0x15 vend 0x81 ...)".
+    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry count"),
        r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
-       r"|[Tt]ransport retry counter exceeded|[Rr]etry [Ee]xceeded",
+       r"|[Tt]ransport retry count(?:er)? exceeded|[Rr]etry [Ee]xceeded",
        "hardware_fault", ROOT, 2, "an RDMA work request completed with an error",
        build=_ib_completion),
     sig("ib_incompatible", ("incompatible devices", "is incompatible with the local", "mixed local Net device counts",
@@ -561,6 +575,8 @@ SIGNATURES = (
        # torch's "NCCL error in: ..., internal error - please report ...", NCCL's own class line, and nccl-tests'
        # NCCLCHECK ("%s: Test NCCL failure %s:%d '%s / %s'" with ncclGetErrorString(ncclInternalError)).
        r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report(?:[^\n]{0,200}?NCCL version (?P<ver>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?))?"
+       # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}"), after ncclCommInitRank too.
+       r"|\bNCCL error: internal error\b"
        r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        build=_internal_error),
@@ -574,6 +590,35 @@ SIGNATURES = (
     ctx("nccl_smem_exceeds", ("ncclMaxSharedMem",),
         r"ncclMaxSharedMem (?P<want>\d{1,9}) exceeds device/fn maxSharedMem (?P<have>\d{1,9})",
         "NCCL's kernels need more shared memory than this GPU allows (an NCCL release older than the GPU)"),
+    # graph/xml.cc (ncclTopoGetPciNode / getPciPath, 2.7-2.9): WARN("Could not find real path of %s", busPath) when
+    # realpath() of /sys/class/pci_bus/<domain:bus>/../../<busid> fails, then ncclSystemError: NCCL cannot read the
+    # GPU's PCI device in sysfs. WSL exposes no PCI tree there and NCCL supported WSL only from 2.11; a container or
+    # VM whose /sys hides the host's PCI devices fails the same way. The INFO line a NIC gives
+    # ("NCCL INFO Could not find real path of /sys/class/net/eth0/device") is harmless.
+    sig("nccl_pci_realpath", ("Could not find real path of /sys/class/pci_bus",),
+       r"Could not find real path of (?P<path>/sys/class/pci_bus/[\w:./]{1,200})",
+       "nccl_internal_bug", ROOT, 2, "NCCL could not find the GPU's PCI device in sysfs (WSL before NCCL 2.11, or a /sys that hides it)",
+       build=_pci_realpath,
+       detail="NCCL builds its topology from /sys/class/pci_bus. Under WSL2 that tree does not exist: NCCL before 2.11 "
+              "does not support WSL, so use a newer PyTorch/NCCL there. In a container or VM, mount the host's /sys or "
+              "describe the machine with NCCL_TOPO_FILE.",
+       alts=[("other", "on a native Linux host with NCCL 2.11 or newer, a container or VM that hides /sys gives the same "
+                       "line: mount /sys or set NCCL_TOPO_FILE")]),
+    # graph/topo.h (ncclTopoIdToIndex): WARN("Could not find %s with id %lx", topoNodeTypeStr[type], id) -- a search
+    # result or a peer's graph names a device (a NET, a GPU) this rank's topology does not have, and init fails.
+    # NCCL 2.25/2.26 do this across nodes on InfiniBand (NVIDIA-NeMo/Speech#13996, fixed by 2.27.3). Not graph/
+    # search.cc's "Could not find a path for pattern N, falling back to simple order", which NCCL recovers from.
+    sig("nccl_topo_id_missing", ("with id",),
+       r"Could not find (?P<kind>GPU|PCI|NVS|CPU|NIC|NET|GIN) with id (?P<id>(?:0x)?[0-9a-fA-F]{1,20})\b",
+       "nccl_internal_bug", ROOT, 3, "NCCL's topology search referred to a device this rank's topology does not have",
+       code="LOG070", params=lambda hs: {"what": f"its topology has no {group(hs, 'kind') or 'device'} with id "
+                                                 f"{group(hs, 'id') or '?'}, which its graph search expected"},
+       detail="Each rank searches its own topology; when a search result or a peer's graph names a device this rank "
+              "does not have, init fails. NCCL 2.25-2.26 do this on multi-node InfiniBand jobs (fixed in 2.27).",
+       alts=[("version_mismatch", "ranks on different NCCL releases exchange graphs they do not agree on: compare "
+                                  "'NCCL version' on every node"),
+             ("ib_misconfig", "nodes that select different NICs (NCCL_IB_HCA, a port down on one node) have different "
+                              "NET ids")]),
     sig("nccl_mismatched_collective", ("Mismatched collective",),
        r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
        "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation",

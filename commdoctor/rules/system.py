@@ -163,12 +163,28 @@ _RETRY_DETAIL = ("NCCL kept retrying a connection to a peer ({how}) and no commu
                  "these retries at INFO level, so the job hangs at init or fails later with a bare error.")
 
 
+_NO_KERNEL_IMAGE = re.compile(r"named symbol not found|no kernel image is available(?: for execution on the device)?"
+                              r"|device kernel image is invalid")
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
     unknown = [h for h in hs if h not in nvls and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
-    rest = [h for h in hs if h not in nvls and h not in unknown]
+    # cudaErrorSymbolNotFound (500) 'named symbol not found', cudaErrorNoKernelImageForDevice (209) 'no kernel image is
+    # available for execution on the device', cudaErrorInvalidKernelImage (200) 'device kernel image is invalid': the
+    # code has no kernels this GPU can run. NCCL meets it first in ncclInitKernelsForDevice (enqueue.cc,
+    # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
+    # NVCC_GENCODE listing older GPUs only) fails there before any collective.
+    noimg = [h for h in hs if h not in nvls and _NO_KERNEL_IMAGE.search(h.ev.text)]
+    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg]
     out = []
+    if noimg:
+        out.append(cand("LOG085", "nccl_internal_bug", 2, noimg, params={"what": _NO_KERNEL_IMAGE.search(
+            noimg[0].ev.text).group(0).strip("'")}, alts=[
+            ("driver_cuda_mismatch", "if the build does list this GPU's sm_XX, a driver older than the CUDA the build "
+                                     "targets fails kernel loading too: compare nvidia-smi's CUDA version with the "
+                                     "'+cudaX.Y' of NCCL's version line")]))
     if nvls:
         out.append(cand("LOG033", "fabric_manager_nvls", 1, nvls, alts=[
             ("hardware_fault", "if the fabric manager reports healthy and `nvidia-smi -q` shows Xid errors, a GPU or NVSwitch "
@@ -409,11 +425,11 @@ SIGNATURES = (
        r"|Connect to \S{1,300} failed : Software caused connection abort",
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route",
        build=_refused, exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
-                                "ucx_unreachable", "comm_id_invalid")),
+                                "ucx_unreachable", "comm_id_invalid", "ssh_client")),
     sig("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
        r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
        "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)",
-       code="LOG025", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp"),
+       code="LOG025", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp", "ssh_client"),
        alts=[("wrong_interface", "an address that is not routed (a docker bridge, a second NIC) times out the same way: check "
                                  "which interface each rank advertised")]),
     sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
@@ -423,7 +439,7 @@ SIGNATURES = (
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
        r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket closed \[",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
-       build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local")),
+       build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local", "ssh_client")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------
     sig("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm", "failed to extend"),
        r"posix_fallocate failed|[Ee]rror while creating shared memory segment|creating shared memory segment|shm_open\w* failed"
@@ -648,6 +664,14 @@ CODES = (
     Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
          "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
          env=NCCL_DEBUG_ENV),
+    Code("LOG085", "no-kernels-for-gpu", E, "the CUDA code has no kernels for this GPU ({what}): the NCCL or PyTorch "
+         "build was not compiled for its architecture",
+         "Install a build compiled for this GPU's compute capability: a PyTorch wheel for a CUDA release that knows the "
+         "GPU (cu128 or newer for Blackwell sm_100/sm_120, cu118+ for Hopper) with its bundled NCCL, or rebuild NCCL with "
+         "NVCC_GENCODE including the GPU's sm_XX",
+         cause="nccl_internal_bug",
+         steps=("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                "python -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.nccl.version())'")),
     Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),

@@ -1,0 +1,121 @@
+"""Public failure threads, round 10 (fixtures/logs/threads/*/PROVENANCE.md names each thread).
+
+Messages whose meaning the library's source gives and earlier rounds did not read: CUDA's "named symbol not found" /
+"no kernel image is available" inside NCCL (a build without kernels for the GPU), torch's "sm_XX is not compatible"
+warning, NCCL's "Could not find real path of /sys/class/pci_bus/..." (WSL before NCCL 2.11, a /sys that hides the
+GPU), topo.h's "Could not find NET with id" (an NCCL 2.25/2.26 defect), UCX's "Transport retry count exceeded" and
+OpenSSH's client errors under an MPI launcher. Each rule row has a real line and a near-miss that must not match; the
+fixtures run through `commdoctor logs --json` as a user would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs import test_threads as round1
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # torch/cuda/__init__.py _check_capability; a GPU the build lists gives no warning, and the "supports CUDA
+    # capabilities" sentence alone names no GPU.
+    ("torch_gpu_arch_unsupported", "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+     "PyTorch installation.",  # pytorch/pytorch#167244
+     "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90."),
+    # graph/xml.cc: realpath() of the GPU's PCI path failed (NVIDIA/nccl#442); a NIC's sysfs probe at INFO is harmless.
+    ("nccl_pci_realpath", "DESKTOP:36629:36635 [0] graph/xml.cc:332 NCCL WARN Could not find real path of "
+     "/sys/class/pci_bus/0000:21/../../0000:21:00.0",
+     "sfr-pod-rmeng:435:783 [0] NCCL INFO Could not find real path of /sys/class/net/eth0/device"),
+    # graph/topo.h ncclTopoIdToIndex (NVIDIA-NeMo/Speech#13996); search.cc's fallback for a pattern is recovered from.
+    ("nccl_topo_id_missing", "graph/topo.h:230 NCCL WARN Could not find NET with id 0",
+     "graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order"),
+    # UCX's mlx5 wording of IBV_WC_RETRY_EXC_ERR (openucx/ucx#2434, #6000) and ibverbs' own (openucx/ucx#2684); a
+    # retransmit count in a settings dump is not a failure.
+    ("ib_completion", "[mgmt:24113:0:24113] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/RoCE (synd 0x15 "
+     "vend 0x81 hw_synd 0/0)", "NCCL INFO NCCL_IB_RETRY_CNT set by environment to 7."),
+    ("ib_completion", "FATAL: send completion with error: transport retry counter exceeded",
+     "UCX_RC_RETRY_COUNT=7"),
+    # OpenSSH's client under mpirun (NVIDIA/nccl-tests#299); ssh's own banner of a working login is not a failure.
+    ("ssh_client", "ssh: connect to host (worker_ip) port 22: Connection refused",
+     "Warning: Permanently added '[10.0.0.15]:9001' (ED25519) to the list of known hosts."),
+    ("ssh_client", "ssh: Could not resolve hostname node-17: Name or service not known",
+     "debug1: Connecting to node-17 [10.1.0.17] port 22."),
+    ("ssh_client", "node2: Permission denied (publickey,password).",
+     "node2: Authenticated to node2 ([10.1.0.2]:22) using \"publickey\"."),
+    # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
+    ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
+     "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
+]
+
+FIXTURES = [
+    # (slug, first cause, causes that must be among the first three)
+    # NCCL built for sm_80 only, run on H100: CUDA finds none of its kernels.
+    ("nccl-1372-named-symbol-sm80-build-on-h100", "nccl_internal_bug", ()),
+    # A cu118 build on an RTX 5090: the same 'named symbol not found' first, the bare unhandled cuda error after it.
+    ("pytorch-152077-rtx5090-nccl-2-14-cu118", "nccl_internal_bug", ()),
+    # WSL with NCCL 2.8: the GPU's PCI path is not in /sys; the test's 'unhandled system error' follows from it.
+    ("nccl-442-wsl-nccl-2-8-pci-realpath", "nccl_internal_bug", ()),
+    # ssh to the worker refused under mpirun: the launcher, not the network or a dead peer.
+    ("nccl-tests-299-ssh-refused-prte", "launcher_misconfig", ()),
+    # NCCL 2.25/2.26 across InfiniBand nodes: a NET id this rank's topology lacks (fixed in 2.27.3).
+    ("nemo-speech-13996-no-net-id-0", "nccl_internal_bug", ()),
+    # UCX's mlx5 retry-exceeded on RoCE from the first transfer: GID index / traffic class, not a dead peer.
+    ("ucx-2434-roce-retry-exceeded-gid-tc", "ib_misconfig", ("hardware_fault",)),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+@pytest.mark.parametrize("slug, first, top3", FIXTURES, ids=[f[0] for f in FIXTURES])
+def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
+    round1.check_fixture(slug, first, top3)
+
+
+def _first(p: Path) -> tuple[str, str]:
+    fs = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    return (fs[0]["code"], fs[0]["cause"]) if fs else ("", "")
+
+
+@pytest.mark.parametrize("what", ["Cuda failure 'named symbol not found'", "Cuda failure 209 'no kernel image is "
+                                  "available for execution on the device'"])
+def test_cuda_failure_without_kernels_for_the_gpu_is_the_build(tmp_path: Path, what: str) -> None:
+    p = tmp_path / "rank0.log"  # enqueue.cc's CUDACHECK on cudaFuncGetAttributes (NVIDIA/nccl#1372, nccl-tests#79)
+    p.write_text(f"gcn75:2336636:2336906 [0] enqueue.cc:58 NCCL WARN {what}\n"
+                 "RuntimeError: NCCL Error 1: unhandled cuda error\n")
+    assert _first(p) == ("LOG085", "nccl_internal_bug")
+
+
+def test_other_cuda_failures_are_not_read_as_a_missing_build(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # a CUDA call that failed for another reason keeps the generic reading
+    p.write_text("n1:42:50 [0] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'\n")
+    assert _first(p)[0] != "LOG085"
+
+
+def test_pci_realpath_at_info_level_names_no_cause(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # NCCL probes sysfs and goes on; only its WARN stops init
+    p.write_text("h:1:2 [0] NCCL INFO Could not find real path of /sys/class/pci_bus/0000:21/../../0000:21:00.0\n"
+                 "h:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 21000 - Init COMPLETE\n")
+    assert "LOG070" not in [f["code"] for f in diagnose_file(p)["findings"]]
+
+
+@pytest.mark.parametrize("err, cause", [("Connection refused", "launcher_misconfig"),
+                                        ("Connection timed out", "firewall_or_port_blocked"),
+                                        ("No route to host", "firewall_or_port_blocked")])
+def test_ssh_failure_under_a_launcher_names_why_the_node_was_not_reached(tmp_path: Path, err: str, cause: str) -> None:
+    p = tmp_path / "mpirun.log"  # the refused/timed-out words are ssh's, not a rank's connection to a peer
+    p.write_text(f"ssh: connect to host node2 port 22: {err}\n"
+                 "--------------------------------------------------------------------------\n"
+                 "PRTE has lost communication with a remote daemon.\n")
+    assert _first(p) == ("LOG065", cause)
+
+
+def test_ssh_name_lookup_failure_is_the_host_name(tmp_path: Path) -> None:
+    p = tmp_path / "mpirun.log"
+    p.write_text("ssh: Could not resolve hostname gpu-node-7: Temporary failure in name resolution\n")
+    assert _first(p) == ("LOG065", "hostname_resolution")
