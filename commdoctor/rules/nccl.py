@@ -48,11 +48,34 @@ def _ib_qp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+#: ibv_event_type_str of the QP events a work request of this process caused (IBV_EVENT_QP_ACCESS_ERR, _QP_REQ_ERR):
+#: a memory key or access right the request used was refused, or the request itself was malformed for the QP. The
+#: port and the cable are fine; registration (GPUDirect RDMA, DMA-BUF), the path settings (MTU, GID) or the
+#: library's use of the verbs are not.
+_QP_REQUEST_EVENTS = re.compile(r"local access violation work queue error|invalid request local work queue error")
+
+
 def _ib_async(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    dev = group(hs, "dev")
-    ev_what = group(hs, "what2", "what")
-    what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
-    return [cand("LOG037", "hardware_fault", 1, hs, params={"what": what})]
+    qp = [h for h in hs if _QP_REQUEST_EVENTS.search(h.ev.text)]
+    port = [h for h in hs if h not in qp]
+    out = []
+    if port:
+        dev = group(port, "dev")
+        ev_what = group(port, "what2", "what")
+        what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
+        out.append(cand("LOG037", "hardware_fault", 1, port, params={"what": what}))
+    if qp:
+        out.append(cand("LOG036", "ib_misconfig", 2, qp,
+                        detail="The HCA refused a work request of this process on its queue pair (an access violation "
+                               "or an invalid request): a memory region or key it used, or a path attribute of the "
+                               "connection, is wrong for the fabric. The port itself reported nothing.",
+                        alts=[("p2p_acs_iommu", "RDMA on GPU memory registered through nvidia-peermem/DMA-BUF fails "
+                                                "this way when the PCIe path or the IOMMU interferes: "
+                                                "NCCL_NET_GDR_LEVEL=LOC working says so"),
+                              ("nccl_internal_bug", "appearing only after an NCCL upgrade or with NCCL's internal IB "
+                                                    "plugin but not with another (NVIDIA/nccl#1524, #1710): the previous "
+                                                    "release or the other plugin works")]))
+    return out
 
 
 def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -278,10 +301,24 @@ def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """An RDMA completion error: protection/access codes point at GPUDirect; retries exhausted at the link.
     Status 5 (flushed) is the echo of a connection already broken: the closed-connection rule reads it."""
-    gdr = [h for h in hs if h.groups.get("code") in ("4", "10", "11") or h.groups.get("vendor") == "81"]
+    # Status 4 (IBV_WC_LOC_PROT_ERR) and vendor syndrome 0x51 (81) are GPU memory the NIC may not touch: GPUDirect
+    # through ACS/IOMMU (NVIDIA/nccl#928). 9-11 (remote invalid request, remote access, remote operation) are the
+    # peer's HCA refusing what arrived: a path or key setting of the connection (MTU, GID, access rights).
+    gdr = [h for h in hs if h.groups.get("code") == "4" or h.groups.get("vendor") == "81"
+           or "Local protection error" in str(h.groups.get("ucx") or "")]
+    remote = [h for h in hs if h not in gdr and (h.groups.get("code") in ("9", "10", "11") or h.groups.get("ucx"))]
     flush = [h for h in hs if h.groups.get("code") == "5"]
-    retry = [h for h in hs if h not in gdr and h not in flush]
+    retry = [h for h in hs if h not in gdr and h not in flush and h not in remote]
     out = []
+    if remote:
+        out.append(cand("LOG036", "ib_misconfig", 2, remote,
+                        detail="The peer's HCA rejected an RDMA request (remote access, invalid request or operation "
+                               "error): the connection's settings do not fit the path - an MTU larger than the switches "
+                               "carry, a GID of another subnet, or access rights the memory region lacks.",
+                        alts=[("p2p_acs_iommu", "GPU memory the peer's NIC may not write (GPUDirect through ACS/IOMMU) "
+                                                "is refused the same way: NCCL_NET_GDR_LEVEL=LOC working says so"),
+                              ("hardware_fault", "errors on one node or cable only, after a long healthy run, point at "
+                                                 "a failing link")]))
     if gdr:
         out.append(cand("LOG038", "p2p_acs_iommu", 2, gdr, params={"what": "RDMA to or from GPU memory failed (GPUDirect)"}, alts=[
             ("hardware_fault", "protection errors only on some nodes, with NCCL_NET_GDR_LEVEL=LOC working, still point at "
@@ -475,9 +512,11 @@ SIGNATURES = (
        build=_ib_async),
     # ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR) is "transport retry counter exceeded"; UCX's mlx5 transport
     # (ib_mlx5_log.c) says "Transport retry count exceeded on DEV:PORT/RoCE (synd 0x15 vend 0x81 ...)".
-    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry count"),
+    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry count", "error on "),
        r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
-       r"|[Tt]ransport retry count(?:er)? exceeded|[Rr]etry [Ee]xceeded",
+       r"|[Tt]ransport retry count(?:er)? exceeded|[Rr]etry [Ee]xceeded"
+       # UCX's mlx5 transport names the completion's syndrome: "Remote access error on mlx5_0:1/RoCE (synd 0x13 ...)".
+       r"|(?P<ucx>Remote access error|Remote invalid request error|Remote OP error|Local protection error) on [\w\-]{1,32}:\d{1,3}",
        "hardware_fault", ROOT, 2, "an RDMA work request completed with an error",
        build=_ib_completion),
     sig("ib_incompatible", ("incompatible devices", "is incompatible with the local", "mixed local Net device counts",

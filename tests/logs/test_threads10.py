@@ -119,3 +119,24 @@ def test_ssh_name_lookup_failure_is_the_host_name(tmp_path: Path) -> None:
     p = tmp_path / "mpirun.log"
     p.write_text("ssh: Could not resolve hostname gpu-node-7: Temporary failure in name resolution\n")
     assert _first(p) == ("LOG065", "hostname_resolution")
+
+
+def test_qp_access_violation_is_the_connection_setup_not_a_failing_port(tmp_path: Path) -> None:
+    p = tmp_path / "node201.log"  # NVIDIA/nccl#1710 (internal plugin vs another) and #1524 (after an NCCL upgrade)
+    p.write_text("node201:127799:127863 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : local "
+                 "access violation work queue error\n")
+    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert causes[0] == "ib_misconfig" and "hardware_fault" not in causes[:1]
+    q = tmp_path / "port.log"  # a port event is still the link's
+    q.write_text("n1:1:2 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : port error\n")
+    assert _first(q)[1] == "hardware_fault"
+
+
+@pytest.mark.parametrize("status, cause", [("9", "ib_misconfig"), ("10", "ib_misconfig"), ("4", "p2p_acs_iommu")])
+def test_completion_status_names_whose_side_refused(tmp_path: Path, status: str, cause: str) -> None:
+    p = tmp_path / "node023.log"  # 9-11: the peer's HCA refused the request; 4: local protection (GPUDirect)
+    p.write_text(f"node023:10214:10303 [0] transport/net_ib.cc:1909 NCCL WARN NET/IB : Got completion from peer "
+                 f"10.1.3.201<33057> with status={status} opcode=0 len=0 vendor err 138 (Send) localGid ::ffff:10.206.1.23 "
+                 "remoteGids::ffff:10.206.1.11\n")
+    assert _first(p)[1] == cause
+
