@@ -338,7 +338,7 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
     if not hs:
         return []
-    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port") or "?"})]
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "?"})]
 
 
 def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -361,8 +361,13 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 
 SIGNATURES = (
     # -- ports and names -------------------------------------------------------------------------
-    sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
-       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
+    # Other libraries' servers say it in their own words: asyncio's create_server (aiohttp; Ray's dashboard) "[Errno 98]
+    # error while attempting to bind on address ('0.0.0.0', 8265): address already in use" (strerror lower-cased),
+    # redis "Could not create server TCP listening socket *:6379: bind: Address already in use".
+    sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98", "address already in use"),
+       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)"
+       r"|error while attempting to bind on address \('(?P<addr2>[^']{0,64})', (?P<port2>\d{1,5})\): address already in use"
+       r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
        code="LOG010", build=_port_in_use,
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address

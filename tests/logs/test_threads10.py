@@ -45,6 +45,13 @@ ROWS = [
      "debug1: Connecting to node-17 [10.1.0.17] port 22."),
     ("ssh_client", "node2: Permission denied (publickey,password).",
      "node2: Authenticated to node2 ([10.1.0.2]:22) using \"publickey\"."),
+    # asyncio's create_server (Ray's dashboard, facebookresearch/fairchem#1787) and redis (ray-project/ray#11201) name
+    # the port they could not bind; a server that found its port free says it listens.
+    ("port_in_use", "Exception: Failed to find a valid port for dashboard after 0 retries: [Errno 98] error while "
+     "attempting to bind on address ('0.0.0.0', 8265): address already in use",
+     "2026-02-17 18:17:20,693 INFO worker.py:1998 -- Connected to Ray cluster. View the dashboard at http://10.148.113.248:45491"),
+    ("port_in_use", "129123:M 04 Oct 2020 12:37:38.959 # Could not create server TCP listening socket *:6379: bind: Address "
+     "already in use", "129124:M 04 Oct 2020 12:37:39.061 # Ready to accept connections tcp"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
@@ -62,6 +69,8 @@ FIXTURES = [
     ("nccl-tests-299-ssh-refused-prte", "launcher_misconfig", ()),
     # NCCL 2.25/2.26 across InfiniBand nodes: a NET id this rank's topology lacks (fixed in 2.27.3).
     ("nemo-speech-13996-no-net-id-0", "nccl_internal_bug", ()),
+    # Ray's dashboard port taken by another local cluster: another library's socket, not the torch store.
+    ("fairchem-1787-ray-dashboard-port-8265", "port_conflict", ()),
     # UCX's mlx5 retry-exceeded on RoCE from the first transfer: GID index / traffic class, not a dead peer.
     ("ucx-2434-roce-retry-exceeded-gid-tc", "ib_misconfig", ("hardware_fault",)),
 ]
