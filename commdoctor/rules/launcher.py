@@ -267,6 +267,31 @@ SIGNATURES = (
        r"is not available|Invalid generic resource \(gres\) specification)",
        "launcher_misconfig", ROOT, 1, "Slurm cannot place the step or allocation as requested",
        code="LOG066", params=_slots_what),
+    # srun (src/srun/srun_job.c, launch plugin): "task %d launch failed: %s" and "%ps aborted before step completely
+    # launched."; "timeout waiting for task launch, started %d of %d tasks": slurmd could not start the step's
+    # tasks at all - the MPI/PMI plugin asked for (--mpi=pmix) that the node or the container does not support, a
+    # container (pyxis/enroot) that failed to start, a prolog that failed. Nothing of the program ran.
+    sig("slurm_launch_failed", ("launch failed", "aborted before step completely launched", "timeout waiting for task launch"),
+       r"srun: error: task (?P<task>\d{1,7})(?:-\d{1,7})? launch failed: (?P<why>[^\n]{1,160})"
+       r"|aborted before step completely launched"
+       r"|timeout waiting for task launch, started (?P<got>\d{1,7}) of (?P<want>\d{1,7}) tasks",
+       "launcher_misconfig", ROOT, 2, "Slurm could not start the step's tasks, so no rank ran",
+       code="LOG066", params=lambda hs: {"what": "srun could not launch the step's tasks"
+                                                 + (f" ({group(hs, 'why')})" if group(hs, "why") else "")},
+       detail="srun got the allocation but slurmd could not start the tasks: the PMI plugin requested (--mpi=pmix) "
+              "not supported by the node or the container (--mpi=pmi2 or none is the usual workaround), a container "
+              "image that failed to start (pyxis/enroot), or a prolog script that failed.",
+       alts=[("hardware_fault", "a node whose slurmd stopped answering fails its launch the same way: sinfo -R "
+                                "shows it drained or down")]),
+    # slurmstepd (exec_task): "execve(): %s: %m" -- the step's program does not exist on the node (a PATH set by a
+    # module or a virtual environment that the step does not inherit, a binary on a disk the node lacks).
+    sig("slurm_execve", ("execve():",),
+       r"slurmstepd: error: execve\(\): (?P<prog>[^:\n]{1,200}): (?:No such file or directory|Permission denied)",
+       "launcher_misconfig", ROOT, 1, "the step's program was not found on the node",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'prog') or 'the program'} was not found (or not executable) "
+                                                 "on the node the step ran on"},
+       detail="slurmstepd could not execute the command: it is not on the PATH the step inherits (load the module or "
+              "activate the environment inside the job script) or not installed on that node."),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).

@@ -167,6 +167,24 @@ _NO_KERNEL_IMAGE = re.compile(r"named symbol not found|no kernel image is availa
                               r"|device kernel image is invalid")
 
 
+def _driver_mismatch(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NVML's 'Driver/library version mismatch' is the driver against itself: the user-space libraries (libnvidia-ml,
+    libcuda) of one release over a kernel module of another still loaded, after a driver upgrade without a reboot
+    (unattended-upgrade does this) or in a container whose injected libraries differ from the host's module."""
+    nvml = [h for h in hs if "ibrary version mismatch" in h.ev.text]
+    rest = [h for h in hs if h not in nvml]
+    out = []
+    if rest:
+        out.append(cand("LOG032", "driver_cuda_mismatch", 1, rest))
+    if nvml:
+        out.append(cand("LOG032", "driver_cuda_mismatch", 1, nvml,
+                        detail="NVML found the NVIDIA user-space libraries of one driver release over a kernel module of "
+                               "another: the driver was upgraded (often by unattended-upgrade) while the old module "
+                               "stayed loaded. Reboot the node (or unload and reload the nvidia modules once no process "
+                               "uses the GPUs), and pin the driver packages so they do not change under running jobs."))
+    return out
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
@@ -483,7 +501,7 @@ SIGNATURES = (
        r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
-       code="LOG032"),
+       code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
     # of size %zu ... : CUDA error %d '%s'.\nThis is usually caused by a system or configuration error in the Fabric
     # Manager or NVSwitches. ..."): the message spans lines, so the CUDA error line alone does not say NVLS.

@@ -10,6 +10,7 @@ fixtures run through `commdoctor logs --json` as a user would.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,22 @@ ROWS = [
      "2026-02-17 18:17:20,693 INFO worker.py:1998 -- Connected to Ray cluster. View the dashboard at http://10.148.113.248:45491"),
     ("port_in_use", "129123:M 04 Oct 2020 12:37:38.959 # Could not create server TCP listening socket *:6379: bind: Address "
      "already in use", "129124:M 04 Oct 2020 12:37:39.061 # Ready to accept connections tcp"),
+    # srun could not start the step's tasks (NVIDIA-NeMo/Speech#14829: --mpi=pmix under pyxis, pmi2 works;
+    # StanfordLegion/gasnet#25); the step being torn down after a failure is not a launch failure.
+    ("slurm_launch_failed", "srun: error: task 0 launch failed: Unspecified error",
+     "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."),
+    ("slurm_launch_failed", "srun: error: timeout waiting for task launch, started 0 of 1 tasks",
+     "srun: error: g1301: task 0: Exited with exit code 2"),
+    # slurmstepd cannot execute the step's program (CSCfi/pytorch-ddp-examples#1: torchrun missing in the module);
+    # a working directory it cannot enter is a warning it goes on past (NVIDIA/deepops#1179).
+    ("slurm_execve", "slurmstepd: error: execve(): torchrun: No such file or directory",
+     "slurmstepd: error: couldn't chdir to `/root/burst-buffer': No such file or directory: going to /tmp instead"),
+    # MPICH / Intel MPI ch4:ofi could not open a libfabric provider (QMCPACK/qmcpack#1158, easybuilders#10213,
+    # UCL-ARC/rcps-buildscripts#50); the provider list libfabric prints at debug level is not a failure.
+    ("mpi_ofi_provider", "MPIDI_OFI_mpi_init_hook(1060): OFI fi_open domain failed (ofi_init.c:1060:MPIDI_OFI_mpi_init_hook:"
+     "No data available)", "provider: tcp, score = 4, pref = 0, FI_SOCKADDR_IN [16] 10.1.0.241"),
+    ("mpi_ofi_provider", "[0] MPI startup(): tmi fabric is not available and fallback fabric is not enabled",
+     "[0] MPI startup(): shm and tcp data transfer modes"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
@@ -149,3 +166,10 @@ def test_completion_status_names_whose_side_refused(tmp_path: Path, status: str,
                  "remoteGids::ffff:10.206.1.11\n")
     assert _first(p)[1] == cause
 
+
+
+def test_nvml_library_mismatch_says_the_module_and_libraries_differ(tmp_path: Path) -> None:
+    p = tmp_path / "node.log"  # lyulyul/shine-cluster#30: unattended-upgrade replaced the libraries under the module
+    p.write_text("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n")
+    f = [x for x in diagnose_file(p)["findings"] if x["cause"]][0]
+    assert (f["code"], f["cause"]) == ("LOG032", "driver_cuda_mismatch") and "kernel module" in json.dumps(f)
