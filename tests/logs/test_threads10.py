@@ -173,3 +173,13 @@ def test_nvml_library_mismatch_says_the_module_and_libraries_differ(tmp_path: Pa
     p.write_text("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n")
     f = [x for x in diagnose_file(p)["findings"] if x["cause"]][0]
     assert (f["code"], f["cause"]) == ("LOG032", "driver_cuda_mismatch") and "kernel module" in json.dumps(f)
+
+
+def test_an_uncaught_cxx_exception_is_a_failure_never_healthy(tmp_path: Path) -> None:
+    p = tmp_path / "rank.log"  # baidu-research/DeepBench#97: the process aborted on an exception nothing names
+    p.write_text("terminate called after throwing an instance of 'std::runtime_error'\n"
+                 "  what():  Failed to set cuda device\n")
+    assert [f["code"] for f in diagnose_file(p)["findings"]][:1] == ["LOG080"]
+    q = tmp_path / "ok.log"  # the words inside a sentence of the program's own are not the runtime's abort
+    q.write_text("[job] the handler is called when terminate is requested; step 9 loss 0.09\n")
+    assert diagnose_file(q)["findings"] == [] or all(f["code"] != "LOG080" for f in diagnose_file(q)["findings"])
