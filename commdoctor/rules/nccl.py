@@ -172,6 +172,17 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                             "(NCCL_SOCKET_IFNAME=eth0,enp6s0) or a prefix they share.",
                      alts=[("nccl_internal_bug", "if every host has that interface, rerun with NCCL_DEBUG=WARN: the WARN "
                                                  "line before the internal error names the failing check")])]
+    noprov = hits(m, "verbs_no_provider")
+    if noprov and not any(c.cause and not c.weak and not c.consequence for c in found):
+        # rdma-core found the HCA's uverbs device but no user-space provider library for it (libmlx5 missing, as
+        # in a container built without rdma-core's providers): the verbs calls NCCL makes on that device fail.
+        return [cand("LOG036", "ib_misconfig", 7, noprov[:1] + hs[:2],
+                     detail=f"libibverbs found {group(noprov, 'dev') or 'an RDMA device'} but no user-space driver for "
+                            "it (the provider library, e.g. libmlx5 from rdma-core, is missing, typically inside a "
+                            "container), and NCCL then failed with an internal error. Install the providers in the "
+                            "image (rdma-core / libibverbs-providers) or keep NCCL off IB (NCCL_IB_DISABLE=1).",
+                     alts=[("nccl_internal_bug", "if NCCL_IB_DISABLE=1 fails the same way, the internal error is "
+                                                 "NCCL's own: rerun with NCCL_DEBUG=INFO for the WARN line before it")])]
     vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
     if vers and all(v.startswith("2.18") for v in vers) and _network_failed_early(m, found):
         # 2.18 returned ncclInternalError where other releases return ncclSystemError/ncclRemoteError: read it as the
@@ -677,6 +688,12 @@ SIGNATURES = (
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # rdma-core (libibverbs/init.c): "libibverbs: Warning: no userspace device-specific driver found for %s" -- a
+    # uverbs device with no provider library to drive it. Harmless for a job that never uses RDMA; read by
+    # _internal_error when NCCL then fails with nothing else said.
+    ctx("verbs_no_provider", ("no userspace device-specific driver",),
+        r"no userspace device-specific driver found for (?P<dev>\S{1,200})",
+        "libibverbs found an RDMA device but no user-space provider library (libmlx5) for it"),
     # ncclGetErrorString(ncclInvalidUsage): "invalid usage" (later "invalid usage (run with NCCL_DEBUG=WARN for
     # details)"); torch adds "ncclInvalidUsage: This usually reflects invalid usage of NCCL library." Read by
     # _invalid_usage when the reason line after it is missing.

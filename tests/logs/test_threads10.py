@@ -69,6 +69,10 @@ ROWS = [
      "No data available)", "provider: tcp, score = 4, pref = 0, FI_SOCKADDR_IN [16] 10.1.0.241"),
     ("mpi_ofi_provider", "[0] MPI startup(): tmi fabric is not available and fallback fabric is not enabled",
      "[0] MPI startup(): shm and tcp data transfer modes"),
+    # rdma-core with no provider for the device (NVIDIA/nccl-tests#41: a container without libmlx5); the verbs
+    # library's note about a device it can drive is not this.
+    ("verbs_no_provider", "libibverbs: Warning: no userspace device-specific driver found for "
+     "/sys/class/infiniband_verbs/uverbs0", "libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so'"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
@@ -88,6 +92,8 @@ FIXTURES = [
     ("nemo-speech-13996-no-net-id-0", "nccl_internal_bug", ()),
     # Ray's dashboard port taken by another local cluster: another library's socket, not the torch store.
     ("fairchem-1787-ray-dashboard-port-8265", "port_conflict", ()),
+    # A container without the verbs provider library: NCCL's bare internal error after libibverbs said so.
+    ("nccl-tests-41-container-no-libmlx5", "ib_misconfig", ("nccl_internal_bug",)),
     # UCX's mlx5 retry-exceeded on RoCE from the first transfer: GID index / traffic class, not a dead peer.
     ("ucx-2434-roce-retry-exceeded-gid-tc", "ib_misconfig", ("hardware_fault",)),
 ]
@@ -183,3 +189,11 @@ def test_an_uncaught_cxx_exception_is_a_failure_never_healthy(tmp_path: Path) ->
     q = tmp_path / "ok.log"  # the words inside a sentence of the program's own are not the runtime's abort
     q.write_text("[job] the handler is called when terminate is requested; step 9 loss 0.09\n")
     assert diagnose_file(q)["findings"] == [] or all(f["code"] != "LOG080" for f in diagnose_file(q)["findings"])
+
+
+def test_verbs_provider_note_alone_names_no_cause(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # a job that never needs RDMA prints it and runs over sockets
+    p.write_text("libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0\n"
+                 "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n"
+                 "h:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
