@@ -198,8 +198,8 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg]
     out = []
     if noimg:
-        out.append(cand("LOG085", "nccl_internal_bug", 2, noimg, params={"what": _NO_KERNEL_IMAGE.search(
-            noimg[0].ev.text).group(0).strip("'")}, alts=[
+        said = _NO_KERNEL_IMAGE.search(noimg[0].ev.text)
+        out.append(cand("LOG085", "nccl_internal_bug", 2, noimg, params={"what": said.group(0) if said else "no kernel image"}, alts=[
             ("driver_cuda_mismatch", "if the build does list this GPU's sm_XX, a driver older than the CUDA the build "
                                      "targets fails kernel loading too: compare nvidia-smi's CUDA version with the "
                                      "'+cudaX.Y' of NCCL's version line")]))
