@@ -55,7 +55,15 @@ def _ib_qp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 _QP_REQUEST_EVENTS = re.compile(r"local access violation work queue error|invalid request local work queue error")
 
 
+#: ibv_event_type_str of events that report a change, not a fault (an address added to the RoCE netdev changes
+#: the GID table; a subnet manager that moves or re-registers ports): NCCL prints every async event it gets.
+_INFO_EVENTS = re.compile(r"async event ?: ?(?:GID table change|LID change|P_Key change|SM change|client reregistration"
+                          r"|port active|communication established|send queue drained|last WQE reached"
+                          r"|SRQ limit reached)", re.IGNORECASE)
+
+
 def _ib_async(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    hs = [h for h in hs if not _INFO_EVENTS.search(h.ev.text)]
     qp = [h for h in hs if _QP_REQUEST_EVENTS.search(h.ev.text)]
     port = [h for h in hs if h not in qp]
     out = []
@@ -669,6 +677,19 @@ SIGNATURES = (
                                   "'NCCL version' on every node"),
              ("ib_misconfig", "nodes that select different NICs (NCCL_IB_HCA, a port down on one node) have different "
                               "NET ids")]),
+    # graph/paths.cc (ncclTopoCheckP2p / path setup): WARN("Failed to find reverse path from remNode %d/%lx nlinks %d
+    # to node %d/%lx") -- NCCL's topology has a link one way and none back, which its search cannot use. A release
+    # that predates the platform (mila-iqia/milabench#183: NCCL 2.14 on H100, fine with 2.18) builds such a graph.
+    sig("nccl_reverse_path", ("Failed to find reverse path",),
+       r"Failed to find reverse path from remNode (?P<rem>\d{1,3}/[0-9a-fA-F]{1,16}) nlinks \d{1,4} to node (?P<node>\d{1,3}/[0-9a-fA-F]{1,16})",
+       "nccl_internal_bug", ROOT, 3, "NCCL's topology has a link with no way back between two devices",
+       code="LOG070", params=lambda hs: {"what": f"its topology has a link from {group(hs, 'rem') or '?'} to "
+                                                 f"{group(hs, 'node') or '?'} with no path back"},
+       detail="NCCL builds its topology from /sys and NVML; a release older than the platform (H100 support came with "
+              "NCCL 2.15) or a virtualised PCI tree gives it links it cannot follow back. Another NCCL release, "
+              "usually a newer one, reads the machine right.",
+       alts=[("other", "a topology injected with NCCL_TOPO_FILE that does not describe this machine fails the same "
+                       "way: unset it")]),
     sig("nccl_mismatched_collective", ("Mismatched collective",),
        r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
        "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation",

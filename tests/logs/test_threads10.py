@@ -73,6 +73,9 @@ ROWS = [
     # library's note about a device it can drive is not this.
     ("verbs_no_provider", "libibverbs: Warning: no userspace device-specific driver found for "
      "/sys/class/infiniband_verbs/uverbs0", "libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so'"),
+    # graph/paths.cc: a link with no way back (mila-iqia/milabench#183: NCCL 2.14 on H100); a path NCCL found is INFO.
+    ("nccl_reverse_path", "opt-1_3b.0 [stderr] Failed to find reverse path from remNode 0/5f000 nlinks 4 to node 0/cb000",
+     "n1:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 24.000000/24.000000, type NVL/PXN, sameChannels 1"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
@@ -196,4 +199,10 @@ def test_verbs_provider_note_alone_names_no_cause(tmp_path: Path) -> None:
     p.write_text("libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0\n"
                  "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n"
                  "h:1:2 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+def test_an_ib_event_that_reports_a_change_is_no_fault(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # IBV_EVENT_GID_CHANGE: an address was added to the RoCE netdev; the port is fine
+    p.write_text("h:1:2 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change\n")
     assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
