@@ -185,6 +185,29 @@ def _driver_mismatch(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Peer access refused. Raised inside NCCL's SHM transport (transport/shm.cc), it is not GPU peer-to-peer at all:
+    NCCL 2.27 shares host memory between ranks through cuMem handles there and asked for peer access to import them,
+    which GPUs without P2P (L4, most PCIe boards) refuse (NVIDIA/nccl#1838; NCCL_CUMEM_HOST_ENABLE=0 avoids it)."""
+    shm = [h for h in hs if "shm.cc" in (h.rec.file or "") or "transport/shm" in h.ev.text]
+    rest = [h for h in hs if h not in shm]
+    out = []
+    if rest:
+        s = next(x for x in SIGNATURES if x.id == "p2p_unsupported")
+        out.append(cand("LOG039", "p2p_driver_bug", 2, rest, alts=list(s.alts)))
+    if shm:
+        out.append(cand("LOG070", "nccl_internal_bug", 2, shm,
+                        params={"what": "its shared-memory transport asked for GPU peer access these GPUs do not have "
+                                        "(cuMem host sharing)"},
+                        detail="The failure is in NCCL's SHM transport, which moves data through host memory: NCCL 2.27 "
+                               "shares that memory through cuMem handles and imports them with peer access, which GPUs "
+                               "without P2P refuse. NCCL_CUMEM_HOST_ENABLE=0 (the /dev/shm path) avoids it; a newer NCCL "
+                               "fixes it.",
+                        alts=[("p2p_driver_bug", "if NCCL_CUMEM_HOST_ENABLE=0 fails the same way, the driver refuses peer "
+                                                 "access the GPUs claim to have")]))
+    return out
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
@@ -595,7 +618,7 @@ SIGNATURES = (
        r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
        r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
        "p2p_driver_bug", ROOT, 2, "the driver refuses or mishandles GPU peer-to-peer access",
-       code="LOG039",
+       code="LOG039", build=_p2p_unsupported,
        alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "
                                "`lspci -vvv | grep ACSCtl` shows SrcValid+ on the bridges")]),
     sig("nofile", ("Too many open files", "EMFILE"),

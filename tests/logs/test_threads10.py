@@ -97,6 +97,8 @@ FIXTURES = [
     ("fairchem-1787-ray-dashboard-port-8265", "port_conflict", ()),
     # A container without the verbs provider library: NCCL's bare internal error after libibverbs said so.
     ("nccl-tests-41-container-no-libmlx5", "ib_misconfig", ("nccl_internal_bug",)),
+    # Peer access refused inside NCCL's SHM transport (cuMem host sharing on GPUs without P2P): NCCL's, not the driver.
+    ("nccl-1838-cumem-host-shm-no-p2p", "nccl_internal_bug", ("p2p_driver_bug",)),
     # UCX's mlx5 retry-exceeded on RoCE from the first transfer: GID index / traffic class, not a dead peer.
     ("ucx-2434-roce-retry-exceeded-gid-tc", "ib_misconfig", ("hardware_fault",)),
 ]
@@ -206,3 +208,10 @@ def test_an_ib_event_that_reports_a_change_is_no_fault(tmp_path: Path) -> None:
     p = tmp_path / "rank0.log"  # IBV_EVENT_GID_CHANGE: an address was added to the RoCE netdev; the port is fine
     p.write_text("h:1:2 [0] transport/net_ib.cc:101 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change\n")
     assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+def test_peer_access_refused_in_the_p2p_transport_stays_the_driver(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # the GPU peer-to-peer transport itself: the driver's or the board's P2P
+    p.write_text("n1:1:2 [0] transport/p2p.cc:200 NCCL WARN Cuda failure 'peer access is not supported between these "
+                 "two devices'\n")
+    assert _first(p) == ("LOG039", "p2p_driver_bug")
