@@ -124,7 +124,7 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     error") is what a rank sees when its peer's connection dropped: with no peer reporting a failure of its own and
     no collective completed, the connections never worked. With a peer's own error in the logs, the closed-connection
     rule makes this the echo of that failure instead."""
-    hs = hits(m, "nccl_system_error")
+    hs = hits(m, "nccl_system_error") + hits(m, "nccl_proxy_failed")
     if not hs or not _network_failed_early(m, found):
         return []
     # The interfaces each rank chose are in the logs and none is unusable (the bad_interfaces rule reads them): the
@@ -135,7 +135,7 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
     if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
         return []
-    sysc = [h for h in hs if h.groups.get("sys")]
+    sysc = [h for h in hs if h.groups.get("sys") or h.sig.id == "nccl_proxy_failed"]
     remote = [h for h in hs if not h.groups.get("sys")]
     use = sysc or remote
     if sysc and local_ranks_only(m):
@@ -709,6 +709,14 @@ SIGNATURES = (
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d") and the service
+    # thread's "Error encountered progressing operation=%s, res=%d, closing connection": the proxy could not set up
+    # a connection for a rank (Connect/Setup of a transport) with a system (2) or internal (3) result. The WARN line
+    # before it, when there is one, says which call; alone it reads as NCCL's bare system error (_system_error).
+    ctx("nccl_proxy_failed", ("Failed to execute operation", "Error encountered progressing operation"),
+        r"Failed to execute operation (?P<op>Connect|Setup|SharedInit|Init|ConnectAll) from rank \d{1,7}, retcode [23]\b"
+        r"|Error encountered progressing operation=(?P<op2>Connect|Setup|SharedInit|Init), res=[23], closing connection",
+        "NCCL's proxy could not set up a transport connection for a rank (a failed system call or check)"),
     # rdma-core (libibverbs/init.c): "libibverbs: Warning: no userspace device-specific driver found for %s" -- a
     # uverbs device with no provider library to drive it. Harmless for a job that never uses RDMA; read by
     # _internal_error when NCCL then fails with nothing else said.

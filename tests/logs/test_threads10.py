@@ -76,6 +76,9 @@ ROWS = [
     # graph/paths.cc: a link with no way back (mila-iqia/milabench#183: NCCL 2.14 on H100); a path NCCL found is INFO.
     ("nccl_reverse_path", "opt-1_3b.0 [stderr] Failed to find reverse path from remNode 0/5f000 nlinks 4 to node 0/cb000",
      "n1:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 24.000000/24.000000, type NVL/PXN, sameChannels 1"),
+    # proxy.cc's failed Connect for a rank (NVIDIA/nccl-tests#166, #185); its "-> 2" return trail is INFO.
+    ("nccl_proxy_failed", "ubuntu:39964:40075 [0] proxy.cc:1519 NCCL WARN [Proxy Service 0] Failed to execute operation "
+     "Connect from rank 0, retcode 2", "ubuntu:39964:40075 [0] NCCL INFO proxy.cc:1306 -> 2"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
@@ -215,3 +218,10 @@ def test_peer_access_refused_in_the_p2p_transport_stays_the_driver(tmp_path: Pat
     p.write_text("n1:1:2 [0] transport/p2p.cc:200 NCCL WARN Cuda failure 'peer access is not supported between these "
                  "two devices'\n")
     assert _first(p) == ("LOG039", "p2p_driver_bug")
+
+
+def test_a_proxy_connect_failure_alone_reads_as_the_bare_system_error(tmp_path: Path) -> None:
+    p = tmp_path / "rank0.log"  # two hosts' ranks, the proxy's failed Connect with no line saying which call
+    p.write_text("n1:1:2 [0] proxy.cc:1519 NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 0, "
+                 "retcode 2\n")
+    assert _first(p) == ("LOG028", "wrong_interface")
