@@ -727,14 +727,16 @@ SIGNATURES = (
     # details)"); torch adds "ncclInvalidUsage: This usually reflects invalid usage of NCCL library." Read by
     # _invalid_usage when the reason line after it is missing.
     ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
-        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b",
+        # vLLM's and SGLang's pynccl wrappers: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}").
+        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b|\bNCCL error: invalid usage\b",
         "NCCL's result code for a call it rejects (invalid usage), without the reason"),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
     # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
     # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
     # Read by _invalid_argument when the reason line is missing.
     ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
-        r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument",
+        r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument"
+        r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b",
         "NCCL's result code for an argument it rejects (invalid argument), without the reason"),
     # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
     # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.

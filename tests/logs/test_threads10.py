@@ -79,6 +79,14 @@ ROWS = [
     # proxy.cc's failed Connect for a rank (NVIDIA/nccl-tests#166, #185); its "-> 2" return trail is INFO.
     ("nccl_proxy_failed", "ubuntu:39964:40075 [0] proxy.cc:1519 NCCL WARN [Proxy Service 0] Failed to execute operation "
      "Connect from rank 0, retcode 2", "ubuntu:39964:40075 [0] NCCL INFO proxy.cc:1306 -> 2"),
+    # The same wrapper's other result codes (vllm-project/vllm#12625 quotes its raise); a CUDA call's own
+    # 'invalid argument' in nccl-tests is CUDA's, not NCCL's result.
+    ("nccl_invalid_usage", "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+     "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"),
+    ("nccl_invalid_argument", "RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
+     "host3: Test CUDA failure common.cu:1125 'invalid argument'"),
+    ("nccl_invalid_argument", "host3: Test NCCL failure common.cu:1125 'invalid argument'",
+     "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
