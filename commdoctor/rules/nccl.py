@@ -206,7 +206,9 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                   ("firewall_or_port_blocked", "a firewall dropping NCCL's ports fails the same sockets"),
                   ("peer_process_died", "a peer that exited without its log in view leaves the same error")])]
     alts = [("other", "NCCL also returns 'internal error' for setups it rejects (topology files, plugins): rerun with "
-                      "NCCL_DEBUG=INFO to see the WARN line before it")]
+                      "NCCL_DEBUG=INFO to see the WARN line before it"),
+            ("duplicate_gpu", "NCCL before 2.7 had no 'Duplicate GPU detected' check: two ranks on one GPU failed init "
+                              "with an internal error (give each process its own GPU: set_device(local_rank))")]
     if any(v.startswith("2.18") for v in vers):
         alts.insert(0, ("wrong_interface", "NCCL 2.18 reports failed network calls as internal errors (2.19 names them): "
                                            "with NCCL_DEBUG=WARN the line before it shows a socket that failed over an "
@@ -635,6 +637,8 @@ SIGNATURES = (
        r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report(?:[^\n]{0,200}?NCCL version (?P<ver>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?))?"
        # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}"), after ncclCommInitRank too.
        r"|\bNCCL error: internal error\b"
+       # Horovod's "ncclCommInitRank failed: internal error"; CuPy's NcclError names NCCL's enum.
+       r"|\bnccl\w{2,40} failed: internal error\b|\bNCCL_ERROR_INTERNAL_ERROR\b"
        r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        build=_internal_error),
@@ -728,7 +732,9 @@ SIGNATURES = (
     # _invalid_usage when the reason line after it is missing.
     ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
         # vLLM's and SGLang's pynccl wrappers: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}").
-        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b|\bNCCL error: invalid usage\b",
+        # Horovod ("ncclCommInitRank failed: invalid usage") and CuPy (NcclError: NCCL_ERROR_INVALID_USAGE, NCCL's enum).
+        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b|\bNCCL error: invalid usage\b"
+        r"|\bnccl\w{2,40} failed: invalid usage\b|\bNCCL_ERROR_INVALID_USAGE\b",
         "NCCL's result code for a call it rejects (invalid usage), without the reason"),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
     # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
@@ -736,7 +742,8 @@ SIGNATURES = (
     # Read by _invalid_argument when the reason line is missing.
     ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
         r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument"
-        r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b",
+        r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b"
+        r"|\bnccl\w{2,40} failed: invalid argument\b|\bNCCL_ERROR_INVALID_ARGUMENT\b",
         "NCCL's result code for an argument it rejects (invalid argument), without the reason"),
     # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
     # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.

@@ -87,6 +87,15 @@ ROWS = [
      "host3: Test CUDA failure common.cu:1125 'invalid argument'"),
     ("nccl_invalid_argument", "host3: Test NCCL failure common.cu:1125 'invalid argument'",
      "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'"),
+    # Horovod's "<call> failed: <result>" and CuPy's NcclError with NCCL's enum name (horovod/horovod#1290 quotes the
+    # internal-error form); a CUDA IPC call that failed with 'invalid argument' is not NCCL's result.
+    ("nccl_invalid_usage", "horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: invalid usage",
+     "horovod.common.exceptions.HorovodInternalError: ncclCommInitRank failed: unhandled system error"),
+    ("nccl_invalid_usage", "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage",
+     "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error"),
+    ("nccl_invalid_argument", "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_ARGUMENT: invalid argument",
+     "cudaIpcOpenMemHandle failed: invalid argument"),
+    ("nccl_error_class", "ncclCommInitRank failed: internal error", "ncclCommInitRank failed: unhandled system error"),
     # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(...)}") (NVIDIA/nccl#1726's title).
     ("nccl_error_class", "ncclCommInitRank failed with error: NCCL error: internal error",
      "ncclCommInitRank failed with error: NCCL error: unhandled cuda error"),
