@@ -57,6 +57,9 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
                               r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
+#: The C++ runtime's std::terminate handler (libstdc++ __verbose_terminate_handler): an exception nobody caught, so
+#: the process aborts (SIGABRT) right after. An error even when nothing else in the log says which.
+_CXX_TERMINATE = re.compile(r"\bterminate called (?:after throwing an instance of|without an active exception)")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
@@ -405,7 +408,8 @@ class _Builder:
             if len(self.m.exceptions) < MAX_EXCEPTIONS:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
-            or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)))
+            or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
+                                        or _CXX_TERMINATE.search(subject)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

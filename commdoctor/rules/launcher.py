@@ -154,6 +154,35 @@ def _slots_what(hs: list[Any]) -> dict[str, Any]:
     return {"what": "more processes requested than the hosts or the allocation offer"}
 
 
+
+def _ssh_client(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Why ssh to a node failed decides the cause: nothing listening, a filter on the way, or a name that does not
+    resolve."""
+    h = hs[0]
+    g = h.groups
+    host = g.get("host") or g.get("host2") or "a node"
+    err = g.get("err") or ""
+    if g.get("host2"):
+        return [cand("LOG065", "hostname_resolution", 1, hs, params={"host": host},
+                     detail=f"ssh could not resolve {host}: the hostfile names a host this node cannot look up "
+                            "(DNS or /etc/hosts).")]
+    if err in ("Connection timed out", "No route to host", "Network is unreachable"):
+        return [cand("LOG065", "firewall_or_port_blocked", 2, hs, params={"host": host},
+                     detail=f"ssh to {host} port {g.get('port')} got '{err}': packets to that port are dropped or "
+                            "rejected on the way (a firewall or security group), or the address is not reachable.",
+                     alts=[("rendezvous_unreachable", "if the address itself is wrong (a stale hostfile, a pod IP from "
+                                                      "another network), no host answers there at all")])]
+    if err:  # refused or reset: the host answered, but no ssh server listens on that port
+        return [cand("LOG065", "launcher_misconfig", 1, hs, params={"host": host},
+                     detail=f"ssh to {host} port {g.get('port')} was refused: the host is up but no ssh server listens "
+                            "there (a container or pod without sshd, or sshd on another port: set it in ~/.ssh/config "
+                            "or the launcher's ssh arguments, e.g. plm_rsh_args \"-p PORT\").",
+                     alts=[("firewall_or_port_blocked", "a firewall that rejects instead of dropping gives 'Connection "
+                                                        "refused' too: nc -zv HOST 22 from the first node")])]
+    return [cand("LOG065", "launcher_misconfig", 1, hs, params={"host": host},
+                 detail="ssh reached the node but could not log in without a password (no key for this user, or an "
+                        "unknown host key): the launcher needs passwordless ssh between the nodes.")]
+
 SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
     # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
@@ -187,6 +216,19 @@ SIGNATURES = (
        r"|Command '\[?'?ssh (?:-o \S{1,60} |-p \d{1,5} )*(?P<host2>[\w.\-]{1,255}) hostname(?: -I)?'?\]?' returned non-zero exit status 255",
        "launcher_misconfig", ROOT, 1, "the launcher could not ssh to a node of its hostfile, so the job never started there",
        code="LOG065", params=lambda hs: {"host": hs[0].groups.get("host") or hs[0].groups.get("host2") or "?"}),
+    # OpenSSH's client (ssh.c/sshconnect.c): "ssh: connect to host %s port %s: %s" (strerror of the failed connect),
+    # "ssh: Could not resolve hostname %s: %s", "Permission denied (%s)." and "Host key verification failed.". MPI
+    # launchers (Open MPI/PRTE's plm_rsh, Hydra), pdsh and deepspeed start every remote node through ssh, so these
+    # lines say why a node's daemon never started; the runtime's own "lost communication with a remote daemon" and
+    # any refused connection after them follow from it.
+    sig("ssh_client", ("ssh: connect to host", "Could not resolve hostname", "Permission denied (",
+                       "Host key verification failed"),
+       r"ssh: connect to host (?P<host>[\w.\-:\[\]()]{1,255}) port (?P<port>\d{1,5}): (?P<err>Connection refused|Connection timed out"
+       r"|No route to host|Network is unreachable|Connection reset by peer)"
+       r"|ssh: Could not resolve hostname (?P<host2>[\w.\-]{1,255}):"
+       r"|^(?:\S{1,255}: )?(?P<auth>Permission denied \((?:publickey|password|keyboard-interactive|gssapi)[\w,\-]{0,80}\)\.|Host key verification failed\.)\s*$",
+       "launcher_misconfig", ROOT, 1, "the launcher could not open ssh to a node, so nothing of the job started there",
+       build=_ssh_client),
     # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
     # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
     # init_process_group("env://") in a process no launcher started (plain `python train.py`).
@@ -225,6 +267,31 @@ SIGNATURES = (
        r"is not available|Invalid generic resource \(gres\) specification)",
        "launcher_misconfig", ROOT, 1, "Slurm cannot place the step or allocation as requested",
        code="LOG066", params=_slots_what),
+    # srun (src/srun/srun_job.c, launch plugin): "task %d launch failed: %s" and "%ps aborted before step completely
+    # launched."; "timeout waiting for task launch, started %d of %d tasks": slurmd could not start the step's
+    # tasks at all - the MPI/PMI plugin asked for (--mpi=pmix) that the node or the container does not support, a
+    # container (pyxis/enroot) that failed to start, a prolog that failed. Nothing of the program ran.
+    sig("slurm_launch_failed", ("launch failed", "aborted before step completely launched", "timeout waiting for task launch"),
+       r"srun: error: task (?P<task>\d{1,7})(?:-\d{1,7})? launch failed: (?P<why>[^\n]{1,160})"
+       r"|aborted before step completely launched"
+       r"|timeout waiting for task launch, started (?P<got>\d{1,7}) of (?P<want>\d{1,7}) tasks",
+       "launcher_misconfig", ROOT, 2, "Slurm could not start the step's tasks, so no rank ran",
+       code="LOG066", params=lambda hs: {"what": "srun could not launch the step's tasks"
+                                                 + (f" ({group(hs, 'why')})" if group(hs, "why") else "")},
+       detail="srun got the allocation but slurmd could not start the tasks: the PMI plugin requested (--mpi=pmix) "
+              "not supported by the node or the container (--mpi=pmi2 or none is the usual workaround), a container "
+              "image that failed to start (pyxis/enroot), or a prolog script that failed.",
+       alts=[("hardware_fault", "a node whose slurmd stopped answering fails its launch the same way: sinfo -R "
+                                "shows it drained or down")]),
+    # slurmstepd (exec_task): "execve(): %s: %m" -- the step's program does not exist on the node (a PATH set by a
+    # module or a virtual environment that the step does not inherit, a binary on a disk the node lacks).
+    sig("slurm_execve", ("execve():",),
+       r"slurmstepd: error: execve\(\): (?P<prog>[^:\n]{1,200}): (?:No such file or directory|Permission denied)",
+       "launcher_misconfig", ROOT, 1, "the step's program was not found on the node",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'prog') or 'the program'} was not found (or not executable) "
+                                                 "on the node the step ran on"},
+       detail="slurmstepd could not execute the command: it is not on the PATH the step inherits (load the module or "
+              "activate the environment inside the job script) or not installed on that node."),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).

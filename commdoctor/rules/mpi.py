@@ -228,6 +228,22 @@ SIGNATURES = (
     # could not access / or execute an executable:" (or "could not find an executable:"), then "Executable: PATH" and
     # "Node: HOST": the program is missing or not executable at that path on that node (installs that differ between
     # nodes, a relative path from another working directory, a file system not mounted there).
+    # MPICH's and Intel MPI's ch4:ofi netmod (ofi_init.c / ofi_init.h): "OFI fi_getinfo() failure", "OFI addrinfo()
+    # failed (...: No data available)", "OFI fi_open domain failed", "OFI fi_fabric failed" - libfabric offered no
+    # provider the library could open on this node; Intel MPI before 2019: "MPI startup(): <fabric> fabric is not
+    # available and fallback fabric is not enabled" (I_MPI_FABRICS names one this node lacks). The fabric chosen,
+    # not the program.
+    sig("mpi_ofi_provider", ("OFI ", "fabric is not available"),
+       r"OFI (?P<call>fi_getinfo\(\)|addrinfo\(\)|fi_open domain|fi_fabric|fi_domain|fi_endpoint|fi_av_open|fi_getinfo) "
+       r"(?:failure|failed)"
+       r"|(?P<fab>\w{2,12}) fabric is not available and fallback fabric is not enabled",
+       "ib_misconfig", ROOT, 2, "the MPI library could not open a network provider (libfabric/OFI) on this node",
+       code="LOG087", params=lambda hs: {"what": (f"OFI {group(hs, 'call')} failed" if group(hs, "call")
+                                                  else f"the {group(hs, 'fab') or 'selected'} fabric is not available")},
+       alts=[("other", "an MPI bundle whose own libfabric lacks the node's provider (Intel MPI 2019's internal "
+                       "libfabric) fails the same way: point it at the system's libfabric (I_MPI_OFI_LIBRARY_INTERNAL=0)"),
+             ("wrong_interface", "with only the tcp provider, a node without a usable network interface (a laptop "
+                                 "off its network) has nothing to open")]),
     sig("mpi_exec_missing", ("unable to launch the specified application",),
        r"(?P<tool>mpirun|mpiexec|prterun|prun|orterun) was unable to launch the specified application as it could",
        "launcher_misconfig", ROOT, 1, "the MPI launcher could not find or execute the program on a node",
@@ -337,6 +353,12 @@ CODES = (
     Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
          "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
          cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG087", "mpi-fabric-unavailable", E, "the MPI library could not open its network provider: {what}",
+         "Choose a provider this node has and check it is listed by fi_info: FI_PROVIDER=verbs (InfiniBand/RoCE), "
+         "psm2/opx (Omni-Path), efa (AWS) or tcp; for Intel MPI set I_MPI_FABRICS=shm:ofi (older: shm:dapl / shm:tcp) and "
+         "I_MPI_OFI_PROVIDER, and prefer the system libfabric when the bundled one lacks the provider",
+         cause="ib_misconfig", env={"FI_PROVIDER": "<verbs|tcp|psm2|efa>", "I_MPI_FABRICS": "shm:ofi"},
+         steps=("fi_info -l (the providers libfabric can open here)", "I_MPI_DEBUG=5 (or FI_LOG_LEVEL=warn) for the provider chosen")),
     Code("LOG084", "ucx-proc-link-denied", E, "UCX was refused another rank's shared memory through /proc (permission denied)",
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",

@@ -48,11 +48,42 @@ def _ib_qp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+#: ibv_event_type_str of the QP events a work request of this process caused (IBV_EVENT_QP_ACCESS_ERR, _QP_REQ_ERR):
+#: a memory key or access right the request used was refused, or the request itself was malformed for the QP. The
+#: port and the cable are fine; registration (GPUDirect RDMA, DMA-BUF), the path settings (MTU, GID) or the
+#: library's use of the verbs are not.
+_QP_REQUEST_EVENTS = re.compile(r"local access violation work queue error|invalid request local work queue error")
+
+
+#: ibv_event_type_str of events that report a change, not a fault (an address added to the RoCE netdev changes
+#: the GID table; a subnet manager that moves or re-registers ports): NCCL prints every async event it gets.
+_INFO_EVENTS = re.compile(r"async event ?: ?(?:GID table change|LID change|P_Key change|SM change|client reregistration"
+                          r"|port active|communication established|send queue drained|last WQE reached"
+                          r"|SRQ limit reached)", re.IGNORECASE)
+
+
 def _ib_async(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    dev = group(hs, "dev")
-    ev_what = group(hs, "what2", "what")
-    what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
-    return [cand("LOG037", "hardware_fault", 1, hs, params={"what": what})]
+    hs = [h for h in hs if not _INFO_EVENTS.search(h.ev.text)]
+    qp = [h for h in hs if _QP_REQUEST_EVENTS.search(h.ev.text)]
+    port = [h for h in hs if h not in qp]
+    out = []
+    if port:
+        dev = group(port, "dev")
+        ev_what = group(port, "what2", "what")
+        what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
+        out.append(cand("LOG037", "hardware_fault", 1, port, params={"what": what}))
+    if qp:
+        out.append(cand("LOG036", "ib_misconfig", 2, qp,
+                        detail="The HCA refused a work request of this process on its queue pair (an access violation "
+                               "or an invalid request): a memory region or key it used, or a path attribute of the "
+                               "connection, is wrong for the fabric. The port itself reported nothing.",
+                        alts=[("p2p_acs_iommu", "RDMA on GPU memory registered through nvidia-peermem/DMA-BUF fails "
+                                                "this way when the PCIe path or the IOMMU interferes: "
+                                                "NCCL_NET_GDR_LEVEL=LOC working says so"),
+                              ("nccl_internal_bug", "appearing only after an NCCL upgrade or with NCCL's internal IB "
+                                                    "plugin but not with another (NVIDIA/nccl#1524, #1710): the previous "
+                                                    "release or the other plugin works")]))
+    return out
 
 
 def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -93,7 +124,7 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     error") is what a rank sees when its peer's connection dropped: with no peer reporting a failure of its own and
     no collective completed, the connections never worked. With a peer's own error in the logs, the closed-connection
     rule makes this the echo of that failure instead."""
-    hs = hits(m, "nccl_system_error")
+    hs = hits(m, "nccl_system_error") + hits(m, "nccl_proxy_failed")
     if not hs or not _network_failed_early(m, found):
         return []
     # The interfaces each rank chose are in the logs and none is unusable (the bad_interfaces rule reads them): the
@@ -104,7 +135,7 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
     if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
         return []
-    sysc = [h for h in hs if h.groups.get("sys")]
+    sysc = [h for h in hs if h.groups.get("sys") or h.sig.id == "nccl_proxy_failed"]
     remote = [h for h in hs if not h.groups.get("sys")]
     use = sysc or remote
     if sysc and local_ranks_only(m):
@@ -149,6 +180,17 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                             "(NCCL_SOCKET_IFNAME=eth0,enp6s0) or a prefix they share.",
                      alts=[("nccl_internal_bug", "if every host has that interface, rerun with NCCL_DEBUG=WARN: the WARN "
                                                  "line before the internal error names the failing check")])]
+    noprov = hits(m, "verbs_no_provider")
+    if noprov and not any(c.cause and not c.weak and not c.consequence for c in found):
+        # rdma-core found the HCA's uverbs device but no user-space provider library for it (libmlx5 missing, as
+        # in a container built without rdma-core's providers): the verbs calls NCCL makes on that device fail.
+        return [cand("LOG036", "ib_misconfig", 7, noprov[:1] + hs[:2],
+                     detail=f"libibverbs found {group(noprov, 'dev') or 'an RDMA device'} but no user-space driver for "
+                            "it (the provider library, e.g. libmlx5 from rdma-core, is missing, typically inside a "
+                            "container), and NCCL then failed with an internal error. Install the providers in the "
+                            "image (rdma-core / libibverbs-providers) or keep NCCL off IB (NCCL_IB_DISABLE=1).",
+                     alts=[("nccl_internal_bug", "if NCCL_IB_DISABLE=1 fails the same way, the internal error is "
+                                                 "NCCL's own: rerun with NCCL_DEBUG=INFO for the WARN line before it")])]
     vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
     if vers and all(v.startswith("2.18") for v in vers) and _network_failed_early(m, found):
         # 2.18 returned ncclInternalError where other releases return ncclSystemError/ncclRemoteError: read it as the
@@ -164,7 +206,9 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                   ("firewall_or_port_blocked", "a firewall dropping NCCL's ports fails the same sockets"),
                   ("peer_process_died", "a peer that exited without its log in view leaves the same error")])]
     alts = [("other", "NCCL also returns 'internal error' for setups it rejects (topology files, plugins): rerun with "
-                      "NCCL_DEBUG=INFO to see the WARN line before it")]
+                      "NCCL_DEBUG=INFO to see the WARN line before it"),
+            ("duplicate_gpu", "NCCL before 2.7 had no 'Duplicate GPU detected' check: two ranks on one GPU failed init "
+                              "with an internal error (give each process its own GPU: set_device(local_rank))")]
     if any(v.startswith("2.18") for v in vers):
         alts.insert(0, ("wrong_interface", "NCCL 2.18 reports failed network calls as internal errors (2.19 names them): "
                                            "with NCCL_DEBUG=WARN the line before it shows a socket that failed over an "
@@ -278,10 +322,24 @@ def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
 def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """An RDMA completion error: protection/access codes point at GPUDirect; retries exhausted at the link.
     Status 5 (flushed) is the echo of a connection already broken: the closed-connection rule reads it."""
-    gdr = [h for h in hs if h.groups.get("code") in ("4", "10", "11") or h.groups.get("vendor") == "81"]
+    # Status 4 (IBV_WC_LOC_PROT_ERR) and vendor syndrome 0x51 (81) are GPU memory the NIC may not touch: GPUDirect
+    # through ACS/IOMMU (NVIDIA/nccl#928). 9-11 (remote invalid request, remote access, remote operation) are the
+    # peer's HCA refusing what arrived: a path or key setting of the connection (MTU, GID, access rights).
+    gdr = [h for h in hs if h.groups.get("code") == "4" or h.groups.get("vendor") == "81"
+           or "Local protection error" in str(h.groups.get("ucx") or "")]
+    remote = [h for h in hs if h not in gdr and (h.groups.get("code") in ("9", "10", "11") or h.groups.get("ucx"))]
     flush = [h for h in hs if h.groups.get("code") == "5"]
-    retry = [h for h in hs if h not in gdr and h not in flush]
+    retry = [h for h in hs if h not in gdr and h not in flush and h not in remote]
     out = []
+    if remote:
+        out.append(cand("LOG036", "ib_misconfig", 2, remote,
+                        detail="The peer's HCA rejected an RDMA request (remote access, invalid request or operation "
+                               "error): the connection's settings do not fit the path - an MTU larger than the switches "
+                               "carry, a GID of another subnet, or access rights the memory region lacks.",
+                        alts=[("p2p_acs_iommu", "GPU memory the peer's NIC may not write (GPUDirect through ACS/IOMMU) "
+                                                "is refused the same way: NCCL_NET_GDR_LEVEL=LOC working says so"),
+                              ("hardware_fault", "errors on one node or cable only, after a long healthy run, point at "
+                                                 "a failing link")]))
     if gdr:
         out.append(cand("LOG038", "p2p_acs_iommu", 2, gdr, params={"what": "RDMA to or from GPU memory failed (GPUDirect)"}, alts=[
             ("hardware_fault", "protection errors only on some nodes, with NCCL_NET_GDR_LEVEL=LOC working, still point at "
@@ -306,6 +364,18 @@ def _ib_completion(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                               ("peer_process_died", "a peer that died mid-transfer leaves the same completion error: "
                                                     "look for its own error")]))
     return out
+
+
+def _pci_realpath(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Only NCCL's WARN (its init fails there); the same words at INFO level are a probe NCCL recovers from."""
+    warn = [h for h in hs if (h.rec.level or "WARN") != "INFO"]
+    if not warn:
+        return []
+    s = next(x for x in SIGNATURES if x.id == "nccl_pci_realpath")
+    return [cand("LOG070", "nccl_internal_bug", 2, warn,
+                 params={"what": "its topology detection cannot find the GPU's PCI device in /sys (WSL is supported "
+                                 "only from NCCL 2.11; a container or VM may hide /sys)"},
+                 detail=s.detail, alts=list(s.alts))]
 
 
 def _topo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -461,9 +531,13 @@ SIGNATURES = (
        r"|(?P<dev>[\w\-]{1,32}:\d{1,3}) async fatal event(?: on \w{1,4} \([^)]{0,40}\))?[^:]{0,200}: (?P<what2>[\w ]{1,60})",
        "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)",
        build=_ib_async),
-    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry counter"),
+    # ibv_wc_status_str(IBV_WC_RETRY_EXC_ERR) is "transport retry counter exceeded"; UCX's mlx5 transport
+    # (ib_mlx5_log.c) says "Transport retry count exceeded on DEV:PORT/RoCE (synd 0x15 vend 0x81 ...)".
+    sig("ib_completion", ("completion", "retry exceeded", "Retry Exceeded", "retry count", "error on "),
        r"Got completion (?:from peer \S+ )?with (?:error ?|status=)(?:\w+\()?(?P<code>\d+)\)?(?:.{0,80}?vendor[ _]err(?:or)? ?=?(?P<vendor>\d+))?"
-       r"|[Tt]ransport retry counter exceeded|[Rr]etry [Ee]xceeded",
+       r"|[Tt]ransport retry count(?:er)? exceeded|[Rr]etry [Ee]xceeded"
+       # UCX's mlx5 transport names the completion's syndrome: "Remote access error on mlx5_0:1/RoCE (synd 0x13 ...)".
+       r"|(?P<ucx>Remote access error|Remote invalid request error|Remote OP error|Local protection error) on [\w\-]{1,32}:\d{1,3}",
        "hardware_fault", ROOT, 2, "an RDMA work request completed with an error",
        build=_ib_completion),
     sig("ib_incompatible", ("incompatible devices", "is incompatible with the local", "mixed local Net device counts",
@@ -561,6 +635,10 @@ SIGNATURES = (
        # torch's "NCCL error in: ..., internal error - please report ...", NCCL's own class line, and nccl-tests'
        # NCCLCHECK ("%s: Test NCCL failure %s:%d '%s / %s'" with ncclGetErrorString(ncclInternalError)).
        r"ncclInternalError: Internal check failed|NCCL error[^\n]{0,200}?internal error - please report(?:[^\n]{0,200}?NCCL version (?P<ver>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?))?"
+       # vLLM's pynccl wrapper: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}"), after ncclCommInitRank too.
+       r"|\bNCCL error: internal error\b"
+       # Horovod's "ncclCommInitRank failed: internal error"; CuPy's NcclError names NCCL's enum.
+       r"|\bnccl\w{2,40} failed: internal error\b|\bNCCL_ERROR_INTERNAL_ERROR\b"
        r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        build=_internal_error),
@@ -574,6 +652,48 @@ SIGNATURES = (
     ctx("nccl_smem_exceeds", ("ncclMaxSharedMem",),
         r"ncclMaxSharedMem (?P<want>\d{1,9}) exceeds device/fn maxSharedMem (?P<have>\d{1,9})",
         "NCCL's kernels need more shared memory than this GPU allows (an NCCL release older than the GPU)"),
+    # graph/xml.cc (ncclTopoGetPciNode / getPciPath, 2.7-2.9): WARN("Could not find real path of %s", busPath) when
+    # realpath() of /sys/class/pci_bus/<domain:bus>/../../<busid> fails, then ncclSystemError: NCCL cannot read the
+    # GPU's PCI device in sysfs. WSL exposes no PCI tree there and NCCL supported WSL only from 2.11; a container or
+    # VM whose /sys hides the host's PCI devices fails the same way. The INFO line a NIC gives
+    # ("NCCL INFO Could not find real path of /sys/class/net/eth0/device") is harmless.
+    sig("nccl_pci_realpath", ("Could not find real path of /sys/class/pci_bus",),
+       r"Could not find real path of (?P<path>/sys/class/pci_bus/[\w:./]{1,200})",
+       "nccl_internal_bug", ROOT, 2, "NCCL could not find the GPU's PCI device in sysfs (WSL before NCCL 2.11, or a /sys that hides it)",
+       build=_pci_realpath,
+       detail="NCCL builds its topology from /sys/class/pci_bus. Under WSL2 that tree does not exist: NCCL before 2.11 "
+              "does not support WSL, so use a newer PyTorch/NCCL there. In a container or VM, mount the host's /sys or "
+              "describe the machine with NCCL_TOPO_FILE.",
+       alts=[("other", "on a native Linux host with NCCL 2.11 or newer, a container or VM that hides /sys gives the same "
+                       "line: mount /sys or set NCCL_TOPO_FILE")]),
+    # graph/topo.h (ncclTopoIdToIndex): WARN("Could not find %s with id %lx", topoNodeTypeStr[type], id) -- a search
+    # result or a peer's graph names a device (a NET, a GPU) this rank's topology does not have, and init fails.
+    # NCCL 2.25/2.26 do this across nodes on InfiniBand (NVIDIA-NeMo/Speech#13996, fixed by 2.27.3). Not graph/
+    # search.cc's "Could not find a path for pattern N, falling back to simple order", which NCCL recovers from.
+    sig("nccl_topo_id_missing", ("with id",),
+       r"Could not find (?P<kind>GPU|PCI|NVS|CPU|NIC|NET|GIN) with id (?P<id>(?:0x)?[0-9a-fA-F]{1,20})\b",
+       "nccl_internal_bug", ROOT, 3, "NCCL's topology search referred to a device this rank's topology does not have",
+       code="LOG070", params=lambda hs: {"what": f"its topology has no {group(hs, 'kind') or 'device'} with id "
+                                                 f"{group(hs, 'id') or '?'}, which its graph search expected"},
+       detail="Each rank searches its own topology; when a search result or a peer's graph names a device this rank "
+              "does not have, init fails. NCCL 2.25-2.26 do this on multi-node InfiniBand jobs (fixed in 2.27).",
+       alts=[("version_mismatch", "ranks on different NCCL releases exchange graphs they do not agree on: compare "
+                                  "'NCCL version' on every node"),
+             ("ib_misconfig", "nodes that select different NICs (NCCL_IB_HCA, a port down on one node) have different "
+                              "NET ids")]),
+    # graph/paths.cc (ncclTopoCheckP2p / path setup): WARN("Failed to find reverse path from remNode %d/%lx nlinks %d
+    # to node %d/%lx") -- NCCL's topology has a link one way and none back, which its search cannot use. A release
+    # that predates the platform (mila-iqia/milabench#183: NCCL 2.14 on H100, fine with 2.18) builds such a graph.
+    sig("nccl_reverse_path", ("Failed to find reverse path",),
+       r"Failed to find reverse path from remNode (?P<rem>\d{1,3}/[0-9a-fA-F]{1,16}) nlinks \d{1,4} to node (?P<node>\d{1,3}/[0-9a-fA-F]{1,16})",
+       "nccl_internal_bug", ROOT, 3, "NCCL's topology has a link with no way back between two devices",
+       code="LOG070", params=lambda hs: {"what": f"its topology has a link from {group(hs, 'rem') or '?'} to "
+                                                 f"{group(hs, 'node') or '?'} with no path back"},
+       detail="NCCL builds its topology from /sys and NVML; a release older than the platform (H100 support came with "
+              "NCCL 2.15) or a virtualised PCI tree gives it links it cannot follow back. Another NCCL release, "
+              "usually a newer one, reads the machine right.",
+       alts=[("other", "a topology injected with NCCL_TOPO_FILE that does not describe this machine fails the same "
+                       "way: unset it")]),
     sig("nccl_mismatched_collective", ("Mismatched collective",),
        r"Mismatched collective detected.{0,80}?around rank (?P<rank>\d+)",
        "collective_mismatch", ROOT, 2, "NCCL saw a peer run a different operation",
@@ -593,18 +713,37 @@ SIGNATURES = (
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
     # -- context ----------------------------------------------------------------------------------
+    # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d") and the service
+    # thread's "Error encountered progressing operation=%s, res=%d, closing connection": the proxy could not set up
+    # a connection for a rank (Connect/Setup of a transport) with a system (2) or internal (3) result. The WARN line
+    # before it, when there is one, says which call; alone it reads as NCCL's bare system error (_system_error).
+    ctx("nccl_proxy_failed", ("Failed to execute operation", "Error encountered progressing operation"),
+        r"Failed to execute operation (?P<op>Connect|Setup|SharedInit|Init|ConnectAll) from rank \d{1,7}, retcode [23]\b"
+        r"|Error encountered progressing operation=(?P<op2>Connect|Setup|SharedInit|Init), res=[23], closing connection",
+        "NCCL's proxy could not set up a transport connection for a rank (a failed system call or check)"),
+    # rdma-core (libibverbs/init.c): "libibverbs: Warning: no userspace device-specific driver found for %s" -- a
+    # uverbs device with no provider library to drive it. Harmless for a job that never uses RDMA; read by
+    # _internal_error when NCCL then fails with nothing else said.
+    ctx("verbs_no_provider", ("no userspace device-specific driver",),
+        r"no userspace device-specific driver found for (?P<dev>\S{1,200})",
+        "libibverbs found an RDMA device but no user-space provider library (libmlx5) for it"),
     # ncclGetErrorString(ncclInvalidUsage): "invalid usage" (later "invalid usage (run with NCCL_DEBUG=WARN for
     # details)"); torch adds "ncclInvalidUsage: This usually reflects invalid usage of NCCL library." Read by
     # _invalid_usage when the reason line after it is missing.
     ctx("nccl_invalid_usage", ("invalid usage", "ncclInvalidUsage"),
-        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b",
+        # vLLM's and SGLang's pynccl wrappers: RuntimeError(f"NCCL error: {ncclGetErrorString(result)}").
+        # Horovod ("ncclCommInitRank failed: invalid usage") and CuPy (NcclError: NCCL_ERROR_INVALID_USAGE, NCCL's enum).
+        r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b|\bNCCL error: invalid usage\b"
+        r"|\bnccl\w{2,40} failed: invalid usage\b|\bNCCL_ERROR_INVALID_USAGE\b",
         "NCCL's result code for a call it rejects (invalid usage), without the reason"),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
     # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
     # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
     # Read by _invalid_argument when the reason line is missing.
     ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
-        r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument",
+        r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument"
+        r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b"
+        r"|\bnccl\w{2,40} failed: invalid argument\b|\bNCCL_ERROR_INVALID_ARGUMENT\b",
         "NCCL's result code for an argument it rejects (invalid argument), without the reason"),
     # NCCL's net plugin loader (src/plugin/net.cc; 2.1x-2.2x wording): the path of a libnccl-net.so it loaded and the
     # plugin's name, or that it found none and uses the internal transports. Read per host by _net_plugins.

@@ -163,12 +163,69 @@ _RETRY_DETAIL = ("NCCL kept retrying a connection to a peer ({how}) and no commu
                  "these retries at INFO level, so the job hangs at init or fails later with a bare error.")
 
 
+_NO_KERNEL_IMAGE = re.compile(r"named symbol not found|no kernel image is available(?: for execution on the device)?"
+                              r"|device kernel image is invalid")
+
+
+def _driver_mismatch(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NVML's 'Driver/library version mismatch' is the driver against itself: the user-space libraries (libnvidia-ml,
+    libcuda) of one release over a kernel module of another still loaded, after a driver upgrade without a reboot
+    (unattended-upgrade does this) or in a container whose injected libraries differ from the host's module."""
+    nvml = [h for h in hs if "ibrary version mismatch" in h.ev.text]
+    rest = [h for h in hs if h not in nvml]
+    out = []
+    if rest:
+        out.append(cand("LOG032", "driver_cuda_mismatch", 1, rest))
+    if nvml:
+        out.append(cand("LOG032", "driver_cuda_mismatch", 1, nvml,
+                        detail="NVML found the NVIDIA user-space libraries of one driver release over a kernel module of "
+                               "another: the driver was upgraded (often by unattended-upgrade) while the old module "
+                               "stayed loaded. Reboot the node (or unload and reload the nvidia modules once no process "
+                               "uses the GPUs), and pin the driver packages so they do not change under running jobs."))
+    return out
+
+
+def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Peer access refused. Raised inside NCCL's SHM transport (transport/shm.cc), it is not GPU peer-to-peer at all:
+    NCCL 2.27 shares host memory between ranks through cuMem handles there and asked for peer access to import them,
+    which GPUs without P2P (L4, most PCIe boards) refuse (NVIDIA/nccl#1838; NCCL_CUMEM_HOST_ENABLE=0 avoids it)."""
+    shm = [h for h in hs if "shm.cc" in (h.rec.file or "") or "transport/shm" in h.ev.text]
+    rest = [h for h in hs if h not in shm]
+    out = []
+    if rest:
+        s = next(x for x in SIGNATURES if x.id == "p2p_unsupported")
+        out.append(cand("LOG039", "p2p_driver_bug", 2, rest, alts=list(s.alts)))
+    if shm:
+        out.append(cand("LOG070", "nccl_internal_bug", 2, shm,
+                        params={"what": "its shared-memory transport asked for GPU peer access these GPUs do not have "
+                                        "(cuMem host sharing)"},
+                        detail="The failure is in NCCL's SHM transport, which moves data through host memory: NCCL 2.27 "
+                               "shares that memory through cuMem handles and imports them with peer access, which GPUs "
+                               "without P2P refuse. NCCL_CUMEM_HOST_ENABLE=0 (the /dev/shm path) avoids it; a newer NCCL "
+                               "fixes it.",
+                        alts=[("p2p_driver_bug", "if NCCL_CUMEM_HOST_ENABLE=0 fails the same way, the driver refuses peer "
+                                                 "access the GPUs claim to have")]))
+    return out
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
     unknown = [h for h in hs if h not in nvls and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
-    rest = [h for h in hs if h not in nvls and h not in unknown]
+    # cudaErrorSymbolNotFound (500) 'named symbol not found', cudaErrorNoKernelImageForDevice (209) 'no kernel image is
+    # available for execution on the device', cudaErrorInvalidKernelImage (200) 'device kernel image is invalid': the
+    # code has no kernels this GPU can run. NCCL meets it first in ncclInitKernelsForDevice (enqueue.cc,
+    # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
+    # NVCC_GENCODE listing older GPUs only) fails there before any collective.
+    noimg = [h for h in hs if h not in nvls and _NO_KERNEL_IMAGE.search(h.ev.text)]
+    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg]
     out = []
+    if noimg:
+        said = _NO_KERNEL_IMAGE.search(noimg[0].ev.text)
+        out.append(cand("LOG085", "nccl_internal_bug", 2, noimg, params={"what": said.group(0) if said else "no kernel image"}, alts=[
+            ("driver_cuda_mismatch", "if the build does list this GPU's sm_XX, a driver older than the CUDA the build "
+                                     "targets fails kernel loading too: compare nvidia-smi's CUDA version with the "
+                                     "'+cudaX.Y' of NCCL's version line")]))
     if nvls:
         out.append(cand("LOG033", "fabric_manager_nvls", 1, nvls, alts=[
             ("hardware_fault", "if the fabric manager reports healthy and `nvidia-smi -q` shows Xid errors, a GPU or NVSwitch "
@@ -322,7 +379,7 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
     if not hs:
         return []
-    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port") or "?"})]
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "?"})]
 
 
 def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -345,8 +402,13 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 
 SIGNATURES = (
     # -- ports and names -------------------------------------------------------------------------
-    sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98"),
-       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)",
+    # Other libraries' servers say it in their own words: asyncio's create_server (aiohttp; Ray's dashboard) "[Errno 98]
+    # error while attempting to bind on address ('0.0.0.0', 8265): address already in use" (strerror lower-cased),
+    # redis "Could not create server TCP listening socket *:6379: bind: Address already in use".
+    sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98", "address already in use"),
+       r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)"
+       r"|error while attempting to bind on address \('(?P<addr2>[^']{0,64})', (?P<port2>\d{1,5})\): address already in use"
+       r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
        code="LOG010", build=_port_in_use,
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
@@ -409,11 +471,11 @@ SIGNATURES = (
        r"|Connect to \S{1,300} failed : Software caused connection abort",
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route",
        build=_refused, exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
-                                "ucx_unreachable", "comm_id_invalid")),
+                                "ucx_unreachable", "comm_id_invalid", "ssh_client")),
     sig("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
        r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
        "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)",
-       code="LOG025", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp"),
+       code="LOG025", exclude=("peer_refused", "connect_loopback", "connect_link_local", "ib_qp", "ssh_client"),
        alts=[("wrong_interface", "an address that is not routed (a docker bridge, a second NIC) times out the same way: check "
                                  "which interface each rank advertised")]),
     sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
@@ -423,7 +485,7 @@ SIGNATURES = (
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
        r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket closed \[",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
-       build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local")),
+       build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local", "ssh_client")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------
     sig("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm", "failed to extend"),
        r"posix_fallocate failed|[Ee]rror while creating shared memory segment|creating shared memory segment|shm_open\w* failed"
@@ -462,7 +524,7 @@ SIGNATURES = (
        r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
-       code="LOG032"),
+       code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
     # of size %zu ... : CUDA error %d '%s'.\nThis is usually caused by a system or configuration error in the Fabric
     # Manager or NVSwitches. ..."): the message spans lines, so the CUDA error line alone does not say NVLS.
@@ -556,7 +618,7 @@ SIGNATURES = (
        r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
        r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
        "p2p_driver_bug", ROOT, 2, "the driver refuses or mishandles GPU peer-to-peer access",
-       code="LOG039",
+       code="LOG039", build=_p2p_unsupported,
        alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "
                                "`lspci -vvv | grep ACSCtl` shows SrcValid+ on the bridges")]),
     sig("nofile", ("Too many open files", "EMFILE"),
@@ -648,6 +710,14 @@ CODES = (
     Code("LOG080", "unexplained-error", E, "unrecognised failure: {what}",
          "Read the evidence lines; rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL for more context",
          env=NCCL_DEBUG_ENV),
+    Code("LOG085", "no-kernels-for-gpu", E, "the CUDA code has no kernels for this GPU ({what}): the NCCL or PyTorch "
+         "build was not compiled for its architecture",
+         "Install a build compiled for this GPU's compute capability: a PyTorch wheel for a CUDA release that knows the "
+         "GPU (cu128 or newer for Blackwell sm_100/sm_120, cu118+ for Hopper) with its bundled NCCL, or rebuild NCCL with "
+         "NVCC_GENCODE including the GPU's sm_XX",
+         cause="nccl_internal_bug",
+         steps=("nvidia-smi --query-gpu=name,compute_cap --format=csv",
+                "python -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.nccl.version())'")),
     Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),

@@ -379,6 +379,14 @@ STORE_CONNECT_ALTS = [("firewall_or_port_blocked", "a firewall that drops packet
                                      "(getent hosts NAME); a 'gai error' warning beside it says it did not resolve")]
 
 SIGNATURES = (
+    # torch/cuda/__init__.py (_check_capability): "{name} with CUDA capability sm_{cc} is not compatible with the current
+    # PyTorch installation. The current PyTorch install supports CUDA capabilities {arch list}." -- torch found no
+    # kernels of its build (nor of a compatible major) for this GPU, so its CUDA calls and its bundled NCCL's fail
+    # ('no kernel image is available', 'named symbol not found'). A GPU the build does list is not this warning.
+    sig("torch_gpu_arch_unsupported", ("is not compatible with the current PyTorch installation",),
+       r"with CUDA capability (?P<sm>sm_\d{2,3}) is not compatible with the current PyTorch installation",
+       "nccl_internal_bug", ROOT, 2, "the PyTorch build (and the NCCL it carries) has no kernels for this GPU",
+       code="LOG085", params=lambda hs: {"what": f"PyTorch was not built for {group(hs, 'sm') or 'this GPU'}"}),
     # -- stores and rendezvous ----------------------------------------------------------------------
     sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
        r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
