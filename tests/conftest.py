@@ -166,10 +166,12 @@ def lines_except_warnings(text: str) -> list[str]:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker per core, at least 2 and at most 8. Twice the cores was tried: on 2 cores
-    the real multi-node jobs then starved (a node's heartbeat stalled past node 0's 10 s limit while torch
-    imported), and tests that hold real deadlines failed only in the full run."""
-    return max(2, min(8, os.cpu_count() or 1))
+    """``-n auto``: two workers per core, at least 2 and at most 8. Most tests wait on real jobs (deadlines,
+    hangs that must last), so one worker per core left the cores idle half the time. Before the suite's
+    torch imports were cut (289 per run, then 211 and fewer: forked ranks, one zygote per lab host), twice the
+    cores starved the real multi-node jobs (a node's heartbeat stalled past node 0's 10 s limit while torch
+    imported); docs/testing.md has the figures."""
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids

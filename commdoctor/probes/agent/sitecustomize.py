@@ -96,8 +96,12 @@ def _loop(watch_dir: str, rank: str, period: float) -> None:
         if os.getpid() != pid:
             return  # a fork of the rank (a DataLoader worker): not ours to report
         mp = sys.modules.get("multiprocessing")
-        if mp is not None and mp.parent_process() is not None:
-            return  # a spawned helper (DataLoader worker) inherits RANK; it is not the rank
+        parent_process = getattr(mp, "parent_process", None)  # absent while the job is still importing it
+        try:
+            if parent_process is not None and parent_process() is not None:
+                return  # a spawned helper (DataLoader worker) inherits RANK; it is not the rank
+        except Exception:  # noqa: BLE001 - asked again next time
+            continue
         dist = sys.modules.get("torch.distributed")
         c10d = sys.modules.get("torch._C._distributed_c10d")
         if dist is None or c10d is None:
