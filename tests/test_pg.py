@@ -189,3 +189,27 @@ def test_a_probe_child_that_died_is_not_handed_a_rank() -> None:
     assert doc["installed"] is True and doc["left"] == 0
     assert all(rc == 0 for _, rc in doc["ranks"].values()), doc
     assert doc["ranks"]["0"][0] != doc["kept"]
+
+
+_NO_FORK = """
+import json, os
+os.environ["COMMDOCTOR_FORK_RANKS"] = "0"
+from commdoctor.probes import env as envprobe
+from commdoctor.probes import pg_init
+server = pg_init.start_rank_server()
+facts = envprobe.torch_facts(timeout=120, keep_for_rank0=True)
+res = pg_init.run_local_group("gloo", 2, timeout=60.0, sizes=())
+print(json.dumps({"server": server, "res": res}))
+"""
+
+
+@needs_torch
+def test_fork_ranks_0_starts_every_rank_but_the_probes_as_an_interpreter_of_its_own() -> None:
+    """COMMDOCTOR_FORK_RANKS=0: no rank server, and the probe's child runs rank 0 but forks nothing; rank 1 is a
+    new interpreter, as on a GPU build. The group passes all the same."""
+    doc = _in_own_interpreter(_NO_FORK)
+    res = doc["res"]
+    assert doc["server"] is False
+    assert [res["ranks"][r].get("forked") for r in ("0", "1")] == [None, None], res
+    assert list(GlooGroupCheck().evaluate(res)) == []
+    assert all(res["ranks"][r]["returncode"] == 0 for r in ("0", "1")), res
