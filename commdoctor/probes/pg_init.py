@@ -168,7 +168,11 @@ def start_rank_server() -> bool:
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: torch's own thread is alive
+        pid = os.fork()
     if pid == 0:  # the server: never returns into the command
         code = 0
         try:
