@@ -519,8 +519,11 @@ SIGNATURES = (
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
        code="LOG031"),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
-                          "forward compatibility"),
+                          "forward compatibility", "unsupported display driver", "SystemDriverMismatch"),
+       # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
+       # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
+       r"|system has unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch"
        r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",

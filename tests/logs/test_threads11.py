@@ -32,6 +32,10 @@ ROWS = [
     ("memlock", "[1652793210.2] [n1:42:0] ib_iface.c:744 UCX ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
      "[1608298882.555115] [b2294:54275:0]          ib_md.c:1678 UCX  ERROR ibv_open_device(mlx5_0) failed: Cannot "
      "allocate memory"),
+    # CUDA's string for cudaErrorSystemDriverMismatch in nccl-tests (awslabs/awsome-distributed-ai#314); nvidia-smi's
+    # banner naming both versions is not a failure.
+    ("driver_too_old", "   7: ip-10-1-113-84: Test CUDA failure common.cu:894 'system has unsupported display driver / "
+     "cuda driver combination'", "| NVIDIA-SMI 535.104.12             Driver Version: 535.104.12   CUDA Version: 12.2     |"),
 ]
 
 FIXTURES = [
@@ -40,6 +44,8 @@ FIXTURES = [
     ("nccl-1000-bootstrap-oob-ipoib-containers", "wrong_interface", ("firewall_or_port_blocked",)),
     # The adapter refused ALLOC_UAR for the 256th process: not the locked-memory limit.
     ("ucx-6049-ibv-open-device-enomem-uar", "other", ()),
+    # A container's cuda-compat libraries that do not match the host's kernel driver (CUDA error 803).
+    ("awsome-distributed-ai-314-cuda-compat-driver-combination", "driver_cuda_mismatch", ()),
 ]
 
 
