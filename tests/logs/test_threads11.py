@@ -36,6 +36,9 @@ ROWS = [
     # banner naming both versions is not a failure.
     ("driver_too_old", "   7: ip-10-1-113-84: Test CUDA failure common.cu:894 'system has unsupported display driver / "
      "cuda driver combination'", "| NVIDIA-SMI 535.104.12             Driver Version: 535.104.12   CUDA Version: 12.2     |"),
+    # pdsh's host prefix before ssh's user@host one (deepspeedai/DeepSpeed#5709); ssh asking again is not yet a refusal.
+    ("ssh_client", "localhost: jiaming@localhost: Permission denied (publickey,password).",
+     "localhost: Permission denied, please try again."),
 ]
 
 FIXTURES = [
@@ -46,6 +49,8 @@ FIXTURES = [
     ("ucx-6049-ibv-open-device-enomem-uar", "other", ()),
     # A container's cuda-compat libraries that do not match the host's kernel driver (CUDA error 803).
     ("awsome-distributed-ai-314-cuda-compat-driver-combination", "driver_cuda_mismatch", ()),
+    # pdsh's ssh login to localhost refused: the launcher, before any rank existed.
+    ("deepspeed-5709-autotuning-pdsh-localhost-ssh-denied", "launcher_misconfig", ()),
 ]
 
 
