@@ -389,6 +389,14 @@ class _Builder:
                 files = self.m.retcode_files.setdefault(ri.key, set())
                 if len(files) < 64:
                     files.add(os.path.basename(rec.file))
+            if rec.retcode in (2, 6) and "bootstrap.c" in text:
+                # A bootstrap socket's failure: the one trace a rule reads, where the WARN line was not posted.
+                hs = self.m.hits.setdefault("nccl_bootstrap_chain", [])
+                if len(hs) < MAX_HITS_PER_SIG:
+                    for sig, groups in self.signatures(msg or text):
+                        if sig.id == "nccl_bootstrap_chain":
+                            self.m.hit_counts[sig.id] = self.m.hit_counts.get(sig.id, 0) + 1
+                            hs.append(Hit(sig, self.ev(src, line_no, rec, rank), self.seq, groups, rec))
             return  # "file:line -> N" is a trace of an error already reported by a WARN
         quiet = self._quiet.get(src)
         if quiet is not None:

@@ -226,7 +226,9 @@ SIGNATURES = (
        r"ssh: connect to host (?P<host>[\w.\-:\[\]()]{1,255}) port (?P<port>\d{1,5}): (?P<err>Connection refused|Connection timed out"
        r"|No route to host|Network is unreachable|Connection reset by peer)"
        r"|ssh: Could not resolve hostname (?P<host2>[\w.\-]{1,255}):"
-       r"|^(?:\S{1,255}: )?(?P<auth>Permission denied \((?:publickey|password|keyboard-interactive|gssapi)[\w,\-]{0,80}\)\.|Host key verification failed\.)\s*$",
+       # pdsh prefixes the host and ssh the user@host it logged in as: "localhost: jiaming@localhost: Permission denied
+       # (publickey,password)." (deepspeedai/DeepSpeed#5709: the autotuner's pdsh launch to localhost).
+       r"|^(?:\S{1,255}: ){0,2}(?P<auth>Permission denied \((?:publickey|password|keyboard-interactive|gssapi)[\w,\-]{0,80}\)\.|Host key verification failed\.)\s*$",
        "launcher_misconfig", ROOT, 1, "the launcher could not open ssh to a node, so nothing of the job started there",
        build=_ssh_client),
     # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:

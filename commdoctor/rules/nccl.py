@@ -125,6 +125,10 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     no collective completed, the connections never worked. With a peer's own error in the logs, the closed-connection
     rule makes this the echo of that failure instead."""
     hs = hits(m, "nccl_system_error") + hits(m, "nccl_proxy_failed")
+    # With no error line at all, NCCL's own trace through its bootstrap (result 2 or 6) stands for it: the WARN
+    # and torch's exception were cut from what was posted, the trace says which path failed.
+    chain = [] if hs or m.unmatched_errors else hits(m, "nccl_bootstrap_chain")
+    hs = hs or chain
     if not hs or not _network_failed_early(m, found):
         return []
     # The interfaces each rank chose are in the logs and none is unusable (the bad_interfaces rule reads them): the
@@ -135,10 +139,11 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
     if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
         return []
-    sysc = [h for h in hs if h.groups.get("sys") or h.sig.id == "nccl_proxy_failed"]
-    remote = [h for h in hs if not h.groups.get("sys")]
+    sysc = [h for h in hs if h.groups.get("sys") or h.sig.id == "nccl_proxy_failed" or h.groups.get("code") == "2"]
+    remote = [h for h in hs if not h.groups.get("sys") and h.groups.get("code") != "2"]
     use = sysc or remote
-    if sysc and local_ranks_only(m):
+    # A trace through bootstrap.cc is a failed bootstrap socket, never the /dev/shm segment of one host.
+    if sysc and local_ranks_only(m) and not chain:
         # Ranks of one host talk over P2P and shared memory: the system call that fails there is the /dev/shm
         # segment of the SHM transport or the proxy (shmutils.cc: open/fallocate/mmap under /dev/shm), which a
         # container's 64 MB /dev/shm (docker without --ipc=host or --shm-size, a pod without a memory-backed
@@ -153,8 +158,11 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     what = ("NCCL's system call failed (ncclSystemError) and no other line says which or why" if sysc
             else "a peer's connection dropped (ncclRemoteError) before any collective completed, and no peer reports "
                  "a failure of its own")
+    if chain:
+        what = ("NCCL's own error trace runs through its bootstrap (bootstrap.cc -> " + str(chain[0].groups.get("code"))
+                + "): a bootstrap socket failed, and the line naming the call is not in the log")
     alts = [("shm_too_small", "on one host (no network between the ranks) the failing call is the /dev/shm segment: "
-                              "a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call")] if sysc else []
+                              "a container's 64 MB /dev/shm; NCCL_DEBUG=WARN names the call")] if sysc and not chain else []
     alts += [("firewall_or_port_blocked", "if each rank advertised a routable address, a firewall dropping NCCL's "
                                           "ephemeral ports fails the same sockets"),
              ("peer_process_died", "a peer that crashed without its log in view leaves the same error: read every "
@@ -712,6 +720,14 @@ SIGNATURES = (
         r"|remote process exited or there was a network error|ncclRemoteError",
         "NCCL's error code for a failed system call or a dropped peer connection, with no reason given (read by the "
         "nccl_error_code model rule, which names a cause only when nothing else does)"),
+    # NCCLCHECK's trace (include/checks.h): INFO("%s:%d -> %d", __FILE__, __LINE__, res) on every frame an error
+    # passes through. A chain through bootstrap.cc/.cu with result 2 (ncclSystemError) or 6 (ncclRemoteError) is a
+    # socket of NCCL's bootstrap that failed, even where the WARN line naming the call was not posted (NVIDIA/nccl#1000:
+    # only "misc/socket.cc:567 -> 2 ... bootstrap.cc:270 -> 2" lines, fixed by NCCL_SOCKET_IFNAME). The loader
+    # offers these trace lines to this row alone; _system_error reads them as the bare system error.
+    ctx("nccl_bootstrap_chain", ("bootstrap.c",),
+        r"\bbootstrap\.(?:cc|cu|cpp):\d{1,6} -> (?P<code>[26])\b",
+        "NCCL's error trace passed through its bootstrap with a system (2) or remote (6) result"),
     # -- context ----------------------------------------------------------------------------------
     # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d") and the service
     # thread's "Error encountered progressing operation=%s, res=%d, closing connection": the proxy could not set up

@@ -519,8 +519,11 @@ SIGNATURES = (
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
        code="LOG031"),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
-                          "forward compatibility"),
+                          "forward compatibility", "unsupported display driver", "SystemDriverMismatch"),
+       # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
+       # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
+       r"|system has unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch"
        r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
        r"|forward compatibility was attempted on non supported HW",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
@@ -583,11 +586,20 @@ SIGNATURES = (
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
     sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
-       r"(?:ibv_\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
+       r"(?:ibv_(?!open_device)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
        r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
        build=_memlock, always=True),
+    # mlx5_core's firmware command check (drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_cmd_check) in dmesg:
+    # "<CMD>(0x..) op_mod(0x..) failed, status limits exceeded(0x8)" -- the adapter itself has no more of that
+    # object (UARs, protection domains, queues) for another process. ibv_open_device's ENOMEM is this, not the
+    # locked-memory limit (openucx/ucx#6049: 256 ranks on one node, ALLOC_UAR refused; fixed by an mlx5 driver setting).
+    sig("hca_limits_exceeded", ("limits exceeded",),
+       r"mlx5_cmd_check:\d{1,6}:\(pid \d{1,9}\): (?P<cmd>[A-Z][A-Z0-9_]{2,40})\(0x[0-9a-fA-F]{1,6}\)[^\n]{0,80}failed, "
+       r"status limits exceeded",
+       "other", ROOT, 2, "the RDMA adapter ran out of one of its own resources for another process",
+       code="LOG088", params=lambda hs: {"cmd": group(hs, "cmd") or "a command"}),
     # NCCL before 2.12 printed "Call to ibv_create_qp failed" (and _cq) without errno (ibvwrap.c/.cc). Creating a
     # queue pair or completion queue pins memory; in a container or under a scheduler whose locked-memory limit is
     # the 64 kB default that is where it fails (NVIDIA/pyxis#60: `srun bash -c "ulimit -l"` gave 64). Later NCCL
@@ -638,6 +650,10 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG088", "hca-resource-limit", E, "the RDMA adapter refused {cmd}: it has no more of that resource for another process",
+         "Run fewer processes per adapter (or per node), or raise the adapter's limit with its driver settings "
+         "(mlx5: the UAR/queue counts in the firmware configuration); ulimit -l does not change this",
+         cause="other", steps=("dmesg | grep mlx5_cmd_check shows which command the adapter refused",)),
     Code("LOG010", "port-in-use", E, "port {port} is already in use on the rendezvous host",
          "Give each concurrent job its own port (--master-port / --rdzv-endpoint HOST:0 picks a free one), or stop the stale job holding it",
          cause="port_conflict", steps=("ss -ltnp | grep :{port} shows the process holding it",)),
