@@ -290,6 +290,7 @@ def main(args: argparse.Namespace) -> int:
 
     opts = options_from(args)
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
+    opts.extra["group_test"] = any(c.name.startswith("pg.") for c in checks)
     ctx = Context(options=opts, facts=Facts(live_providers()))
     from commdoctor import __version__
 
@@ -333,7 +334,8 @@ def main_job(args: argparse.Namespace, job: Job) -> int:
     if not job.single_node:  # across nodes the cross-node test measures the network; on one node this is it
         opts.extra["pg_sizes"] = multinode.LOCAL_PG_SIZES
     checks = plan([c() for c in BUILTIN_CHECKS], opts)
-    if any(c.name.startswith("pg.") for c in checks):
+    opts.extra["group_test"] = any(c.name.startswith("pg.") for c in checks)
+    if opts.extra["group_test"]:
         # This process imports torch for the job's store anyway: importing it now, before any thread starts,
         # lets a forked server start the local test's ranks without importing it again (CPU builds).
         from commdoctor.probes.pg_init import start_rank_server

@@ -14,8 +14,10 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
 
     return {
         # `run` keeps the probe's interpreter for its local process-group test: it runs rank 0 and forks the others.
+        # ("group_test": whether the planned checks include that test; the command that planned them says.)
         "torch": lambda ctx: env.torch_facts(timeout=max(30.0, ctx.options.pg_timeout),
-                                             keep_for_rank0=ctx.options.mode == "run" and _group_test_wanted(ctx.options)),
+                                             keep_for_rank0=ctx.options.mode == "run"
+                                             and ctx.options.extra.get("group_test", True)),
         "nvidia_smi": lambda ctx: env.nvidia_smi(),
         "launcher_env": lambda ctx: env.launcher_env(),
         "comm_env": lambda ctx: env.comm_env(),
@@ -34,15 +36,6 @@ def live_providers() -> dict[str, Callable[[Any], Any]]:
         "nccl_ras": lambda ctx: _hang().nccl_ras(ctx),
         **net_providers(),
     }
-
-
-def _group_test_wanted(options: Any) -> bool:
-    """Whether ``--select``/``--ignore`` leave the local process-group test (PG codes) in; a near guess is enough:
-    it only decides whether an interpreter with torch is kept ready for the test's ranks."""
-    sel = [s.upper() for s in options.select]
-    if sel and not any(s.startswith("PG") or "PG".startswith(s) for s in sel):
-        return False
-    return not any(s in ("P", "PG", "PG0") for s in (i.upper() for i in options.ignore))
 
 
 def net_providers() -> dict[str, Callable[[Any], Any]]:

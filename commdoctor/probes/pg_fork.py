@@ -162,9 +162,18 @@ def fork_requested(sock: socket.socket, wait: float | None = REQUEST_WAIT_S) -> 
     return reapers
 
 
-def serve_forks(sock: socket.socket) -> None:
-    """The rank server (``pg_init.start_rank_server``): fork every rank the parent asks for until it says it is
-    done or goes away, then wait for the ranks (their own timeouts bound them) and leave."""
+def serve_forks(sock: socket.socket, parent: int) -> None:
+    """The rank server (``pg_init.start_rank_server``), a fork of ``parent``: fork every rank the parent asks for
+    until it says it is done or goes away, then wait for the ranks (their own timeouts bound them) and leave."""
+    import signal
+
+    _die_with_parent(parent)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # not the command's handlers: a launcher's
+        signal.signal(sig, signal.SIG_DFL)  # signal ends the server and its ranks
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # the launcher's console is not ours to write to
+        os.dup2(null, fd)
+    os.close(null)
     reapers = fork_requested(sock, wait=None)
     for t in reapers:
         t.join(600.0)

@@ -177,18 +177,9 @@ def start_rank_server() -> bool:
         code = 0
         try:
             mine.close()
-            from commdoctor.probes import pg_fork
+            from commdoctor.probes.pg_fork import serve_forks
 
-            pg_fork._die_with_parent(parent)
-            import signal as _signal
-
-            for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):  # not the command's handlers: a
-                _signal.signal(sig, _signal.SIG_DFL)  # launcher's signal ends the server and its ranks
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):  # the launcher's console is not ours to write to
-                os.dup2(null, fd)
-            os.close(null)
-            pg_fork.serve_forks(theirs)
+            serve_forks(theirs, parent)
         except BaseException:  # noqa: BLE001 - nobody to tell; the parent falls back to new interpreters
             code = 1
         finally:
@@ -418,13 +409,13 @@ def run_local_group(
     cenv = child_env(env)
     q: queue.Queue[tuple[int, str, str | None]] = queue.Queue()
     procs: dict[int, Any] = {}  # a Popen, or a _ForkedRank (the same few methods)
+    device = device or ("cuda" if backend == "nccl" else "cpu")
     out: dict[str, Any] = {
-        "backend": backend, "device": device or ("cuda" if backend == "nccl" else "cpu"), "world_size": world_size, "init_method": init_method, "started_ranks": ranks,
+        "backend": backend, "device": device, "world_size": world_size, "init_method": init_method, "started_ranks": ranks,
         "timeout_s": timeout, "ranks": {}, "timed_out": False,
     }
     warm = _take_warm(cenv, wait=max(5.0, timeout / 2))
     start = time.monotonic()
-    device = device or ("cuda" if backend == "nccl" else "cpu")
     argsets = {r: [str(r), str(world_size), backend, init_method, str(rank_timeout), ",".join(str(s) for s in sizes),
                    device] for r in ranks}
     forked: dict[int, _ForkedRank] = {}
