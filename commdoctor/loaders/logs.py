@@ -90,6 +90,8 @@ _ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?
 _RECORD_HEAD = re.compile(r"(?:\[rank\d{1,7}\]:)?\[?[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{6,9} (?:\d{1,10} )?[^\s\]]{1,300}:\d{1,6}\] ")
 # A traceback frame inside torch.distributed's collective API: File ".../distributed_c10d.py", line 3252, in all_reduce
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d{1,7}, in (?P<fn>[a-z_]{1,40})$')
+#: A traceback frame of the program itself (not torch's, not the interpreter's): where it called into torch.
+_CODE_FRAME = re.compile(r'File "(?P<path>[^"<]{1,400}?(?P<file>[^"/\\]{1,120}\.py))", line (?P<line>\d{1,7}), in ')
 _AGENT_FAIL = re.compile(r"failed \(exitcode: (?P<code>-?\d{1,5})\) local_rank: (?P<local>\d{1,6}) \(pid: (?P<pid>\d{1,10})\)")
 _SIGNAL = re.compile(r"Signal (?P<sig>\d{1,3}) \((?P<name>SIG\w{1,10})\)")
 _TOPO_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,3})\s+(?P<cells>(?:(?:X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2})\s+){1,64})")
@@ -201,6 +203,7 @@ class RankInfo:
     first_error: Evidence | None = None
     first_error_seq: int | None = None
     last_seq: int = 0
+    source: str | None = None  # the input this process's lines came from first
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -264,6 +267,8 @@ class RunModel:
     #: (input, line) of an exception -> the torch.distributed call its traceback was in (the innermost
     #: ``distributed_c10d.py ... in all_reduce`` frame before it): which collective each rank waited in.
     raised_in: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The same exceptions -> the program's own line that made that call ("train.py:64"), where the traceback shows it.
+    raised_at: dict[tuple[str, int], str] = field(default_factory=dict)
     lines_seen: int = 0
     engine: str = ""
 
@@ -288,6 +293,10 @@ class _Builder:
         self._last_host: dict[tuple[str, int | None], str] = {}
         self._quiet: dict[str, str] = {}  # file -> the head of a harmless multi-line log record still being read
         self._c10d_call: dict[tuple[str, int | None], str] = {}  # (file, rank) -> last collective call in a traceback
+        #: (file, rank) -> the program's own frame last seen in a traceback ("train.py:64"), and the one that called
+        #: torch.distributed (the program frame before the traceback's first distributed_c10d.py frame).
+        self._code_frame: dict[tuple[str, int | None], str] = {}
+        self._c10d_site: dict[tuple[str, int | None], str] = {}
         # An interface-list header posted alone: file -> (which list, host); its items follow one per line (keyed by
         # file alone: a leading "[N]" of an item reads like a launcher's rank tag).
         self._iface_head: dict[str, tuple[str, str]] = {}
@@ -350,16 +359,30 @@ class _Builder:
         rec = classify(text)
         rank = self.rank_of(rec)
         ri = self.rank_info(rec, rank)
+        if ri is not None and ri.source is None:
+            ri.source = src
         msg = rec.msg
         ctx = (src, rec.task)
         if "distributed_c10d.py" in text:
             f = _C10D_FRAME.search(text)
             if f:
-                self._c10d_call[(src, rank)] = f.group("fn")
+                key = (src, rank)
+                if key not in self._c10d_call and key in self._code_frame:
+                    self._c10d_site[key] = self._code_frame[key]
+                self._c10d_call[key] = f.group("fn")
+        elif '", line ' in text and "File " in text:
+            f = _CODE_FRAME.search(text)
+            if f and "/torch/" not in f.group("path") and "site-packages/" not in f.group("path"):
+                self._code_frame[(src, rank)] = f"{f.group('file')}:{f.group('line')}"
         elif rec.kind == "exception" and self._c10d_call:
-            fn = self._c10d_call.pop((src, rank), None)
+            key = (src, rank)
+            fn = self._c10d_call.pop(key, None)
+            site = self._c10d_site.pop(key, None)
+            self._code_frame.pop(key, None)
             if fn and len(self.m.raised_in) < MAX_EXCEPTIONS:
                 self.m.raised_in[(src, line_no)] = fn
+                if site:
+                    self.m.raised_at[(src, line_no)] = site
         if rec.host:
             self._last_host[ctx] = rec.host
             self.host_info(rec.host).pids.add(rec.pid or 0)

@@ -33,6 +33,9 @@ MODEL_KEYWORDS: tuple[str, ...] = (
     # An item of NCCL's interface list ("[1]br-05ab815fa14e:172.19.0.1<0>": interfaces print port 0) on a line of
     # its own, where a post wrapped the "NET/Socket : Using" list.
     "<0>",
+    # A Python traceback's frame ('File "train.py", line 64, in <module>'): which call of the program's own code
+    # each rank failed in, and which torch.distributed collective (loaders.logs reads both).
+    '.py", line ',
 )
 
 

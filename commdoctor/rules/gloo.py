@@ -61,7 +61,39 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             "do not pair up wait until the timeout. Make every rank call the same collectives in the same order."),
             alts=[("collective_timeout_straggler", "if one of these calls was legitimately reached later by a rank "
                                                     "still busy elsewhere, the wait is a straggler's")])]
-    if world >= 2 and len(waited) >= world and all(r in waited for r in range(world)):
+    # And which line of the program made the call: the same collective from different lines is another order.
+    sites: dict[str, list[Any]] = {}
+    for h in hs:
+        at = getattr(m, "raised_at", {}).get((h.ev.source, h.ev.line))
+        if at:
+            sites.setdefault(at, []).append(h)
+    if len(calls) == 1 and len(sites) >= 2:
+        fn, where = next(iter(calls)), sorted(sites)
+        return [cand("LOG050", "collective_mismatch", 3, [v[0] for v in sites.values()] + hs, detail=(
+            f"Ranks timed out in {fn} called from different lines of the program ({', '.join(where[:4])}, by their "
+            "tracebacks): each waits for a partner that is at another call, so they pair up out of order. Make every "
+            "rank reach the same collectives in the same order."),
+            alts=[("collective_timeout_straggler", "if one of these lines was legitimately reached later by a rank "
+                                                    "still busy elsewhere, the wait is a straggler's")])]
+    everyone = world >= 2 and len(waited) >= world and all(r in waited for r in range(world))
+    same_line = len(calls) == 1 and len(sites) == 1 and all(
+        getattr(m, "raised_at", {}).get((h.ev.source, h.ev.line)) for h in hs)
+    # Only between hosts can the path itself fail: on one host (loopback) the same picture is a size that depends on
+    # the rank (gloo's ring allreduce times out on every rank then, from 3 ranks up).
+    hosts = {f.host for f in m.elastic if f.host} | {r.host for r in m.ranks.values() if r.host}
+    if everyone and same_line and len(hosts) >= 2:
+        fn, where = next(iter(calls)), next(iter(sites))
+        return [cand("LOG037", "hardware_fault", 5, hs, params={
+            "what": f"every rank waited in the same {fn} ({where}) until it timed out: the transfers between them stopped"},
+            detail=f"Every rank (0 to {world - 1}) was inside the same collective, called from the same line of the "
+                   f"program ({fn} at {where}, by their tracebacks), and every one of them timed out: nobody was late "
+                   "and the calls pair up, so the data between the ranks stopped moving. A link or interface that went "
+                   "down, a network partition, or an MTU black hole (small messages pass, full-size packets vanish) "
+                   "does this. Test the path between the hosts (ping -M do -s 8972, iperf3) while the job runs.",
+            alts=[("collective_mismatch", "a tensor whose size depends on the rank, at that same line, also leaves "
+                                          "every rank waiting: TORCH_DISTRIBUTED_DEBUG=DETAIL checks the shapes"),
+                  ("firewall_or_port_blocked", "a firewall rule added while the job ran cuts its connections the same way")])]
+    if everyone:
         return [cand("LOG050", "collective_mismatch", 5, hs,
                      detail=f"Every rank (0 to {world - 1}) timed out inside a collective: nobody was late, so the ranks "
                             "were in collectives that do not pair up (a different operation, size or order).",

@@ -201,6 +201,12 @@ SIGNATURES = (
                "`commdoctor hang` takes every rank's stacks while it waits.",
         alts=[("collective_timeout_straggler", "a job stopped for running too long may have been waiting on a late or "
                                                "stuck rank: look at the last lines of each rank before the signal")]),
+    # The same agent's warning as it stops its workers: logger.warning("Received %s death signal, shutting down
+    # workers", e.sigval) -- a Signals member, printed "15" by Python 3.11+ and "Signals.SIGTERM" before. Its glog-
+    # shaped head says when the workers of that host began to go.
+    ctx("agent_death_signal", ("death signal, shutting down workers",),
+        r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]{2,8}|\d{1,3}) death signal, shutting down workers",
+        "the launcher was signalled and stopped its workers"),
     sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
        "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",

@@ -62,15 +62,56 @@ def _reached_meanwhile(m: Any, hs: list[Any], named: set[int]) -> list[Any]:
     return list(out.values()) if set(out) == named else []
 
 
+def _stopped_from_outside(m: Any, hs: list[Any], named: set[int]) -> set[int]:
+    """Named ranks whose own log shows their launcher signalled from outside (a scheduler's preemption or time
+    limit: "Received 15 death signal, shutting down workers") no later than rank 0 gave up on the barrier: they
+    were stopped, not late."""
+    when = [t for t in (stamp(h.ev.text) for h in hs) if t]
+    if not named or not when:
+        return set()
+    gone: dict[str, tuple[str, float]] = {}
+    for h in hits(m, "agent_death_signal"):
+        t = stamp(h.ev.text)
+        if t and (h.ev.source not in gone or t[1] < gone[h.ev.source][1]):
+            gone[h.ev.source] = t
+    out = set()
+    for ri in m.ranks.values():
+        t = gone.get(ri.source or "")
+        if ri.rank in named and t and any(t[0] == w[0] and t[1] <= w[1] for w in when):
+            out.add(ri.rank)
+    return out
+
+
 def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """monitored_barrier names the ranks that did not arrive; a named rank whose own code raised or that was killed
     did not arrive because it had failed (that failure is the root cause), otherwise it was late."""
-    named = {int(x) for x in (hs[0].groups.get("ranks") or "").replace(",", " ").split() if x.isdigit() and len(x) < 8}
+    named = {int(x) for h in hs for x in (h.groups.get("ranks") or "").replace(",", " ").split()
+             if x.isdigit() and len(x) < 8}
     failed = set(raised_ranks(m)) | {f.rank for f in m.elastic
                                      if f.rank is not None and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
     # A rank that ended itself (rules.launcher.quiet_exits) did not arrive because it was gone.
     failed |= {f.rank for f in quiet_exits(m)}
-    who = f"rank(s) {(hs[0].groups.get('ranks') or '?').strip()} did not reach monitored_barrier"
+    who = f"rank(s) {', '.join(map(str, sorted(named))) or '?'} did not reach monitored_barrier"
+    ms = next((h.groups.get("ms") for h in hs if h.groups.get("ms")), None)
+    said = {"op": "monitored_barrier", "timeout": f"{ms} ms" if ms else "its timeout"}
+    stopped = _stopped_from_outside(m, hs, named)
+    failed |= stopped
+    if stopped and named <= failed:
+        sigs = hits(m, "agent_death_signal")
+        where = sorted({h.ev.source for h in sigs})
+        gone = cand("LOG060", "peer_process_died", 3, sigs[:2] + hits(m, "agent_signalled")[:1] + hs[:1], params={
+            "what": f"rank(s) {', '.join(map(str, sorted(stopped)))} were stopped: their launcher was signalled from "
+                    f"outside the job ({', '.join(where[:2])}) before rank 0 gave up on monitored_barrier"},
+            detail="The launcher of the ranks that rank 0 waited for received a signal from outside the job (a "
+                   "scheduler's preemption or time limit, a node drain, Ctrl-C) and stopped its workers, before rank 0's "
+                   "monitored_barrier gave up on them. They did not arrive because they were gone; the barrier's "
+                   "error and the other ranks' closed connections follow from that.",
+            alts=[("collective_timeout_straggler", "if the scheduler stopped the job for running past its time limit, "
+                                                   "it may have been waiting on a stuck rank before: read each rank's "
+                                                   "last lines before the signal")])
+        gone.ranks = set(stopped)
+        return [gone, cand("LOG051", "collective_timeout_straggler", 6, hs,
+                           params={**said, "who": who + " (they had been stopped)"}, consequence=True)]
     there = _reached_meanwhile(m, hs, named)
     if named and not named & failed and there:
         return [cand("LOG037", "hardware_fault", 2, hs + there[:2], params={
@@ -84,9 +125,9 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                   ("collective_timeout_straggler", "if the hosts' clocks differ by more than a few seconds, the times "
                                                    "cannot tell a rank that arrived late")])]
     if named & failed:
-        return [cand("LOG051", "collective_timeout_straggler", 6, hs, params={"who": who + " (it had failed first)"},
+        return [cand("LOG051", "collective_timeout_straggler", 6, hs, params={**said, "who": who + " (it had failed first)"},
                      consequence=True)]
-    return [cand("LOG051", "collective_timeout_straggler", 3, hs, params={"who": who})]
+    return [cand("LOG051", "collective_timeout_straggler", 3, hs, params={**said, "who": who})]
 
 
 _IP = re.compile(r"[\d.]{7,15}|[0-9a-fA-F:]{2,39}")
@@ -479,7 +520,7 @@ SIGNATURES = (
        "peer_process_died", ROOT, 5, "monitored_barrier got an error from a peer instead of its reply",
        build=_barrier_peer),
     sig("monitored_barrier", ("monitoredBarrier", "failed to pass monitoredBarrier"),
-       r"[Rr]anks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier",
+       r"[Rr]anks? (?P<ranks>[\d, ]+) failed to pass monitoredBarrier(?: in (?P<ms>\d{1,9}) ms)?",
        "collective_timeout_straggler", ROOT, 3, "monitored_barrier named ranks that did not arrive",
        build=_monitored_barrier),
     sig("rpc_timeout", ("RPC call to",),

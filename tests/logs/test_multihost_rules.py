@@ -371,3 +371,48 @@ def test_ranks_timed_out_in_different_collectives_is_a_mismatch(tmp_path: Path) 
 def test_ranks_timed_out_in_the_same_collective_are_not_a_mismatch(tmp_path: Path) -> None:
     one = SPAWN_TIMEOUT.format(call="all_reduce(grad)", line=3252, fn="all_reduce")
     assert _causes(tmp_path, node0=one, node1=one)[0] != "collective_mismatch"
+
+
+# link-down-1: host b's interface went down at step 3; both ranks time out in the same all_reduce, called from the
+# same line of worker.py (their tracebacks say so).
+MULTIHOST = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "multihost"
+
+
+def _case(name: str) -> dict[str, str]:
+    return {p.stem: p.read_text() for p in sorted((MULTIHOST / name / "logs").glob("*.log"))}
+
+
+def test_every_rank_timed_out_in_the_same_call_from_the_same_line_lost_the_network(tmp_path: Path) -> None:
+    assert _causes(tmp_path, **_case("link-down-1"))[0] == "hardware_fault"
+
+
+def test_the_same_collective_called_from_different_lines_is_a_mismatch(tmp_path: Path) -> None:
+    logs = _case("link-down-1")
+    logs["node1"] = logs["node1"].replace('worker.py", line 64, in <module>', 'worker.py", line 71, in <module>')
+    assert _causes(tmp_path, **logs)[0] == "collective_mismatch"
+
+
+def test_the_call_is_read_from_tracebacks_of_any_install_path(tmp_path: Path) -> None:
+    # A conda or system Python: no ".../versions/..." in the path (which alone made such frames worth reading).
+    conda = SPAWN_TIMEOUT.replace("/root/.pyenv/versions/3.11.7/lib/python3.11", "/opt/conda/lib/python3.10")
+    got = _causes(tmp_path, node0=conda.format(call="all_reduce(grad)", line=3252, fn="all_reduce"),
+                  node1=conda.format(call="broadcast(grad, 0)", line=3151, fn="broadcast"))
+    assert got[0] == "collective_mismatch"
+
+
+# preempted-2: host b's torchrun got SIGTERM ("Received 15 death signal" at 17:51:31.18); rank 0's monitored_barrier
+# then named ranks 2 and 3, host b's ranks, at 17:51:31.87.
+def test_ranks_whose_launcher_was_signalled_before_the_barrier_gave_up_were_stopped(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in _case("preempted-2").items():
+        (d / f"{name}.log").write_text(text)
+    doc = diagnose_file(d)
+    first = next(f for f in doc["findings"] if f.get("cause"))
+    assert first["cause"] == "peer_process_died" and "2, 3 were stopped" in first["title"]
+
+
+def test_a_launcher_signalled_only_after_the_barrier_gave_up_does_not_explain_it(tmp_path: Path) -> None:
+    logs = _case("preempted-2")
+    logs["node1"] = logs["node1"].replace("W1127 17:51:31.179000 27867", "W1127 17:52:31.179000 27867")
+    assert _causes(tmp_path, **logs)[0] == "collective_timeout_straggler"
