@@ -88,6 +88,7 @@ GENERIC: Mapping[str, str] = {
 BY_CODE: Mapping[str, Mapping[str, str]] = {
     "ENV020": {"text": "<variable> is not a non-negative integer"},
     "LOG088": {"cmd": "<a firmware command, e.g. ALLOC_UAR>"},
+    "LOG086": {"ret": "<N, e.g. 1>"},
     "ENV022": {"missing": "MASTER_ADDR or MASTER_PORT"},
     "ENV050": {"lib": "NCCL, gloo or torch"},
     "ENV052": {"what": "<a feature>"},

@@ -74,9 +74,12 @@ _PLUGIN = re.compile(r"(?:Loaded|Using|loaded) (?P<kind>net|coll|tuner|profiler|
 _NETWORK = re.compile(r"Using network (?P<net>[^\r\n]{1,60})")
 _WORK = re.compile(
     r"Work(?P<backend>NCCL|Gloo|UCC)?\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})"
-    r"(?:, NumelIn=(?P<nin>-?\d{1,15}), NumelOut=(?P<nout>-?\d{1,15}))?(?:, Timeout\(ms\)=(?P<tmo>\d{1,12}))?\)"
+    r"(?:, NumelIn=(?P<nin>-?\d{1,15}), NumelOut=(?P<nout>-?\d{1,15}))?(?:, Timeout\(ms\)=(?P<tmo>\d{1,12}))?"
+    # A post that wrapped the message ends the line after a field: the rest is on the next line (_WORK_TAIL).
+    r"(?:\)|(?P<cut>,)\s*$)"
     r"(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?"
 )
+_WORK_TAIL = re.compile(r"^\s*(?:Timeout\(ms\)=(?P<tmo>\d{1,12})\))?(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?")
 _RANK_IN_MSG = re.compile(r"\[(?:PG ID \S{1,40} PG GUID \S{1,80} )?Rank (?P<rank>\d{1,7})\]|\[rank(?P<rank2>\d{1,7})\]|^\[(?P<rank3>\d{1,7})\] is ")
 _PG_IN_MSG = re.compile(r"PG GUID (?P<pg>\S{1,80}) Rank")
 _PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d{1,12}), last completed (?:NCCL )?work: (?P<done>-?\d{1,12})")
@@ -297,6 +300,11 @@ class _Builder:
         #: torch.distributed (the program frame before the traceback's first distributed_c10d.py frame).
         self._code_frame: dict[tuple[str, int | None], str] = {}
         self._c10d_site: dict[tuple[str, int | None], str] = {}
+        #: A watchdog message wrapped over lines, as posts show it: file -> the line that said "Watchdog caught
+        #: collective operation timeout:" and nothing more, and the record whose fields went on to the next line.
+        self._watchdog_head: dict[str, int] = {}
+        self._watchdog_cut: dict[str, tuple[int, Watchdog]] = {}
+        self._watchdog_rank: dict[str, int] = {}
         # An interface-list header posted alone: file -> (which list, host); its items follow one per line (keyed by
         # file alone: a leading "[N]" of an item reads like a launcher's rank tag).
         self._iface_head: dict[str, tuple[str, str]] = {}
@@ -632,16 +640,34 @@ class _Builder:
             w = _WORK.search(msg)
             if w and len(self.m.watchdog) < MAX_WATCHDOG:
                 pg = _PG_IN_MSG.search(msg)
-                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg
-                self.m.watchdog.append(Watchdog(
+                head = self._watchdog_head.pop(src, None)
+                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg or (head is not None and line_no - head <= 2)
+                if head is not None and rank is None:
+                    rank = self._watchdog_rank.pop(src, None)
+                wd = Watchdog(
                     rank=rank, pg=pg.group("pg") if pg else None, seq=int(w.group("seq")), op=w.group("op"),
                     numel_in=int(w.group("nin")) if w.group("nin") else None,
                     numel_out=int(w.group("nout")) if w.group("nout") else None,
                     timeout_ms=int(w.group("tmo")) if w.group("tmo") else None,
                     ran_ms=int(w.group("ran")) if w.group("ran") else None, timed_out=timed_out,
-                    ev=self.ev(src, line_no, rec, rank), order=self.seq))
+                    ev=self.ev(src, line_no, rec, rank), order=self.seq)
+                self.m.watchdog.append(wd)
+                if w.group("cut"):
+                    self._watchdog_cut[src] = (line_no, wd)
                 if ri is not None:
                     ri.state = f"{'timed out in' if timed_out else 'failed in'} {w.group('op')} SeqNum={w.group('seq')}"
+        elif self._watchdog_cut and src in self._watchdog_cut:
+            at, wd = self._watchdog_cut.pop(src)
+            t = _WORK_TAIL.match(msg) if line_no == at + 1 else None
+            if t and (t.group("tmo") or t.group("ran")):
+                if t.group("tmo") and wd.timeout_ms is None:
+                    wd.timeout_ms = int(t.group("tmo"))
+                if t.group("ran"):
+                    wd.ran_ms, wd.timed_out = int(t.group("ran")), True
+        if msg.rstrip().endswith("Watchdog caught collective operation timeout:"):
+            self._watchdog_head[src] = line_no
+            if rank is not None:
+                self._watchdog_rank[src] = rank
         if "ast enqueued" in msg and rank is not None:
             p = _PROGRESS.search(msg)
             if p:

@@ -45,9 +45,38 @@ def _if_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "subnets must match an interface's network exactly, and include and exclude cannot both be set.")]
 
 
+#: UCX transport names that run over an RDMA device (verbs/mlx5 InfiniBand and RoCE, DC, EFA's srd, gga).
+_RDMA_TLS = {"ib", "rc", "rc_v", "rc_verbs", "rc_x", "rc_mlx5", "ud", "ud_v", "ud_verbs", "ud_x", "ud_mlx5", "dc", "dc_x",
+             "dc_mlx5", "srd", "gga", "gga_mlx5"}
+
+
+def _no_rdma_transport(m: Any) -> list[Any]:
+    """UCX's lines saying RDMA transports were asked for and the ones it has include none at all: this UCX cannot
+    drive an RDMA device on this node (built without verbs/mlx5, as some package builds are, its RDMA module not
+    loadable, or no RDMA device in the container), whatever UCX_TLS names."""
+    out = []
+    for h in hits(m, "ucx_tls_unavailable"):
+        asked = {t.strip(" '") for t in (h.groups.get("asked") or "").split(",")}
+        have = {t.strip(" '") for t in (h.groups.get("have") or "").split(",")}
+        if asked & _RDMA_TLS and have and not have & _RDMA_TLS:
+            out.append(h)
+    return out
+
+
 def _ucx_devices(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     left_out = [h for h in hs if h.groups.get("dev")]
     nodev = [h for h in hs if h not in left_out]
+    bare = _no_rdma_transport(m)
+    if bare and nodev:
+        have = (bare[0].groups.get("have") or "").strip()
+        return [cand("LOG089", "other", 1, bare[:2] + nodev[:2], params={
+            "what": f"UCX was asked for {(bare[0].groups.get('asked') or '?').strip()} and has only {have}"},
+            detail="The transports this UCX offers on the node include no RDMA one (no rc, ud, dc or ib): it cannot use "
+                   "InfiniBand/RoCE here at all. A UCX built without verbs/mlx5 support (some package builds leave them "
+                   "out), an RDMA module that cannot load (rdma-core missing), or a container without the RDMA devices "
+                   "gives this; `ucx_info -d` lists what it has.",
+            alts=[("wrong_interface", "if `ucx_info -d` on the node does list rc/ud transports, UCX_TLS or "
+                                      "UCX_NET_DEVICES in the job's environment names ones it should not")])]
     out = []
     if left_out:
         out.append(cand("LOG027", "wrong_interface", 1, left_out,
@@ -58,6 +87,18 @@ def _ucx_devices(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         detail="UCX_NET_DEVICES / UCX_TLS name devices or transports this host does not have "
                                "(ucx_info -d lists the ones it has)."))
     return out
+
+
+def _ompi_cuda_ipc(hs: list[Any]) -> list[Cand]:
+    ret = group(hs, "ret") or "?"
+    if ret == "1":
+        return [cand("LOG086", "launcher_misconfig", 2, hs, params={"ret": ret})]
+    if ret == "2":
+        return [cand("LOG031", "cuda_oom", 3, hs, detail="CUDA IPC could not map a peer rank's GPU buffer: the device "
+                                                         "was out of memory (cuIpcOpenMemHandle returned 2).")]
+    return [cand("LOG039", "p2p_driver_bug", 4, hs, detail=f"CUDA IPC between ranks failed (cuIpcOpenMemHandle returned {ret}).",
+                 alts=[("launcher_misconfig", "ranks that each see only their own GPU cannot map each other's memory: "
+                                              "make every GPU of the node visible to every rank")])]
 
 
 def _ucx_shm_attach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -291,6 +332,13 @@ SIGNATURES = (
        r"|device (?P<dev>\S{1,64}) is not enabled, enable it in UCX_NET_DEVICES",
        "wrong_interface", ROOT, 1, "UCX_TLS / UCX_NET_DEVICES name transports or devices this host does not have",
        build=_ucx_devices),
+    # ucp_context.c: "transport(s) '%s' is/are not available, please use one or more of: %s" (the transports asked
+    # for by UCX_TLS that no loaded component offers, then the ones that exist); "network device ..." is its device
+    # twin. Read with ucx_no_devices: which transports exist says whether this UCX can use RDMA at all.
+    ctx("ucx_tls_unavailable", ("not available, please use one or more of",),
+        r"transports? (?P<asked>'[^']{1,40}'(?:,'[^']{1,40}'){0,15}) (?:is|are) not available, please use one or more "
+        r"of: (?P<have>[\w, ]{1,400})",
+        "UCX was asked for transports it does not have, and lists the ones it has"),
     sig("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
        r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed(?!: Shared memory error)"
        r"|Destination is unreachable",
@@ -315,6 +363,16 @@ SIGNATURES = (
     ctx("mpi_cma_fallback_note", ("restrictive ptrace settings", "cma-permission-denied"),
         r"not available due to restrictive ptrace settings|help-btl-vader\.txt / cma-permission-denied",
         "Open MPI found CMA unusable (ptrace settings) and fell back to another copy mechanism (harmless)", harmless=True),
+    # Open MPI's common/cuda help text (help-mpi-common-cuda.txt, "cuIpcOpenMemHandle failed"): "The call to
+    # cuIpcOpenMemHandle failed. This is an unrecoverable error ..." then "cuIpcOpenMemHandle return value: N". The
+    # smcuda transport maps a peer rank's GPU buffer through CUDA IPC, which needs that GPU to be visible in this
+    # process. Return value 1 (CUDA_ERROR_INVALID_VALUE) is the handle of a device this process cannot see: each rank
+    # restricted to its own GPU (srun --gpus-per-task / --gpu-bind, CUDA_VISIBLE_DEVICES set per rank, one GPU per
+    # container; open-mpi/ompi#11949). The help text's guess (not enough free device memory) is a different code (2).
+    sig("ompi_cuda_ipc", ("cuIpcOpenMemHandle return value",),
+       r"cuIpcOpenMemHandle return value:\s+(?P<ret>\d{1,4})\b",
+       "launcher_misconfig", ROOT, 2, "a rank could not map another rank's GPU memory through CUDA IPC",
+       build=lambda m, hs, found: _ompi_cuda_ipc(hs)),
     sig("mpirun_signal", ("noticed that process rank",),
        # (?<!\w): the tool's name starts a word, as in the mpi_daemon_connect row (linear on a run of word characters).
        r"(?<!\w)(?P<tool>\w+) noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?) exited on signal"
@@ -359,6 +417,19 @@ CODES = (
          "I_MPI_OFI_PROVIDER, and prefer the system libfabric when the bundled one lacks the provider",
          cause="ib_misconfig", env={"FI_PROVIDER": "<verbs|tcp|psm2|efa>", "I_MPI_FABRICS": "shm:ofi"},
          steps=("fi_info -l (the providers libfabric can open here)", "I_MPI_DEBUG=5 (or FI_LOG_LEVEL=warn) for the provider chosen")),
+    Code("LOG086", "gpu-hidden-from-peer", E, "a rank could not map another rank's GPU memory (cuIpcOpenMemHandle "
+         "returned {ret}): each rank sees only its own GPU",
+         "Make every GPU of the node visible to every rank and pick the device in the program (srun --gpus=N or "
+         "--gpu-bind=none instead of --gpus-per-task=1; no per-rank CUDA_VISIBLE_DEVICES), or turn CUDA IPC off in the "
+         "MPI (--mca btl_smcuda_use_cuda_ipc 0)",
+         cause="launcher_misconfig", env={"OMPI_MCA_btl_smcuda_use_cuda_ipc": "0"},
+         steps=("srun ... nvidia-smi -L inside the job: each rank should list every GPU of the node",)),
+    Code("LOG089", "rdma-transport-missing", E, "the communication library has no RDMA transport on this node: {what}",
+         "Give the job an RDMA-capable stack: a UCX/libfabric built with verbs/mlx5 (or efa) support, rdma-core's "
+         "providers, and the RDMA devices inside the container (/dev/infiniband via --device or the RDMA/EFA device "
+         "plugin); or select a transport the node has (UCX_TLS=tcp,sm,self)",
+         cause="other", env={"UCX_TLS": "<transports `ucx_info -d` lists>"},
+         steps=("ucx_info -d | grep Transport (or fi_info -l) on the node, inside the container",)),
     Code("LOG084", "ucx-proc-link-denied", E, "UCX was refused another rank's shared memory through /proc (permission denied)",
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",

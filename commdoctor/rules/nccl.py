@@ -740,6 +740,17 @@ SIGNATURES = (
     # rdma-core (libibverbs/init.c): "libibverbs: Warning: no userspace device-specific driver found for %s" -- a
     # uverbs device with no provider library to drive it. Harmless for a job that never uses RDMA; read by
     # _internal_error when NCCL then fails with nothing else said.
+    # aws-ofi-nccl (nccl_ofi_ofiutils.c): "OFI fi_getinfo() call failed: %s" with fi_strerror; -FI_ENODATA ("No data
+    # available") is libfabric offering no provider that matches what the plugin asks for (EFA on AWS): no EFA device
+    # in this process's view (a container started without /dev/infiniband, an instance type without EFA) or a
+    # libfabric without the provider (aws/aws-ofi-nccl#1020).
+    sig("ofi_plugin_no_provider", ("fi_getinfo() call failed",),
+       r"fi_getinfo\(\) call failed: (?P<err>No data available|[\w ]{1,60})",
+       "other", ROOT, 3, "NCCL's OFI net plugin found no libfabric provider it can use on this node",
+       code="LOG089", params=lambda hs: {"what": f"NCCL's OFI plugin found no libfabric provider "
+                                                 f"(fi_getinfo: {group(hs, 'err') or 'failed'})"},
+       alts=[("ib_misconfig", "if fi_info -p efa lists the devices inside the job, the provider name or FI_* settings "
+                              "the job passes do not match them")]),
     ctx("verbs_no_provider", ("no userspace device-specific driver",),
         r"no userspace device-specific driver found for (?P<dev>\S{1,200})",
         "libibverbs found an RDMA device but no user-space provider library (libmlx5) for it"),

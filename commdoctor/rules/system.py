@@ -345,6 +345,27 @@ def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"nets": ", ".join(sorted(subnets))})]
 
 
+def _heap_corruption(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A corrupted heap in a process that runs NCCL (its version line or its own lines are in the logs): a defect of
+    the native library doing the communication, or two builds of it in one process. Without NCCL in view the lines
+    are left to the unrecognised-failure finding: nothing says whose code it was."""
+    if not m.versions and not m.hits.get("lib_nccl"):
+        return []
+    ver = ", ".join(sorted(m.versions)[:2])
+    c = cand("LOG070", "nccl_internal_bug", 4, hs, params={
+        "what": f"the process aborted on a corrupted heap ({hs[0].ev.text.strip()[:80]})" + (f", NCCL {ver}" if ver else "")},
+        detail="glibc's allocator found its own bookkeeping overwritten and aborted the process: native code wrote "
+               "outside its memory. In a communication job the usual culprit is the communication library itself: an "
+               "NCCL release with a defect, or one older than the GPUs or the platform it runs on (each GPU generation "
+               "needs a release that knows it). Try the newest NCCL release.",
+        alts=[("version_mismatch", "two builds of one library in a process (a pip NCCL beside a system one, picked by "
+                                   "LD_LIBRARY_PATH or LD_PRELOAD) corrupt each other's memory: check which libnccl is loaded"),
+              ("other", "a CUDA/C++ extension of the program itself corrupts the heap the same way: run it under "
+                        "compute-sanitizer or with MALLOC_CHECK_=3 to find the writer")])
+    c.evidence.extend(m.versions[v] for v in sorted(m.versions)[:1])
+    return [c]
+
+
 def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
     failing = bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
@@ -633,6 +654,15 @@ SIGNATURES = (
        code="LOG039", build=_p2p_unsupported,
        alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "
                                "`lspci -vvv | grep ACSCtl` shows SrcValid+ on the bridges")]),
+    # glibc's malloc consistency checks (malloc/malloc.c malloc_printerr): "free(): corrupted unsorted chunks",
+    # "double free or corruption (!prev)", "malloc(): corrupted top size", "corrupted size vs. prev_size", ... then
+    # abort(). Native code of the process wrote outside its memory; which library it was the message cannot say.
+    sig("heap_corruption", ("corrupted", "double free", "invalid pointer", "invalid next size", "invalid chunk size"),
+       r"(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc)\(\): (?:corrupted [\w ]{1,40}|"
+       r"invalid (?:pointer|next size|size|chunk size)[\w ()]{0,20}|memory corruption[\w ()]{0,20})"
+       r"|double free or corruption(?: \((?:!prev|out|fasttop|top)\))?|corrupted size vs\. prev_size",
+       "nccl_internal_bug", ROOT, 4, "glibc found the process's heap corrupted and aborted it",
+       build=_heap_corruption),
     sig("nofile", ("Too many open files", "EMFILE"),
        r"Too many open files|EMFILE",
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",
