@@ -130,6 +130,22 @@ FULL_MESH_ALTS = [
                                  "store work and the mesh fail")]
 
 
+def _connect_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """gloo's connect to a peer timed out; in workers torchrun restarted after a failed attempt, that failure's echo
+    (the peers of the old attempt are gone or elsewhere), as for a refused mesh."""
+    s = next(x for x in SIGNATURES if x.id == "gloo_connect_timeout")
+    again = after_restart(m, hs)
+    first = [h for h in hs if h not in again]
+    out = []
+    if again:
+        out.append(cand("LOG025", "firewall_or_port_blocked", 6, again, consequence=True,
+                        detail="These connections were made by workers torchrun started again after one of this host's "
+                               "workers had failed: the first failure, not the network, is what to look at."))
+    if first:
+        out.append(cand("LOG025", "firewall_or_port_blocked", 4, first, alts=list(s.alts)))
+    return out
+
+
 def _full_mesh(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """connectFullMesh failed: the mesh of a group torchrun restarted after a failed attempt is that failure's echo."""
     again = after_restart(m, hs)
@@ -169,7 +185,7 @@ SIGNATURES = (
     # advertised address got no answer within the timeout: dropped on the way, or an address not routed here.
     sig("gloo_connect_timeout", ("Connect timeout",), r"Connect timeout (?:\[(?P<peer>[^\]\s]{1,64})\]:(?P<port>\d{1,5}))?",
         "firewall_or_port_blocked", ROOT, 4, "gloo's connection to a peer timed out",
-        code="LOG025",
+        code="LOG025", build=_connect_timeout,
         alts=[("wrong_interface", "an address that is not routed between the hosts (a docker bridge, a second NIC) times "
                                   "out the same way: GLOO_SOCKET_IFNAME names the interface gloo advertises")]),
     # pair.cc: a pending operation outlived the process group's timeout and gloo closed the pair.

@@ -23,7 +23,11 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     killed = [f for f in m.elastic if f.signal or (f.exitcode is not None and f.exitcode < 0)]
     el = roots or killed
     raised = raised_ranks(m)
-    if raised and not killed and not any(c.tier <= 4 and not c.consequence for c in found):
+    # Workers the launcher itself stopped once another worker had failed ("Sending process PID closing signal
+    # SIGTERM") end with -15 in its summary: that failure's echo, not a kill from outside.
+    closed = {h.groups.get("pid") for h in hits(m, "agent_closing_worker")}
+    killed_elsewhere = [f for f in killed if str(f.pid) not in closed]
+    if raised and not killed_elsewhere and not any(c.tier <= 4 and not c.consequence for c in found):
         # Each node's launcher names its own first failure; the rank whose own code raised failed first, and
         # the other ranks' closed connections and timeouts follow from it.
         r, ev = sorted(raised.items())[0]
@@ -207,6 +211,10 @@ SIGNATURES = (
     ctx("agent_death_signal", ("death signal, shutting down workers",),
         r"Received (?:Signals\.)?(?P<sig>SIG[A-Z]{2,8}|\d{1,3}) death signal, shutting down workers",
         "the launcher was signalled and stopped its workers"),
+    # torch/distributed/elastic/multiprocessing/api.py, as the agent stops its workers (after one failed, or when it
+    # was signalled itself): logger.warning("Sending process %s closing signal %s", pid, sig.name).
+    ctx("agent_closing_worker", ("closing signal",), r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z]{2,8})",
+        "the launcher stopped one of its workers"),
     sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
        "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",

@@ -416,3 +416,36 @@ def test_a_launcher_signalled_only_after_the_barrier_gave_up_does_not_explain_it
     logs = _case("preempted-2")
     logs["node1"] = logs["node1"].replace("W1127 17:51:31.179000 27867", "W1127 17:52:31.179000 27867")
     assert _causes(tmp_path, **logs)[0] == "collective_timeout_straggler"
+
+
+# crash-loop-1: torchrun --max-restarts 2, rank 1 raises at step 3 on every attempt; the third attempt's gloo mesh
+# times out connecting ("Connect timeout [none]") after host a's launcher had reported the failed worker.
+def test_a_mesh_timeout_in_restarted_workers_is_the_first_failures_echo(tmp_path: Path) -> None:
+    assert _causes(tmp_path, **_case("crash-loop-1"))[0] == "peer_process_died"
+
+
+def test_a_mesh_timeout_with_no_failed_attempt_before_it_is_the_network(tmp_path: Path) -> None:
+    line = next(ln for ln in _case("crash-loop-1")["node0"].splitlines() if "Connect timeout" in ln)
+    assert _causes(tmp_path, node0=line + "\n")[0] == "firewall_or_port_blocked"
+
+
+# crash-loop-2-rerun: in the last attempt torchrun SIGTERMs the workers left once rank 3 raised; its summary lists
+# them with exitcode -15.
+def test_workers_the_launcher_stopped_itself_do_not_hide_the_rank_that_raised(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in _case("crash-loop-2-rerun").items():
+        (d / f"{name}.log").write_text(text)
+    first = next(f for f in diagnose_file(d)["findings"] if f.get("cause"))
+    assert first["cause"] == "peer_process_died" and "rank 3" in first["title"] and "raised" in first["title"]
+
+
+def test_a_sigterm_exit_the_launcher_did_not_send_is_not_its_echo(tmp_path: Path) -> None:
+    logs = {k: "\n".join(ln for ln in v.splitlines() if "closing signal" not in ln) + "\n"
+            for k, v in _case("crash-loop-2-rerun").items()}
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in logs.items():
+        (d / f"{name}.log").write_text(text)
+    first = next(f for f in diagnose_file(d)["findings"] if f.get("cause"))
+    assert "raised an error of its own" not in first["title"]
