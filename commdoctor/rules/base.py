@@ -202,8 +202,13 @@ def quiet_exits(m: Any) -> list[Any]:
     # its launcher's own report of the exit) may be the rank's.
     loud = {h.ev.source for hs in m.hits.values() for h in hs
             if h.sig.role != CONTEXT and h.ev.rank is None and h.sig.id not in ("process_died", "agent_signalled")}
+    # torchrun --tee prefixes a worker's lines with its local rank ("[default0]:"), which the lines alone cannot turn
+    # into a global rank: an error in the same file under the failed worker's local rank is that worker's.
+    local = {(h.ev.source, h.ev.rank) for hs in m.hits.values() for h in hs if h.sig.role != CONTEXT and h.ev.rank is not None}
+    local |= {(ev.source, ev.rank) for ev, _seq, _kind in m.unmatched_errors if ev.rank is not None}
     return [f for f in m.elastic if f.rank is not None and f.signal is None and f.exitcode is not None
-            and f.exitcode > 0 and f.rank not in spoke and (f.ev is None or f.ev.source not in loud)]
+            and f.exitcode > 0 and f.rank not in spoke and (f.ev is None or f.ev.source not in loud)
+            and not (f.ev is not None and f.local_rank is not None and (f.ev.source, f.local_rank) in local)]
 
 
 _STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")

@@ -449,3 +449,25 @@ def test_a_sigterm_exit_the_launcher_did_not_send_is_not_its_echo(tmp_path: Path
         (d / f"{name}.log").write_text(text)
     first = next(f for f in diagnose_file(d)["findings"] if f.get("cause"))
     assert "raised an error of its own" not in first["title"]
+
+
+# late-init-2-rerun (torchrun --tee 3): host b's worker of local rank 0 is global rank 2; its store timeout is logged
+# under "[default0]:" and torchrun's summary says "rank: 2 (local_rank: 0)".
+def test_a_tee_workers_error_under_its_local_rank_counts_as_its_own(tmp_path: Path) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in _case("late-init-2-rerun").items():
+        (d / f"{name}.log").write_text(text)
+    findings = diagnose_file(d)["findings"]
+    assert not any("having logged no error" in f["title"] for f in findings)
+    assert [f["cause"] for f in findings if f.get("cause")][0] == "collective_timeout_straggler"
+
+
+def test_a_tee_worker_that_logged_nothing_still_ended_itself(tmp_path: Path) -> None:
+    logs = _case("late-init-2-rerun")
+    logs["node1"] = "\n".join(ln for ln in logs["node1"].splitlines() if not ln.startswith("[default0]:")) + "\n"
+    d = tmp_path / "logs"
+    d.mkdir()
+    for name, text in logs.items():
+        (d / f"{name}.log").write_text(text)
+    assert any("rank 2" in f["title"] and "having logged no error" in f["title"] for f in diagnose_file(d)["findings"])
