@@ -212,8 +212,44 @@ def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out + (_store_connect(m, hs, STORE_CONNECT_ALTS) if hs else [])
 
 
+RDZV_CONNECTION_ALTS = [
+    ("hostname_resolution", "the c10d rendezvous advertises host names: if a node's name is missing from DNS or "
+                            "/etc/hosts, peers cannot reach the store it hosts (getent hosts $(hostname) on each node)"),
+    ("firewall_or_port_blocked", "if the store host is up and resolvable, the port may be closed between nodes "
+                                 "(platforms that expose only some ports); `nc -zv HOST PORT` tells")]
+
 RDZV_TIMEOUT_ALTS = [("launcher_misconfig", "a node that was never started (wrong --nnodes, a pending job step) looks the "
                                              "same: count the agents that logged 'Starting elastic'")]
+
+
+def _rdzv_apart(m: Any) -> tuple[list[Any], list[Any]]:
+    """The elastic rendezvous timed out on some nodes while the others stayed connected to its store until then and
+    only lost the connection when those gave up (the store lives in a launcher, and leaves with it): (the timeouts,
+    the losses), or two empty lists. Every launcher reached the store, and still the rendezvous never filled, so they
+    were not in one rendezvous."""
+    timed = hits(m, "rdzv_timeout")
+    lost = hits(m, "rdzv_connection")
+    there = {h.ev.source for h in timed}
+    others = {h.ev.source for h in lost} - there
+    if not timed or not others or hits(m, "store_connect_timeout") + hits(m, "name_resolution"):
+        return [], []
+    connected = {h.ev.source for h in hits(m, "store_connected") + hits(m, "conn_lost")}
+    if not others <= connected:
+        return [], []
+    return timed, [h for h in lost if h.ev.source in others]
+
+
+def _rdzv_connection(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    _timed, lost = _rdzv_apart(m)
+    rest = [h for h in hs if h not in lost]
+    out = []
+    if lost:
+        out.append(cand("LOG011", "rendezvous_unreachable", 6, lost, consequence=True, params={
+            "endpoint": "the c10d rendezvous store", "how": "lost its connection when the store's launcher gave up"}))
+    if rest:
+        out.append(cand("LOG011", "rendezvous_unreachable", 3, rest, params={
+            "endpoint": "the c10d rendezvous store", "how": "lost its connection"}, alts=RDZV_CONNECTION_ALTS))
+    return out
 
 
 def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -222,6 +258,14 @@ def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     store, and each waited for the others in vain, so they were not in the same rendezvous (a different --rdzv-id,
     --rdzv-endpoint or --nnodes per node)."""
     nodes = {h.ev.source for h in hs} | {h.ev.host for h in hs if h.ev.host}
+    _timed, lost = _rdzv_apart(m)
+    if lost:
+        return [cand("LOG062", "launcher_misconfig", 3, hs[:2] + lost[:2], params={
+            "what": "the rendezvous timed out on one node while another was connected to its store all along (it lost "
+                    "the connection only when the first gave up): the nodes were not in one rendezvous (the same "
+                    "--rdzv-id, --rdzv-endpoint and --nnodes on every node?)"},
+            alts=[("rendezvous_unreachable", "if the connected node's log shows it joining a different endpoint, "
+                                             "it waited at another store")])]
     reach = hits(m, "store_connect_timeout") + hits(m, "rdzv_connection") + hits(m, "peer_refused") + hits(m, "name_resolution")
     if len({h.ev.source for h in hs}) >= 2 and len(nodes) >= 2 and not reach:
         return [cand("LOG062", "launcher_misconfig", 3, hs, params={
@@ -448,11 +492,7 @@ SIGNATURES = (
     sig("rdzv_connection", ("RendezvousConnectionError", "connection to the C10d store has failed"),
        r"RendezvousConnectionError|connection to the C10d store has failed",
        "rendezvous_unreachable", ROOT, 3, "the elastic agent lost (or never had) its connection to the c10d rendezvous store",
-       code="LOG011", params=lambda hs: {"endpoint": "the c10d rendezvous store", "how": "lost its connection"},
-       alts=[("hostname_resolution", "the c10d rendezvous advertises host names: if a node's name is missing from DNS or "
-                                     "/etc/hosts, peers cannot reach the store it hosts (getent hosts $(hostname) on each node)"),
-             ("firewall_or_port_blocked", "if the store host is up and resolvable, the port may be closed between nodes "
-                                          "(platforms that expose only some ports); `nc -zv HOST PORT` tells")]),
+       build=_rdzv_connection),
     sig("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
        r"Rendezvous(?:Timeout|Closed)Error",
        "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived",

@@ -471,3 +471,13 @@ def test_a_tee_worker_that_logged_nothing_still_ended_itself(tmp_path: Path) -> 
     for name, text in logs.items():
         (d / f"{name}.log").write_text(text)
     assert any("rank 2" in f["title"] and "having logged no error" in f["title"] for f in diagnose_file(d)["findings"])
+
+
+# rdzv-id-2-rerun: host b runs with another --rdzv-id. Host a's rendezvous times out (RendezvousTimeoutError); host b
+# was connected to host a's store all along ("TCP client connected to host") and loses it when host a gives up.
+def test_a_node_connected_to_the_store_while_the_rendezvous_timed_out_was_in_another_rendezvous(tmp_path: Path) -> None:
+    assert _causes(tmp_path, **_case("rdzv-id-2-rerun"))[0] == "launcher_misconfig"
+
+
+def test_the_store_hosts_rendezvous_timeout_alone_is_nodes_not_arriving(tmp_path: Path) -> None:
+    assert _causes(tmp_path, node0=_case("rdzv-id-2-rerun")["node0"])[0] == "rendezvous_unreachable"
