@@ -339,6 +339,19 @@ SIGNATURES = (
         r"transports? (?P<asked>'[^']{1,40}'(?:,'[^']{1,40}'){0,15}) (?:is|are) not available, please use one or more "
         r"of: (?P<have>[\w, ]{1,400})",
         "UCX was asked for transports it does not have, and lists the ones it has"),
+    # uct/ib/ud/base/ud_ep.c: a UD endpoint whose peer acknowledged nothing within UCX_UD_TIMEOUT raises
+    # UCS_ERR_ENDPOINT_TIMEOUT, fatal when nothing handles it ("UD endpoint %p to %s: unhandled timeout error"). The
+    # datagrams never reached the peer: on RoCE a GID index that differs between the nodes (openucx/ucx#7785: index 3
+    # missing on one node), a lossy fabric, or a peer that died.
+    sig("ucx_ud_timeout", ("unhandled timeout error",),
+       r"UD endpoint \S{1,40} to \S.{0,80}?: unhandled timeout error",
+       "ib_misconfig", ROOT, 3, "UCX's UD datagrams got no answer from the peer (RoCE GID or fabric settings)",
+       code="LOG036",
+       detail="UCX's UD transport sent datagrams the peer never acknowledged. On RoCE the usual reason is the GID: "
+              "an index (UCX_IB_GID_INDEX) whose address differs in kind or network between the nodes, or that one "
+              "node lacks (show_gids on each); a fabric without the lossless settings RoCE expects drops them too.",
+       alts=[("peer_process_died", "if the peer process died or hung first, nothing acknowledges: read its own log"),
+             ("hardware_fault", "with matching GIDs on every node, a port or cable dropping packets: check the counters")]),
     sig("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
        r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed(?!: Shared memory error)"
        r"|Destination is unreachable",

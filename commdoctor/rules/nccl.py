@@ -20,6 +20,20 @@ PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_
                               "CUDA_VISIBLE_DEVICES", "NCCL_COMM_ID"})
 
 
+
+def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    av = [h for h in hs if "address vector" in h.ev.text]
+    return [cand("LOG025", "firewall_or_port_blocked", 3 if av else 5, av + [h for h in hs if h not in av],
+                 detail="NCCL's EFA plugin could not reach a peer's EFA device"
+                        + (" (libfabric would not take its address)" if av else " (its transfers completed with errors)")
+                        + ". EFA traffic flows only when the instances' security group allows all inbound and all "
+                          "outbound traffic to and from the security group itself, and only between instances of one "
+                          "availability zone; ping and NCCL_NET=Socket working says nothing about that rule.",
+                 alts=[("other", "instances in different availability zones or placement groups cannot reach each "
+                                 "other over EFA at all"),
+                       ("peer_process_died", "a peer that died mid-run fails the transfers to it the same way: "
+                                             "read its own log")])]
+
 def _comm_id(hs: list[Any]) -> dict[str, Any]:
     addr = group(hs, "addr")
     return {"endpoint": f"NCCL_COMM_ID {addr}" if addr else "the address in NCCL_COMM_ID",
@@ -751,6 +765,31 @@ SIGNATURES = (
                                                  f"(fi_getinfo: {group(hs, 'err') or 'failed'})"},
        alts=[("ib_misconfig", "if fi_info -p efa lists the devices inside the job, the provider name or FI_* settings "
                               "the job passes do not match them")]),
+    # aws-ofi-nccl: fi_av_insert of the peer's EFA address failed ("Unable to insert remote address into address
+    # vector for device %d. RC: %s"; "CM: ..." in newer releases), and a request that completed with an error
+    # ("NET/OFI Request %p completed with error. RC: %d", libfabric efa's "rxr_cq_write_tx_error ... prov_err"). EFA
+    # reaches a peer only when the security group allows all traffic to and from itself, both ways, and only within
+    # one availability zone: a rule missing there is what these threads found (aws/aws-ofi-nccl#156, #663).
+    sig("ofi_peer_unreachable", ("Unable to insert remote address", "completed with error. RC", "rxr_cq_write_tx_error",
+                                 "efa_rdm_pke_handle_tx_error", "efa_rdm_txe_handle_error"),
+       r"Unable to insert remote address into address vector|NET/OFI Request \S{1,40} completed with error\. RC: -?\d{1,5}"
+       r"|rxr_cq_write_tx_error\(?\)?:?\d{0,5}<warn>|efa_rdm_(?:pke|txe)_handle_(?:tx_)?error",
+       "firewall_or_port_blocked", ROOT, 4, "the EFA network plugin could not reach a peer (security group, zone)",
+       build=_ofi_peer_unreachable),
+    # aws-ofi-nccl register_mr_buffers: "Unable to register memory (type = %d) for device %d. RC: %d, Error: %s" --
+    # type 2 is FI_HMEM_CUDA, GPU memory. EINVAL there is libfabric refusing the registration NCCL asks for: NCCL
+    # 2.19+ with the libfabric of an EFA installer older than 1.29 (aws/aws-ofi-nccl#584), or no GPUDirect RDMA.
+    sig("ofi_register_gpu_mem", ("Unable to register memory (type = 2)",),
+       r"Unable to register memory \(type = 2\) for device \d{1,3}\. RC: -?(?P<rc>\d{1,5})",
+       "nccl_internal_bug", ROOT, 3, "the EFA network plugin could not register GPU memory with libfabric",
+       code="LOG070", params=lambda hs: {"what": "the OFI plugin could not register GPU memory (libfabric RC "
+                                                  f"-{group(hs, 'rc') or '?'}): this NCCL and the node's libfabric/EFA "
+                                                  "installer do not work together"},
+       detail="NCCL 2.19 and later register GPU buffers in a way that the libfabric of older EFA installers (before "
+              "1.29) refuses. Update the EFA installer (libfabric) on the nodes, or use the NCCL that the image or AMI "
+              "was built with.",
+       alts=[("p2p_acs_iommu", "without GPUDirect RDMA support on the node (nvidia-peermem / dmabuf not available), "
+                               "GPU memory registration fails the same way")]),
     ctx("verbs_no_provider", ("no userspace device-specific driver",),
         r"no userspace device-specific driver found for (?P<dev>\S{1,200})",
         "libibverbs found an RDMA device but no user-space provider library (libmlx5) for it"),

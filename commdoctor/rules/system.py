@@ -345,6 +345,21 @@ def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"nets": ", ".join(sorted(subnets))})]
 
 
+def _ray_small_shm(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """/dev/shm under 512 MiB, as Ray measured it: a weak reading (a risk until the job shows it failed)."""
+    small = [h for h in hs if int(h.groups.get("bytes") or 0) < 512 << 20]
+    if not small:
+        return []
+    mb = int(small[0].groups.get("bytes") or 0) / (1 << 20)
+    c = cand("LOG030", "shm_too_small", 6, small,
+             detail=f"Ray measured /dev/shm at {mb:.0f} MB on this machine"
+                    + (" (docker's default without --shm-size or --ipc=host)" if round(mb) == 64 else "")
+                    + ". NCCL's shared-memory transport between the GPUs of one host allocates its buffers there; "
+                      "with several GPUs it runs out (ncclShmOpen fails, or a process dies with SIGBUS).")
+    c.weak = True
+    return [c]
+
+
 def _heap_corruption(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A corrupted heap in a process that runs NCCL (its version line or its own lines are in the logs): a defect of
     the native library doing the communication, or two builds of it in one process. Without NCCL in view the lines
@@ -663,6 +678,12 @@ SIGNATURES = (
        r"|double free or corruption(?: \((?:!prev|out|fasttop|top)\))?|corrupted size vs\. prev_size",
        "nccl_internal_bug", ROOT, 4, "glibc found the process's heap corrupted and aborted it",
        build=_heap_corruption),
+    # Ray's services.py at start-up: "The object store is using /tmp instead of /dev/shm because /dev/shm has only
+    # {N} bytes available." -- a fact about this machine's /dev/shm (67108864: docker's default 64 MB without
+    # --shm-size / --ipc=host), which NCCL's shared-memory transport between local GPUs also needs. A risk, the cause
+    # when the job then failed or hung with nothing else to say why (vllm-project/vllm#1710).
+    sig("ray_small_shm", ("because /dev/shm has only",), r"because /dev/shm has only (?P<bytes>\d{1,15}) bytes available",
+       "shm_too_small", ROOT, 6, "Ray found /dev/shm small (a container's default)", build=_ray_small_shm),
     sig("nofile", ("Too many open files", "EMFILE"),
        r"Too many open files|EMFILE",
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",
