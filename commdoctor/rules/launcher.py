@@ -17,6 +17,18 @@ from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule,
                                    quiet_exits, raised_ranks, sig)
 
 
+def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    f = group(hs, "file") or "?"
+    if f.rsplit("/", 1)[-1] == "hydra_pmi_proxy":
+        return [cand("LOG066", "other", 2, hs, params={
+            "what": "Hydra could not start its own proxy (hydra_pmi_proxy not found beside mpiexec or on PATH)"},
+            detail="mpiexec starts hydra_pmi_proxy on every node before any rank: a proxy it cannot execute is an MPICH "
+                   "install that is incomplete, moved, or not on PATH on that node (a build tree's libtool wrapper, "
+                   "a bin directory missing from PATH). Run the installed mpiexec with its bin directory on PATH.")]
+    return [cand("LOG066", "launcher_misconfig", 2, hs, params={
+        "what": f"Hydra could not execute {f} ({group(hs, 'err') or 'failed'}) on a node"})]
+
+
 def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A rank killed or crashed: from the launcher's summary (the first to fail) or the line that says so."""
     roots = [f for f in m.elastic if f.root]
@@ -215,6 +227,28 @@ SIGNATURES = (
     # was signalled itself): logger.warning("Sending process %s closing signal %s", pid, sig.name).
     ctx("agent_closing_worker", ("closing signal",), r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z]{2,8})",
         "the launcher stopped one of its workers"),
+    # A worker that must run the SSH server an MPI launcher reaches it through (Kubeflow's MPI Operator runs
+    # /usr/sbin/sshd in each worker pod) in an image without it: bash's "...: /usr/sbin/sshd: No such file or
+    # directory" (or "command not found"). mpirun then reaches no worker (NVIDIA/cloudai#720: an NGC image).
+    sig("sshd_missing", ("sshd: No such file", "sshd: command not found"),
+       r"(?P<path>/?[\w/]{0,40}sshd): (?:No such file or directory|command not found)",
+       "launcher_misconfig", ROOT, 2, "a worker could not start the SSH server the MPI launcher connects through",
+       code="LOG066", params=lambda hs: {"what": f"the workers cannot start {group(hs, 'path') or 'sshd'} (not in the "
+                                                 "image), so the MPI launcher reaches none of them"}),
+    # deepspeed/launcher/runner.py parse_resource_filter: --include/--exclude name a GPU slot the hostfile does not
+    # give that host ("No slot '{slot}' specified on host '{hostname}'"; older releases: "No slot N specificied on host
+    # H", sic): the hostfile's slots= must cover the GPUs named (deepspeedai/DeepSpeed#3625).
+    sig("ds_slot_missing", ("No slot",),
+       r"No slot '?(?P<slot>\d{1,4})'? specifi(?:c?i)?ed on host '?(?P<host>[\w.\-]{1,255})",
+       "launcher_misconfig", ROOT, 1, "DeepSpeed's --include/--exclude named a GPU slot the hostfile does not declare",
+       code="LOG066", params=lambda hs: {"what": f"--include/--exclude names slot {group(hs, 'slot')} on "
+                                                 f"{group(hs, 'host')}, which the hostfile's slots= do not cover"}),
+    # MPICH's Hydra (utils/launch/launch.c HYDU_create_process): "execvp error on file %s (%s)". Its own proxy
+    # (hydra_pmi_proxy) missing is a broken or misplaced MPICH install (pmodels/mpich#1106, #1161); any other file is
+    # the program the launch named, not found on that node.
+    sig("hydra_execvp", ("execvp error on file",),
+       r"execvp error on file (?P<file>\S{1,400}?) \((?P<err>[^)]{1,60})",
+       "launcher_misconfig", ROOT, 2, "MPICH's launcher could not execute a file it needed", build=_hydra_execvp),
     sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
        "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",

@@ -21,6 +21,28 @@ PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_
 
 
 
+
+def _ib_reg_mr(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """ibv_reg_dmabuf_mr refused with EOPNOTSUPP: the kernel's or IB driver's DMA-BUF support is missing, and this
+    NCCL (2.12-2.13 era) used DMA-BUF without falling back to nvidia-peermem, which later releases do
+    (NVIDIA/nccl#778). Other refusals are the GPUDirect RDMA path (the row's own reading)."""
+    s = next(x for x in SIGNATURES if x.id == "ib_reg_mr")
+    dmabuf = [h for h in hs if "dmabuf" in h.ev.text and "not supported" in h.ev.text]
+    rest = [h for h in hs if h not in dmabuf]
+    out = []
+    if dmabuf:
+        out.append(cand("LOG070", "nccl_internal_bug", 3, dmabuf, params={
+            "what": "NCCL registered GPU memory through DMA-BUF, which this kernel / IB driver does not support "
+                    "(ibv_reg_dmabuf_mr: Operation not supported), and did not fall back"},
+            detail="DMA-BUF registration needs a recent kernel and IB driver (MLNX_OFED 5.5+ or the inbox driver of "
+                   "kernel 5.12+). NCCL releases that fall back to nvidia-peermem when it is refused avoid this; so "
+                   "does NCCL_DMABUF_ENABLE=0 with nvidia-peermem loaded.",
+            alts=[("ib_misconfig", "an IB driver too old for DMA-BUF is the node's: updating MLNX_OFED also fixes it")]))
+    if rest:
+        out.append(cand("LOG038", "p2p_acs_iommu", 3, rest, params=s.params(rest) if s.params else {},
+                        detail=s.detail, alts=list(s.alts)))
+    return out
+
 def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     av = [h for h in hs if "address vector" in h.ev.text]
     return [cand("LOG025", "firewall_or_port_blocked", 3 if av else 5, av + [h for h in hs if h not in av],
@@ -571,7 +593,7 @@ SIGNATURES = (
     sig("ib_reg_mr", ("ibv_reg_mr", "ibv_reg_dmabuf_mr"),
        r"(?:Call to )?ibv_reg_(?:dmabuf_)?mr\w* failed with error (?P<err>Bad address|Invalid argument|Operation not permitted|Operation not supported)",
        "p2p_acs_iommu", ROOT, 3, "registering GPU memory with the NIC (GPUDirect RDMA) failed",
-       code="LOG038",
+       code="LOG038", build=_ib_reg_mr,
        params=lambda hs: {"what": f"the NIC could not register GPU memory for GPUDirect RDMA ({group(hs, 'err')})"},
        detail="ibv_reg_mr on a GPU buffer needs the nvidia-peermem module (or DMA-BUF support) and a PCIe path the "
               "IOMMU lets through.",

@@ -345,6 +345,35 @@ def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"nets": ", ".join(sorted(subnets))})]
 
 
+#: NCCL's own socket layer (misc/socket.cc): "socketStartConnect: Connect to ADDR<PORT> failed : ...", "Call to
+#: connect returned ...", "socketPollConnect: connect ...".
+_NCCL_SOCKET = re.compile(r"socket(?:Start|Poll|Finalize)?Connect|NCCL (?:WARN|INFO)|Call to connect")
+
+
+def _connect_loopback(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A connection made to a loopback address of a peer. gloo and torch advertise what the host name resolves to
+    (127.0.1.1 from /etc/hosts: name resolution); NCCL advertises an interface's address and takes loopback only when
+    NCCL_SOCKET_IFNAME names lo or it finds no other interface: the interface choice."""
+    nccl = [h for h in hs if _NCCL_SOCKET.search(h.ev.text)]
+    rest = [h for h in hs if h not in nccl]
+    out = []
+    if nccl:
+        addr = group(nccl, "addr") or "127.0.0.1"
+        out.append(cand("LOG022", "wrong_interface", 1, nccl, params={
+            "how": f"made to {addr}, a loopback address NCCL advertised for a peer"},
+            detail="NCCL advertises the address of the interface it picked; it takes loopback only when "
+                   "NCCL_SOCKET_IFNAME names lo (or a prefix matching it) or the rank sees no other interface (a "
+                   "container without its network). Peers on other hosts cannot reach it: name the routable "
+                   "interface (NCCL_SOCKET_IFNAME=eth0, ens, enp...).",
+            alts=[("hostname_resolution", "if the launcher or the store handed out the loopback address (MASTER_ADDR "
+                                          "resolving to 127.x), fix the name instead")]))
+    if rest:
+        s = next(x for x in SIGNATURES if x.id == "connect_loopback")
+        out.append(cand("LOG013", "hostname_resolution", 1, rest, params={"addr": group(rest, "addr") or "127.0.0.1"},
+                        alts=list(s.alts)))
+    return out
+
+
 def _ray_small_shm(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """/dev/shm under 512 MiB, as Ray measured it: a weak reading (a risk until the job shows it failed)."""
     small = [h for h in hs if int(h.groups.get("bytes") or 0) < 512 << 20]
@@ -484,9 +513,9 @@ SIGNATURES = (
        code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"},
        exclude=("gloo_hostname_address",)),
     sig("connect_loopback", ("127.", "::1", "localhost"),
-       r"(?:connect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
+       r"(?:[Cc]onnect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
        "hostname_resolution", ROOT, 1, "a peer advertised a loopback address, so others cannot reach it",
-       code="LOG013", params=lambda hs: {"addr": group(hs, "addr") or "127.0.0.1"},
+       code="LOG013", params=lambda hs: {"addr": group(hs, "addr") or "127.0.0.1"}, build=_connect_loopback,
        alts=[("wrong_interface", "if GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME=lo was set explicitly, the setting (not the "
                                  "resolver) chose loopback; `getent hosts $(hostname)` printing 127.x says it is the resolver")]),
     sig("connect_link_local", ("fe80:", "FE80:", "169.254."),
