@@ -128,6 +128,9 @@ class Host:
             kill(p)
         self.procs.clear()
 
+    def warm_zygote(self) -> None:
+        zygote.warm(self.ns, self.argv)
+
     def stop_zygote(self) -> None:
         zygote.stop(self.ns)
 
@@ -196,6 +199,10 @@ class Lab:
         Stops at the first failure plus a short grace (the other rank would
         otherwise wait for its whole timeout), or at ``deadline``.
         """
+        # Both hosts' zygotes up first: a zygote's first start imports torch, and rank 0's timeout must not run
+        # while the other host's is still doing that (seen under load: rank 1 started 9 s after rank 0).
+        self.a.warm_zygote()
+        self.b.warm_zygote()
         procs = {
             "a": self.a.start([sys.executable, JOB, "rank"], self.job_env(port, 0, JOB_TIMEOUT=str(timeout), **(extra_a or {})),
                               fork=True),

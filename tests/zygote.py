@@ -263,6 +263,12 @@ def _start(key: str = "", wrap: Callable[[list[str]], list[str]] | None = None) 
         return path
 
 
+def warm(key: str = "", wrap: Callable[[list[str]], list[str]] | None = None) -> bool:
+    """Start zygote ``key`` now (torch imported, seconds under load) rather than on the first spawn: ranks that must
+    start together then fork within milliseconds of each other. False where it cannot start (spawn falls back)."""
+    return _start(key, wrap) is not None
+
+
 def stop(key: str) -> None:
     """Stop zygote ``key`` (and every rank it forked that still runs) now, e.g. before its namespace goes."""
     with _lock:

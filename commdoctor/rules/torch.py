@@ -223,20 +223,22 @@ RDZV_TIMEOUT_ALTS = [("launcher_misconfig", "a node that was never started (wron
 
 
 def _rdzv_apart(m: Any) -> tuple[list[Any], list[Any]]:
-    """The elastic rendezvous timed out on some nodes while the others stayed connected to its store until then and
-    only lost the connection when those gave up (the store lives in a launcher, and leaves with it): (the timeouts,
-    the losses), or two empty lists. Every launcher reached the store, and still the rendezvous never filled, so they
+    """The elastic rendezvous timed out while every launcher whose log is here had reached its store: the nodes that
+    lost the connection had it until then (the store lives in a launcher and leaves with it when that launcher gives
+    up). Returns (the timeouts, the connection losses) when two or more logs show this and nothing failed to reach
+    the store, else two empty lists. Every launcher reached the store and still the rendezvous never filled: they
     were not in one rendezvous."""
     timed = hits(m, "rdzv_timeout")
     lost = hits(m, "rdzv_connection")
-    there = {h.ev.source for h in timed}
-    others = {h.ev.source for h in lost} - there
-    if not timed or not others or hits(m, "store_connect_timeout") + hits(m, "name_resolution"):
+    if not timed or hits(m, "store_connect_timeout") + hits(m, "name_resolution"):
         return [], []
+    # "TCP client connected to host", or a connection that was there and closed ("Failed to recv, got 0 bytes").
     connected = {h.ev.source for h in hits(m, "store_connected") + hits(m, "conn_lost")}
-    if not others <= connected:
+    if any(h.ev.source not in connected for h in lost):
         return [], []
-    return timed, [h for h in lost if h.ev.source in others]
+    if len({h.ev.source for h in timed} | {h.ev.source for h in lost}) < 2 or not lost:
+        return [], []
+    return timed, lost
 
 
 def _rdzv_connection(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:

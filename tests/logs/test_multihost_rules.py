@@ -481,3 +481,14 @@ def test_a_node_connected_to_the_store_while_the_rendezvous_timed_out_was_in_ano
 
 def test_the_store_hosts_rendezvous_timeout_alone_is_nodes_not_arriving(tmp_path: Path) -> None:
     assert _causes(tmp_path, node0=_case("rdzv-id-2-rerun")["node0"])[0] == "rendezvous_unreachable"
+
+
+def test_both_nodes_timed_out_and_one_lost_the_store_it_had_is_still_another_rendezvous(tmp_path: Path) -> None:
+    # rdzv-id-4-rerun: plain logs; host b's "Failed to recv, got 0 bytes" says it had been connected.
+    assert _causes(tmp_path, **_case("rdzv-id-4-rerun"))[0] == "launcher_misconfig"
+
+
+def test_a_node_that_never_reached_the_store_is_not_another_rendezvous(tmp_path: Path) -> None:
+    logs = _case("rdzv-id-4-rerun")  # without the line proving the connection, the loss may be a failed connect
+    logs["node1"] = "\n".join(ln for ln in logs["node1"].splitlines() if "Failed to recv" not in ln) + "\n"
+    assert _causes(tmp_path, **logs)[0] != "launcher_misconfig"
