@@ -68,9 +68,10 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         if at:
             sites.setdefault(at, []).append(h)
     if len(calls) == 1 and len(sites) >= 2:
-        fn, where = next(iter(calls)), sorted(sites)
+        fn = next(iter(calls))
+        lines = sorted(sites)
         return [cand("LOG050", "collective_mismatch", 3, [v[0] for v in sites.values()] + hs, detail=(
-            f"Ranks timed out in {fn} called from different lines of the program ({', '.join(where[:4])}, by their "
+            f"Ranks timed out in {fn} called from different lines of the program ({', '.join(lines[:4])}, by their "
             "tracebacks): each waits for a partner that is at another call, so they pair up out of order. Make every "
             "rank reach the same collectives in the same order."),
             alts=[("collective_timeout_straggler", "if one of these lines was legitimately reached later by a rank "
@@ -82,7 +83,7 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # the rank (gloo's ring allreduce times out on every rank then, from 3 ranks up).
     hosts = {f.host for f in m.elastic if f.host} | {r.host for r in m.ranks.values() if r.host}
     if everyone and same_line and len(hosts) >= 2:
-        fn, where = next(iter(calls)), next(iter(sites))
+        fn, where = next(iter(calls)), next(iter(sites))  # one of each: the same call from the same line
         return [cand("LOG037", "hardware_fault", 5, hs, params={
             "what": f"every rank waited in the same {fn} ({where}) until it timed out: the transfers between them stopped"},
             detail=f"Every rank (0 to {world - 1}) was inside the same collective, called from the same line of the "
