@@ -301,10 +301,10 @@ class _Builder:
         self._code_frame: dict[tuple[str, int | None], str] = {}
         self._c10d_site: dict[tuple[str, int | None], str] = {}
         #: A watchdog message wrapped over lines, as posts show it: file -> the line that said "Watchdog caught
-        #: collective operation timeout:" and nothing more, and the record whose fields went on to the next line.
-        self._watchdog_head: dict[str, int] = {}
+        #: collective operation timeout:" and nothing more (its number, its rank), and the record whose fields went on
+        #: to the next line.
+        self._watchdog_head: dict[str, tuple[int, int | None]] = {}
         self._watchdog_cut: dict[str, tuple[int, Watchdog]] = {}
-        self._watchdog_rank: dict[str, int] = {}
         # An interface-list header posted alone: file -> (which list, host); its items follow one per line (keyed by
         # file alone: a leading "[N]" of an item reads like a launcher's rank tag).
         self._iface_head: dict[str, tuple[str, str]] = {}
@@ -332,7 +332,7 @@ class _Builder:
                 return int(m.group("rank") or m.group("rank2") or m.group("rank3"))
         return rec.task if rec.kind != "nccl" or rec.host is None else None
 
-    def rank_info(self, rec: Record, rank: int | None) -> RankInfo | None:
+    def rank_info(self, rec: Record, rank: int | None, src: str) -> RankInfo | None:
         if rec.host is not None and rec.pid is not None:
             key = f"{rec.host}:{rec.pid}"
         elif rank is not None:
@@ -343,7 +343,7 @@ class _Builder:
         if ri is None:
             if len(self.m.ranks) >= MAX_RANKS:
                 return None
-            ri = self.m.ranks[key] = RankInfo(key=key, rank=rank, host=rec.host, pid=rec.pid)
+            ri = self.m.ranks[key] = RankInfo(key=key, rank=rank, host=rec.host, pid=rec.pid, source=src)
         if ri.rank is None and rank is not None:
             ri.rank = rank
         if ri.cuda_dev is None and rec.dev is not None:
@@ -366,9 +366,7 @@ class _Builder:
         self.seq += 1
         rec = classify(text)
         rank = self.rank_of(rec)
-        ri = self.rank_info(rec, rank)
-        if ri is not None and ri.source is None:
-            ri.source = src
+        ri = self.rank_info(rec, rank, src)
         msg = rec.msg
         ctx = (src, rec.task)
         if "distributed_c10d.py" in text:
@@ -640,10 +638,11 @@ class _Builder:
             w = _WORK.search(msg)
             if w and len(self.m.watchdog) < MAX_WATCHDOG:
                 pg = _PG_IN_MSG.search(msg)
-                head = self._watchdog_head.pop(src, None)
-                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg or (head is not None and line_no - head <= 2)
-                if head is not None and rank is None:
-                    rank = self._watchdog_rank.pop(src, None)
+                head_line, head_rank = self._watchdog_head.pop(src, (None, None))
+                headed = head_line is not None and line_no - head_line <= 2
+                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg or headed
+                if rank is None:
+                    rank = head_rank
                 wd = Watchdog(
                     rank=rank, pg=pg.group("pg") if pg else None, seq=int(w.group("seq")), op=w.group("op"),
                     numel_in=int(w.group("nin")) if w.group("nin") else None,
@@ -656,7 +655,7 @@ class _Builder:
                     self._watchdog_cut[src] = (line_no, wd)
                 if ri is not None:
                     ri.state = f"{'timed out in' if timed_out else 'failed in'} {w.group('op')} SeqNum={w.group('seq')}"
-        elif self._watchdog_cut and src in self._watchdog_cut:
+        elif src in self._watchdog_cut:
             at, wd = self._watchdog_cut.pop(src)
             t = _WORK_TAIL.match(msg) if line_no == at + 1 else None
             if t and (t.group("tmo") or t.group("ran")):
@@ -665,9 +664,7 @@ class _Builder:
                 if t.group("ran"):
                     wd.ran_ms, wd.timed_out = int(t.group("ran")), True
         if msg.rstrip().endswith("Watchdog caught collective operation timeout:"):
-            self._watchdog_head[src] = line_no
-            if rank is not None:
-                self._watchdog_rank[src] = rank
+            self._watchdog_head[src] = (line_no, rank)
         if "ast enqueued" in msg and rank is not None:
             p = _PROGRESS.search(msg)
             if p:
@@ -784,7 +781,7 @@ class _Builder:
             if head is not None and _head_decides(rec, text, len(head)) and len(self._heads) < 4096:
                 self._heads[head] = rec
         rank = self.rank_of(rec)
-        ri = self.rank_info(rec, rank)
+        ri = self.rank_info(rec, rank, src)
         if label not in self.m.transports and len(self.m.transports) < 4096:
             self.m.transports[label] = self.ev(src, line_no, rec, rank)
         self.m.transport_kinds[kind] = self.m.transport_kinds.get(kind, 0) + 1

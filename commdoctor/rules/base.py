@@ -156,6 +156,15 @@ def cand(code: str, cause: str, tier: int, hs: list[Any], n: int = 3, **kw: Any)
     return Cand(code, cause, tier, min(h.seq for h in hs), [h.ev for h in hs[:n]], ranks=ranks, hosts=hosts, **kw)
 
 
+def own_reading(hs: list[Any], code: str | None = None, **over: Any) -> Cand:
+    """What the hits' row reads in them without a build of its own (the engine's candidate for a plain row), for a
+    build that keeps that reading for some of its hits. ``code`` and keyword arguments replace the row's."""
+    s = hs[0].sig
+    kw: dict[str, Any] = {"params": s.params(hs) if s.params else {}, "detail": s.detail, "alts": list(s.alts),
+                          "consequence": s.role == CONSEQUENCE, **over}
+    return cand(code or s.code, s.cause, s.tier, hs, **kw)
+
+
 def group(hs: list[Any], *names: str) -> str | None:
     """The first non-empty value of any of the named groups across the hits."""
     for h in hs:

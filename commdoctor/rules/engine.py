@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commdoctor.rules import MODEL_RULES, SIGNATURES
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, Cand, Code, W, cand, hits
+from commdoctor.rules.base import CONTEXT, Cand, Code, W, hits, own_reading
 
 #: Shown after the verdict: another cause the same lines support, and what tells them apart.
 ALSO_POSSIBLE = Code("LOG090", "also-possible", W, "the same signature is also explained by {alt}", "{tell}", cause="other")
@@ -29,8 +29,7 @@ def _line_step(s: Any) -> Callable[[Any, list[Cand]], list[Cand]]:
             return []
         if s.build is not None:
             return s.build(m, hs, found)
-        return [cand(s.code, s.cause, s.tier, hs, params=s.params(hs) if s.params else {}, detail=s.detail,
-                     alts=list(s.alts), consequence=s.role == CONSEQUENCE)]
+        return [own_reading(hs)]
     return run
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONTEXT, ROOT, Cand, after_restart, cand, group, sig
+from commdoctor.rules.base import CONTEXT, ROOT, Cand, after_restart, cand, group, own_reading, sig
 
 
 #: The time of day at the head of a torch log line ("E1127 14:37:18.098000 22127 ..."; glog's own form).
@@ -62,9 +62,10 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             alts=[("collective_timeout_straggler", "if one of these calls was legitimately reached later by a rank "
                                                     "still busy elsewhere, the wait is a straggler's")])]
     # And which line of the program made the call: the same collective from different lines is another order.
+    raised_at = getattr(m, "raised_at", {})
     sites: dict[str, list[Any]] = {}
     for h in hs:
-        at = getattr(m, "raised_at", {}).get((h.ev.source, h.ev.line))
+        at = raised_at.get((h.ev.source, h.ev.line))
         if at:
             sites.setdefault(at, []).append(h)
     if len(calls) == 1 and len(sites) >= 2:
@@ -77,8 +78,7 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             alts=[("collective_timeout_straggler", "if one of these lines was legitimately reached later by a rank "
                                                     "still busy elsewhere, the wait is a straggler's")])]
     everyone = world >= 2 and len(waited) >= world and all(r in waited for r in range(world))
-    same_line = len(calls) == 1 and len(sites) == 1 and all(
-        getattr(m, "raised_at", {}).get((h.ev.source, h.ev.line)) for h in hs)
+    same_line = len(calls) == 1 and len(sites) == 1 and len(next(iter(sites.values()))) == len(hs)
     # Only between hosts can the path itself fail: on one host (loopback) the same picture is a size that depends on
     # the rank (gloo's ring allreduce times out on every rank then, from 3 ranks up).
     hosts = {f.host for f in m.elastic if f.host} | {r.host for r in m.ranks.values() if r.host}
@@ -134,7 +134,6 @@ FULL_MESH_ALTS = [
 def _connect_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """gloo's connect to a peer timed out; in workers torchrun restarted after a failed attempt, that failure's echo
     (the peers of the old attempt are gone or elsewhere), as for a refused mesh."""
-    s = next(x for x in SIGNATURES if x.id == "gloo_connect_timeout")
     again = after_restart(m, hs)
     first = [h for h in hs if h not in again]
     out = []
@@ -143,7 +142,7 @@ def _connect_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         detail="These connections were made by workers torchrun started again after one of this host's "
                                "workers had failed: the first failure, not the network, is what to look at."))
     if first:
-        out.append(cand("LOG025", "firewall_or_port_blocked", 4, first, alts=list(s.alts)))
+        out.append(own_reading(first))
     return out
 
 

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits,
-                                   local_ranks_only, sig, single_node, version_tuple)
+                                   local_ranks_only, own_reading, sig, single_node, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -26,7 +26,6 @@ def _ib_reg_mr(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """ibv_reg_dmabuf_mr refused with EOPNOTSUPP: the kernel's or IB driver's DMA-BUF support is missing, and this
     NCCL (2.12-2.13 era) used DMA-BUF without falling back to nvidia-peermem, which later releases do
     (NVIDIA/nccl#778). Other refusals are the GPUDirect RDMA path (the row's own reading)."""
-    s = next(x for x in SIGNATURES if x.id == "ib_reg_mr")
     dmabuf = [h for h in hs if "dmabuf" in h.ev.text and "not supported" in h.ev.text]
     rest = [h for h in hs if h not in dmabuf]
     out = []
@@ -39,8 +38,7 @@ def _ib_reg_mr(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                    "does NCCL_DMABUF_ENABLE=0 with nvidia-peermem loaded.",
             alts=[("ib_misconfig", "an IB driver too old for DMA-BUF is the node's: updating MLNX_OFED also fixes it")]))
     if rest:
-        out.append(cand("LOG038", "p2p_acs_iommu", 3, rest, params=s.params(rest) if s.params else {},
-                        detail=s.detail, alts=list(s.alts)))
+        out.append(own_reading(rest))
     return out
 
 def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -415,11 +413,9 @@ def _pci_realpath(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     warn = [h for h in hs if (h.rec.level or "WARN") != "INFO"]
     if not warn:
         return []
-    s = next(x for x in SIGNATURES if x.id == "nccl_pci_realpath")
-    return [cand("LOG070", "nccl_internal_bug", 2, warn,
-                 params={"what": "its topology detection cannot find the GPU's PCI device in /sys (WSL is supported "
-                                 "only from NCCL 2.11; a container or VM may hide /sys)"},
-                 detail=s.detail, alts=list(s.alts))]
+    return [own_reading(warn, code="LOG070", params={
+        "what": "its topology detection cannot find the GPU's PCI device in /sys (WSL is supported only from NCCL 2.11; "
+                "a container or VM may hide /sys)"})]
 
 
 def _topo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:

@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
-    ModelRule, after_restart, after_store_host_failed, cand, ctx, group, hits, sig, single_node,
+    ModelRule, after_restart, after_store_host_failed, cand, ctx, group, hits, own_reading, sig, single_node,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -193,8 +193,7 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     rest = [h for h in hs if h not in shm]
     out = []
     if rest:
-        s = next(x for x in SIGNATURES if x.id == "p2p_unsupported")
-        out.append(cand("LOG039", "p2p_driver_bug", 2, rest, alts=list(s.alts)))
+        out.append(own_reading(rest))
     if shm:
         out.append(cand("LOG070", "nccl_internal_bug", 2, shm,
                         params={"what": "its shared-memory transport asked for GPU peer access these GPUs do not have "
@@ -368,9 +367,7 @@ def _connect_loopback(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             alts=[("hostname_resolution", "if the launcher or the store handed out the loopback address (MASTER_ADDR "
                                           "resolving to 127.x), fix the name instead")]))
     if rest:
-        s = next(x for x in SIGNATURES if x.id == "connect_loopback")
-        out.append(cand("LOG013", "hostname_resolution", 1, rest, params={"addr": group(rest, "addr") or "127.0.0.1"},
-                        alts=list(s.alts)))
+        out.append(own_reading(rest))
     return out
 
 

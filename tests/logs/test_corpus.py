@@ -50,6 +50,12 @@ def diagnose_file(path: Path) -> dict[str, Any]:
     return report.to_dict()
 
 
+def first_cause(path: Path) -> tuple[str | None, str | None]:
+    """(code, cause) of the first finding that names a cause, as `logs` orders them; (None, None) when none does."""
+    f = next((f for f in diagnose_file(path)["findings"] if f.get("cause")), None)
+    return (f["code"], f["cause"]) if f else (None, None)
+
+
 @pytest.mark.skipif(not CASES, reason="shared corpus not found")
 @pytest.mark.parametrize("truth_path", CASES, ids=[p.parent.name for p in CASES])
 def test_corpus_case(truth_path: Path) -> None:

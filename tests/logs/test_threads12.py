@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from logs import test_threads as round1
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_file, first_cause
 from logs.test_rule_rows import check_row
 
 ROWS = [
@@ -57,18 +57,13 @@ def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> 
     round1.check_fixture(slug, first, top3)
 
 
-def _first(p: Path) -> tuple[str | None, str | None]:
-    f = next((f for f in diagnose_file(p)["findings"] if f["cause"]), None)
-    return (f["code"], f["cause"]) if f else (None, None)
-
-
 def test_ucx_that_has_rdma_transports_but_not_the_ones_asked_is_the_setting(tmp_path: Path) -> None:
     p = tmp_path / "rank0.log"  # rc_verbs exists here: UCX_TLS named variants this build lacks, the stack is there
     p.write_text("[1.0] [n1:1:0] ucp_context.c:1081 UCX  WARN  transports 'rc_mlx5','ud_mlx5' are not available, please "
                  "use one or more of: ib, mm, posix, rc, rc_verbs, self, shm, sm, sysv, tcp, ud, ud_verbs\n"
                  "[1.0] [n1:1:0] ucp_context.c:1345 UCX  ERROR no usable transports/devices (asked rc_mlx5,ud_mlx5 on all "
                  "devices)\n")
-    assert _first(p) == ("NET001", "wrong_interface")  # LOG021 reported as its live twin
+    assert first_cause(p) == ("NET001", "wrong_interface")  # LOG021 reported as its live twin
 
 
 @pytest.mark.parametrize("ret, want", [("2", "cuda_oom"), ("217", "p2p_driver_bug")])
@@ -76,14 +71,14 @@ def test_other_cuda_ipc_return_values_are_not_hidden_gpus(tmp_path: Path, ret: s
     p = tmp_path / "rank0.log"
     text = (round1.FIX / "ompi-11949-slurm-gpu-binding-cuipcopenmemhandle" / "log.txt").read_text()
     p.write_text(text.replace("cuIpcOpenMemHandle return value:  1", f"cuIpcOpenMemHandle return value:  {ret}"))
-    assert _first(p)[1] == want
+    assert first_cause(p)[1] == want
 
 
 def test_heap_corruption_without_nccl_in_view_names_no_library(tmp_path: Path) -> None:
     p = tmp_path / "rank0.log"  # nothing says the process ran NCCL: the abort is quoted, no cause is guessed
     p.write_text("free(): corrupted unsorted chunks\n[n1:186363] *** Process received signal ***\n"
                  "[n1:186363] Signal: Aborted (6)\n")
-    assert _first(p)[1] != "nccl_internal_bug"
+    assert first_cause(p)[1] != "nccl_internal_bug"
 
 
 def test_a_wrapped_watchdog_message_is_read_as_one(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from logs import test_threads as round1
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import first_cause
 from logs.test_rule_rows import check_row
 
 ROWS = [
@@ -56,26 +56,21 @@ def test_public_thread_fixture(slug: str, first: str, top3: tuple[str, ...]) -> 
     round1.check_fixture(slug, first, top3)
 
 
-def _first(p: Path) -> tuple[str | None, str | None]:
-    f = next((f for f in diagnose_file(p)["findings"] if f["cause"]), None)
-    return (f["code"], f["cause"]) if f else (None, None)
-
-
 def test_gloo_dialling_loopback_is_still_the_host_name(tmp_path: Path) -> None:
     p = tmp_path / "rank1.log"  # gloo advertises what the host name resolves to
     p.write_text("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] connect [127.0.1.1]:14221: "
                  "Connection refused\n")
-    assert _first(p)[1] == "hostname_resolution"
+    assert first_cause(p)[1] == "hostname_resolution"
 
 
 def test_hydra_unable_to_run_the_program_is_the_launch(tmp_path: Path) -> None:
     p = tmp_path / "mpiexec.log"  # the program the launch named, not Hydra's own proxy
     p.write_text("[mpiexec@n1] HYDU_create_process (utils/launch/launch.c:74): execvp error on file ./train_mpi "
                  "(No such file or directory)\n")
-    assert _first(p) == ("LOG066", "launcher_misconfig")
+    assert first_cause(p) == ("LOG066", "launcher_misconfig")
 
 
 def test_a_refused_plain_registration_stays_gpudirect(tmp_path: Path) -> None:
     p = tmp_path / "rank0.log"
     p.write_text("misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_mr failed with error Bad address\n")
-    assert _first(p)[1] == "p2p_acs_iommu"
+    assert first_cause(p)[1] == "p2p_acs_iommu"
