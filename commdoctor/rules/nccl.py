@@ -54,6 +54,20 @@ def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand
                        ("peer_process_died", "a peer that died mid-run fails the transfers to it the same way: "
                                              "read its own log")])]
 
+def _no_algo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """enqueue.cc: no algorithm and protocol pair can run this collective. NCCL 2.26 on appends " NCCL_ALGO was set to
+    X." / " NCCL_PROTO was set to Y." and returns ncclInvalidUsage when either is set (the setting ruled every pair
+    out), ncclInternalError otherwise. Older releases print only "Error : no algorithm/protocol available"; NCCL's
+    own "NCCL_ALGO set by environment to" INFO line then says whether a setting was in force."""
+    named = group(hs, "why") or ""
+    env = [v for v in ("NCCL_ALGO", "NCCL_PROTO") if v in named or v in m.env]
+    if env:
+        vals = ", ".join(f"{v}={next(iter(m.env[v]), '?')}" if v in m.env else v for v in env)
+        return [cand("LOG092", "other", 2, hs, params={"settings": vals})]
+    return [cand("LOG070", "nccl_internal_bug", 3, hs, params={"what": "NCCL found no algorithm/protocol for a "
+                                                                     "collective, with no NCCL_ALGO/NCCL_PROTO in force"})]
+
+
 def _comm_id(hs: list[Any]) -> dict[str, Any]:
     addr = group(hs, "addr")
     return {"endpoint": f"NCCL_COMM_ID {addr}" if addr else "the address in NCCL_COMM_ID",
@@ -553,9 +567,9 @@ SIGNATURES = (
        detail="NCCL_COMM_ID names the bootstrap root as <ipv4>:<port>, [<ipv6>]:<port> or <host>:<port>; every rank "
               "must reach it over one of its own interfaces.",
        alts=[("wrong_interface", "if the address is right, NCCL_SOCKET_IFNAME may exclude the only interface on that network")]),
-    sig("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU"),
+    sig("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU", "using the same NVML device"),
        r"Duplicate GPU detected ?: rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>\w+)"
-       r"|Multiple Ranks are using the same GPU",
+       r"|Multiple Ranks are using the same GPU|communicator has multiple ranks using the same NVML device",
        "duplicate_gpu", ROOT, 1, "two ranks use the same GPU",
        build=_dup_gpu),
     # -- InfiniBand / RoCE -------------------------------------------------------------------------
@@ -760,6 +774,55 @@ SIGNATURES = (
     ctx("nccl_bootstrap_chain", ("bootstrap.c",),
         r"\bbootstrap\.(?:cc|cu|cpp):\d{1,6} -> (?P<code>[26])\b",
         "NCCL's error trace passed through its bootstrap with a system (2) or remote (6) result"),
+    # -- from NCCL's message catalogue (every WARN format string of 2.4 to 2.30, read for what it means) ------------
+    # group.cc / enqueue.cc (2.12 on): a group holds a send to (or receive from) the rank itself with no matching
+    # receive (send) in the same group. Point-to-point calls that do not pair up: the program's, not the network's.
+    sig("self_sendrecv", ("to self without a matching",),
+       r"Trying to (?P<op>send|recv) to self without a matching (?:recv|send)",
+       "collective_mismatch", ROOT, 2, "a rank sent to (or received from) itself with no matching call in the same group",
+       code="LOG050",
+       detail="NCCL pairs a rank's send to itself with its receive from itself inside one group "
+              "(ncclGroupStart/End, torch's batch_isend_irecv). One of the two is missing: the program's send/recv "
+              "lists differ in length or order on this rank."),
+    # enqueue.cc: "Error : no algorithm/protocol available" (2.7-2.23), "... for function %s with datatype %s.%s%s"
+    # (2.26 on, naming NCCL_ALGO / NCCL_PROTO when set). See _no_algo.
+    sig("no_algo", ("o algorithm/protocol available",),
+       r"[Nn]o algorithm/protocol available(?: for function (?P<fn>\w{1,40}) with datatype (?P<dt>\w{1,40})\.(?P<why>[^\n]{0,300}))?",
+       "other", ROOT, 2, "NCCL found no algorithm and protocol that can run a collective",
+       build=_no_algo),
+    # net_ib.cc ncclIbRoceGetVersionNum (2.23-2.25): "NET/IB: open failed in ncclIbRoceGetVersionNum: %s" / "read
+    # failed ...": NCCL reads /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index> to learn a GID's RoCE
+    # version, and in containers (macvlan or SR-IOV sub-interfaces) entries of the host's GID table are missing or
+    # unreadable. NCCL 2.26 handles those entries (NVIDIA/nccl#1573).
+    sig("roce_gid_types", ("ncclIbRoceGetVersionNum",),
+       r"(?P<op>open|read) failed in ncclIbRoceGetVersionNum: (?P<err>[^\n]{1,80})",
+       "nccl_internal_bug", ROOT, 2, "NCCL could not read a RoCE GID's type from sysfs (a container's partial GID table)",
+       code="LOG070", params=lambda hs: {"what": "it could not read a RoCE GID's type from sysfs "
+                                                 f"({group(hs, 'err') or 'error'}), as NCCL 2.23-2.25 do in containers"},
+       detail="NCCL 2.23-2.25 read every GID's RoCE version from /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/"
+              "types/, which containers with macvlan or SR-IOV sub-interfaces show only in part. NCCL 2.26 handles "
+              "it; before that, NCCL_IB_GID_INDEX set to an index every container has avoids the lookup.",
+       alts=[("ib_misconfig", "if the GID index NCCL picked is not the container's own, NCCL_IB_GID_INDEX fixes it "
+                              "on any release")]),
+    # net_ib.cc (2.21-2.23): NICs merged into one virtual device differ between the two ends ("Can't merge net
+    # devices with different link_layer", "Local mergedDev=%s has a different number of devices=%d as remoteDev=").
+    sig("ib_merge_mismatch", ("Can't merge net devices", "has a different number of devices"),
+       r"Can't merge net devices with different link_layer|mergedDev=?\s?\S{1,64} has a different number of devices",
+       "ib_misconfig", ROOT, 2, "the two ends of an RDMA connection merged different NICs (InfiniBand with RoCE, or "
+       "a different count)",
+       code="LOG036",
+       detail="NCCL merges a rank's NICs into one virtual device and expects the same on both ends. Nodes whose "
+              "NICs differ (an InfiniBand and a RoCE port, or fewer NICs) need the same NCCL_IB_HCA everywhere, or "
+              "NCCL_IB_MERGE_NICS=0."),
+    # graph/search.cc (2.12-2.18): "Rank %d requires NIC %d but that NIC is not available for rank %d": the ranks of
+    # a node disagree on the NICs they can use (NCCL_IB_HCA or the devices a container sees differ between ranks).
+    sig("nic_unavailable", ("but that NIC is not available",),
+       r"Rank (?P<a>\d{1,7}) requires NIC (?P<nic>\d{1,4}) but that NIC is not available for rank (?P<b>\d{1,7})",
+       "ib_misconfig", ROOT, 2, "ranks of one node see different NICs",
+       code="LOG036",
+       detail="NCCL's search gave a channel a NIC that another rank of the node does not have: the ranks were "
+              "started with different NCCL_IB_HCA / NCCL_SOCKET_IFNAME values, or their containers expose different "
+              "RDMA devices. Give every rank of a node the same NICs."),
     # -- context ----------------------------------------------------------------------------------
     # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d") and the service
     # thread's "Error encountered progressing operation=%s, res=%d, closing connection": the proxy could not set up
@@ -930,6 +993,10 @@ CODES = (
          cause="version_mismatch", steps=("python -c 'import torch; print(torch.cuda.nccl.version())' on every node",)),
     Code("LOG042", "env-overrides-differ", W, "{var} is set differently across ranks ({values})",
          "Set NCCL_* variables the same way on every node (one launcher environment)", cause="environment_misconfig"),
+    Code("LOG092", "algo-proto-setting-unusable", E, "no NCCL algorithm/protocol can run a collective under {settings}",
+         "Unset NCCL_ALGO and NCCL_PROTO (let NCCL choose), or allow more than one value (NCCL_PROTO=^LL128 excludes "
+         "one instead of forcing one)",
+         cause="other", steps=("env | grep -E 'NCCL_(ALGO|PROTO)' on every node, and in the job's launcher config",)),
     Code("LOG070", "nccl-internal-error", E, "NCCL failed internally: {what}",
          "Try another NCCL release (newer, or the previous one that worked) after ruling out mixed versions",
          cause="nccl_internal_bug"),

@@ -526,6 +526,20 @@ SIGNATURES = (
         r"(?:Call to connect|socketPollConnect: connect(?: to \S{1,300})?) returned (?P<err>Connection refused|No route to host"
         r"|Connection timed out|Network is unreachable|Host is unreachable)\S{0,40}?,? retrying(?: \((?P<n>\d{1,4})/\d{1,4}\))?",
         "NCCL retrying a connect to a peer (an INFO line; the failure when nothing after it completes)"),
+    # NCCL's ipcsocket (2.18 on): ranks of one host pass cuMem handles to each other's proxy over an abstract Unix
+    # socket named after the peer's rank and process ("UDS: Sending data over socket /tmp/nccl-socket-%d-%lx failed :
+    # %s (%d)", "UDS: Receiving data over socket %s failed"). No interface or port is involved: the peer's proxy is
+    # not listening, because the process exited or lives in another network namespace (abstract sockets are per
+    # namespace: ranks NCCL counts as one host in separate containers).
+    sig("uds_failed", ("UDS: ",),
+       r"UDS: (?:Sending|Receiving) data over socket(?: (?P<path>\S{1,200}))? failed(?: : (?P<err>[A-Za-z][^\n(]{1,60}))?",
+       "peer_process_died", CONSEQUENCE, 6, "NCCL could not reach another local rank's proxy over its Unix socket",
+       code="LOG061", phase=PHASE_ECHOES,
+       detail="NCCL passes GPU memory handles between the ranks of one host over Unix sockets. The other rank's proxy "
+              "did not answer: that process exited (its own log says why), or the two ranks run in separate "
+              "containers that NCCL takes for one host (the same host name) and cannot share these sockets.",
+       alts=[("launcher_misconfig", "ranks of one host in separate containers or pods need one network namespace "
+                                    "(--network=host, one pod), different host names, or NCCL_CUMEM_ENABLE=0")]),
     sig("peer_refused", ("Connection refused", "No route to host", "Network is unreachable", "Host is unreachable", "ECONNREFUSED", "EHOSTUNREACH",
                         "exceeded retries", "Software caused connection abort"),
        r"Connection refused|No route to host|Network is unreachable|Host is unreachable|ECONNREFUSED|EHOSTUNREACH"
@@ -533,7 +547,7 @@ SIGNATURES = (
        r"|Connect to \S{1,300} failed : Software caused connection abort",
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route",
        build=_refused, exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
-                                "ucx_unreachable", "comm_id_invalid", "ssh_client")),
+                                "ucx_unreachable", "comm_id_invalid", "ssh_client", "uds_failed")),
     sig("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
        r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
        "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)",
@@ -575,19 +589,27 @@ SIGNATURES = (
               "multiprocessing live in /dev/shm, which containers size at 64 MB unless started with --shm-size or "
               "--ipc=host.",
        alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
-    sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "MemoryAllocation", "OUT_OF_MEMORY"),
+    sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "CUDA host alloc", "MemoryAllocation",
+                     "OUT_OF_MEMORY"),
        r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
        code="LOG031"),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
-                          "forward compatibility", "unsupported display driver", "SystemDriverMismatch"),
+                          "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
+                          "Minimum requirement is", "PFN functions not found", "installed CUDA driver"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
        r"|system has unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch"
        r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
-       r"|forward compatibility was attempted on non supported HW",
+       r"|forward compatibility was attempted on non supported HW"
+       # NCCL's misc/cudawrap.cc (2.14 on): WARN("CUDA Driver version found is %d. Minimum requirement is %d") and, when
+       # cuGetProcAddress lacks entry points this NCCL needs, "CUDA some PFN functions not found in the library"; its
+       # CUDA-graph checks: "The installed CUDA driver is older than the minimum version (R465) required for NCCL's
+       # CUDA Graphs support" (2.10-2.14) and "... or if the installed CUDA driver < R465" (2.18 on).
+       r"|CUDA Driver version found is \d{1,6}\. Minimum requirement is \d{1,6}|CUDA some PFN functions not found"
+       r"|installed CUDA driver is older than the minimum version|installed CUDA driver < R\d{3}",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
@@ -619,6 +641,17 @@ SIGNATURES = (
        detail="nvidia-fabricmanager is not running. On NVSwitch systems (HGX/DGX A100, H100, H200) CUDA cannot use the "
               "GPUs together without it: CUDA fails with 802 'system not yet initialized', NCCL's NVLS setup fails or "
               "collectives hang. Its most common failure is a version differing from the driver's."),
+    # NCCL's mnnvl.cc: the GPUs report a multi-node NVLink clique (GB200 NVL72 and the like) but importing a peer's
+    # memory over it failed: "MNNVL (cliqueSize %d) is available but not supported on this system. Check the IMEX
+    # configuration." (2.26), "... but not working on this system. Check the IMEX configuration (nvidia-imex-ctl -N).
+    # Set NCCL_MNNVL_ENABLE=0 to ignore this issue." (2.28), "... Check the IMEX channel configuration" (2.29 on);
+    # init.cc (2.23) "MNNVL is not supported on this system" when NCCL_MNNVL_ENABLE=1 forced it. Memory is shared
+    # across the NVLink domain through the IMEX service and its channels (/dev/nvidia-caps-imex-channels).
+    sig("mnnvl_imex", ("MNNVL",),
+       r"MNNVL \(cliqueSize (?P<n>\d{1,5})\) is available but not (?:supported|working) on this system"
+       r"|MNNVL is not supported on this system",
+       "fabric_manager_nvls", ROOT, 1, "the multi-node NVLink domain is there but IMEX does not share memory across it",
+       code="LOG091"),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
        r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
        "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",
@@ -648,7 +681,8 @@ SIGNATURES = (
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
     sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
-       r"(?:ibv_(?!open_device)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error)?:? ?(?:Cannot allocate memory|ENOMEM|12\b)"
+       r"(?:ibv_(?!open_device)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error| to create \w{1,8})?:? ?"
+       r"(?:Cannot allocate memory|ENOMEM|12\b)"
        r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
@@ -781,6 +815,13 @@ CODES = (
          "Start nvidia-fabricmanager (matching the driver version) and reset the GPUs after any fabric manager restart, or reboot the node",
          cause="fabric_manager_nvls", steps=("systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -A2 Fabric"),
          env={"NCCL_NVLS_ENABLE": "0 (only avoids the NVLS path)"}),
+    Code("LOG091", "mnnvl-imex-not-ready", E, "the multi-node NVLink domain cannot share memory: IMEX is not set up",
+         "Start the IMEX service on every node of the NVLink domain with the same node list, and give the job an IMEX "
+         "channel (/dev/nvidia-caps-imex-channels/channel0; on Kubernetes a ComputeDomain); or set "
+         "NCCL_MNNVL_ENABLE=0 to use the network between trays instead",
+         cause="fabric_manager_nvls", steps=("nvidia-imex-ctl -N lists the domain's nodes and their state",
+                                             "ls /dev/nvidia-caps-imex-channels inside the job"),
+         env={"NCCL_MNNVL_ENABLE": "0 (only avoids the multi-node NVLink path)"}),
     Code("LOG034", "duplicate-gpu", E, "two ranks share one GPU: {what}",
          "Give every rank its own GPU: torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES per rank",
          cause="duplicate_gpu"),

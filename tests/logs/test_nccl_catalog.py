@@ -1,0 +1,119 @@
+"""NCCL's own failure messages that no public thread had shown us, read from its source.
+
+Every WARN format string of NCCL 2.4 to 2.30 was filled in as NCCL prints it and run through `commdoctor logs`;
+these are the ones that mean something a user can act on and that no row read. Each line below is that format
+string with the values NCCL puts there (the file and version in the comment), next to a near-miss from the same
+subsystem that must not match.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs.test_rule_rows import check_row
+from logs.test_corpus import diagnose_file
+
+H = "gpu-node-3:51234:51290 [2]"
+
+ROWS = [
+    # (rule id, line, near-miss)
+    # group.cc (2.12-2.18) / enqueue.cc (2.19 on); a group's matched self-send is traced at INFO, not a failure.
+    ("self_sendrecv", f"{H} group.cc:254 NCCL WARN Trying to send to self without a matching recv",
+     f"{H} NCCL INFO Channel 00/1 : 2[2] -> 2[2] via P2P/direct pointer"),
+    ("self_sendrecv", f"{H} enqueue.cc:1164 NCCL WARN Trying to recv to self without a matching send",
+     f"{H} NCCL INFO AllGather: opCount 3 sendbuff 0x7f00 recvbuff 0x7f00 count 4 datatype 7 op 0 root 0 comm 0x55 [nranks=8]"),
+    # enqueue.cc, 2.7-2.23 and 2.26 on; the tuner's table of algorithms is no failure.
+    ("no_algo", f"{H} enqueue.cc:277 NCCL WARN Error : no algorithm/protocol available",
+     f"{H} NCCL INFO Algorithm   |             Tree |            Ring |  CollNetDirect"),
+    ("no_algo", f"{H} enqueue.cc:2063 NCCL WARN No algorithm/protocol available for function Broadcast with datatype "
+                "ncclInt8. NCCL_PROTO was set to LL128.",
+     f"{H} NCCL INFO NCCL_PROTO set by environment to LL128"),
+    # net_ib.cc (2.23-2.25); the GID NCCL settled on is the INFO line that follows a good lookup.
+    ("roce_gid_types", f"{H} transport/net_ib.cc:328 NCCL WARN NET/IB: read failed in ncclIbRoceGetVersionNum: "
+                       "Invalid argument",
+     f"{H} NCCL INFO NET/IB: IbDev 0 Port 1 qpn 2113 mtu 5 GID 3 (0/BF0A000AFFFF0000)"),
+    # net_ib.cc (2.21-2.23); NCCL's listing of a merged device is no failure.
+    ("ib_merge_mismatch", f"{H} transport/net_ib.cc:1108 NCCL WARN NET/IB : Can't merge net devices with different "
+                          "link_layer. i=0 remMeta.ndevs=1 link_layer=1 rem_link_layer=2",
+     f"{H} NCCL INFO NET/IB : Made virtual device [4] name=mlx5_0+mlx5_1 speed=400000 ndevs=2"),
+    # graph/search.cc (2.12-2.18); the channel's NIC on an INFO line is no failure.
+    ("nic_unavailable", f"{H} graph/search.cc:969 NCCL WARN Rank 3 requires NIC 1 but that NIC is not available for rank 5",
+     f"{H} NCCL INFO Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/1/GDRDMA"),
+    # misc/cudawrap.cc (2.14 on), and NCCL's CUDA-graph checks; NCCL's own note of the driver is no failure.
+    ("driver_too_old", f"{H} misc/cudawrap.cc:119 NCCL WARN CUDA Driver version found is 11040. Minimum requirement is 12000",
+     f"{H} NCCL INFO cudaDriverVersion 12040"),
+    ("driver_too_old", f"{H} misc/cudawrap.cc:139 NCCL WARN CUDA some PFN functions not found in the library",
+     f"{H} NCCL INFO CUDA Driver version 12040"),
+    ("driver_too_old", f"{H} misc/strongstream.cc:53 NCCL WARN NCCL cannot be captured in a graph if either it wasn't "
+                       "built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.",
+     f"{H} NCCL INFO Using CUDA graph capture mode 1"),
+    ("driver_too_old", f"{H} enqueue.cc:944 NCCL WARN The installed CUDA driver is older than the minimum version (R465) "
+                       "required for NCCL's CUDA Graphs support",
+     f"{H} NCCL INFO NCCL_GRAPH_REGISTER set by environment to 1."),
+    # mnnvl.cc (2.26, 2.28) and init.cc (2.23); the clique NCCL found is an INFO line of every working GB200 job.
+    ("mnnvl_imex", f"{H} mnnvl.cc:78 NCCL WARN MNNVL (cliqueSize 72) is available but not working on this system. Check "
+                   "the IMEX configuration (nvidia-imex-ctl -N). Set NCCL_MNNVL_ENABLE=0 to ignore this issue.",
+     f"{H} NCCL INFO MNNVL busId 0x1b000 fabric UUID 5a3b.4c1d cliqueId 0x7fff state 3 healthMask 0x0"),
+    ("mnnvl_imex", f"{H} mnnvl.cc:69 NCCL WARN MNNVL (cliqueSize 72) is available but not supported on this system. "
+                   "Check the IMEX configuration.",
+     f"{H} NCCL INFO comm 0x5612 rank 2 nRanks 144 nNodes 2 localRanks 72 localRank 2 MNNVL 1"),
+    # transport/nvls.cc (2.29 on): NVLS forced while ranks share a GPU.
+    ("duplicate_gpu", f"{H} transport/nvls.cc:254 NCCL WARN NCCL_NVLS_ENABLE has been set to \"1\" and communicator has "
+                      "multiple ranks using the same NVML device. NVLS will be disabled.",
+     f"{H} NCCL INFO NVLS multicast support is available on dev 2 (NVLS_NCHANNELS 16)"),
+    # include/alloc.h (2.14 on): pinned host memory for NCCL's buffers; a successful allocation's trace is no failure.
+    ("cuda_oom", f"{H} include/alloc.h:31 NCCL WARN Failed to CUDA host alloc 33554432 bytes",
+     f"{H} NCCL INFO Allocated 33554432 bytes of host memory at 0x7f3a1c000000"),
+    # net_ib/connect.cc (2.29 on): creating a queue pair through mlx5dv pins memory like ibv_create_qp.
+    ("memlock", f"{H} transport/net_ib/connect.cc:372 NCCL WARN NET/IB: mlx5dv_create_qp failed to create QP: Cannot "
+                "allocate memory",
+     f"{H} transport/net_ib/connect.cc:372 NCCL WARN NET/IB: mlx5dv_create_qp failed to create QP: Invalid argument"),
+    # os/linux_ipcsocket.cc / misc/ipcsocket.cc (2.18 on); the proxy's UDS INFO trace is no failure.
+    ("uds_failed", f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 "
+                   "failed : Connection refused (111)",
+     f"{H} NCCL INFO ProxyCall UDS comm 0x5612 rank 2 tpRank 3(a1b2c3d4) reqSize 8 respSize 0 respFd 0x0 opId 0x7f"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+def _verdict(tmp_path: Path, *lines: str) -> dict:
+    p = tmp_path / "rank2.log"
+    p.write_text("".join(f"{ln}\n" for ln in lines))
+    return diagnose_file(p)["findings"][0]
+
+
+def test_no_algorithm_under_a_forced_protocol_names_the_setting(tmp_path: Path) -> None:
+    """Before 2.26 the WARN does not say NCCL_PROTO was set; NCCL's own INFO line about the environment does."""
+    f = _verdict(tmp_path, f"{H} NCCL INFO NCCL_PROTO set by environment to LL128",
+                 f"{H} enqueue.cc:277 NCCL WARN Error : no algorithm/protocol available")
+    assert (f["code"], f["cause"]) == ("LOG092", "other")
+    assert "NCCL_PROTO=LL128" in f["title"]
+
+
+def test_no_algorithm_without_a_setting_is_nccl_itself(tmp_path: Path) -> None:
+    f = _verdict(tmp_path, f"{H} enqueue.cc:2063 NCCL WARN No algorithm/protocol available for function AllReduce "
+                           "with datatype ncclFloat8e4m3.")
+    assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
+
+
+def test_a_local_unix_socket_refused_is_not_the_network_interface(tmp_path: Path) -> None:
+    """'Connection refused' on NCCL's Unix socket to a local rank involves no interface, port or firewall."""
+    p = tmp_path / "rank2.log"
+    p.write_text(f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 failed"
+                 " : Connection refused (111)\n"
+                 f"{H} proxy.cc:1205 NCCL WARN ncclProxyCallBlockingUDS call to tpRank 3(a1b2c3d4) failed : 2\n")
+    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert causes[0] == "peer_process_died"
+    assert not {"wrong_interface", "firewall_or_port_blocked"} & set(causes)
+
+
+def test_mnnvl_without_imex_says_what_to_start(tmp_path: Path) -> None:
+    f = _verdict(tmp_path, ROWS[11][1])
+    assert (f["code"], f["cause"]) == ("LOG091", "fabric_manager_nvls")
+    assert "IMEX" in f["remedy"]["summary"]
