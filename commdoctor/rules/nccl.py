@@ -247,7 +247,8 @@ def _internal_error(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                             "image (rdma-core / libibverbs-providers) or keep NCCL off IB (NCCL_IB_DISABLE=1).",
                      alts=[("nccl_internal_bug", "if NCCL_IB_DISABLE=1 fails the same way, the internal error is "
                                                  "NCCL's own: rerun with NCCL_DEBUG=INFO for the WARN line before it")])]
-    vers = {str(h.groups["ver"]) for h in hs if h.groups.get("ver")} | set(m.versions)
+    vers = {str(h.groups.get("ver") or h.groups["ver2"]) for h in hs if h.groups.get("ver") or h.groups.get("ver2")}
+    vers |= set(m.versions)
     if vers and all(v.startswith("2.18") for v in vers) and _network_failed_early(m, found):
         # 2.18 returned ncclInternalError where other releases return ncclSystemError/ncclRemoteError: read it as the
         # bare system error is read (LOG028), with NCCL's own defect as the alternative.
@@ -693,7 +694,9 @@ SIGNATURES = (
        r"|\bNCCL error: internal error\b"
        # Horovod's "ncclCommInitRank failed: internal error"; CuPy's NcclError names NCCL's enum.
        r"|\bnccl\w{2,40} failed: internal error\b|\bNCCL_ERROR_INTERNAL_ERROR\b"
-       r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b",
+       r"|Test NCCL failure \S{1,200}:\d{1,6} 'internal error\b"
+       # torch before NCCL 2.12's wording, and torch 1.x's "NCCL Error 3: internal error" (ncclInternalError is 3).
+       r"|NCCL Error 3: internal error|NCCL error in: \S{1,300}, internal error, NCCL version (?P<ver2>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)",
        "nccl_internal_bug", ROOT, 8, "NCCL reported an internal error and no other line says why",
        build=_internal_error),
     # ncclMaxSharedMem in enqueue.cc (ncclInitKernelsForDevice): [W]ARN/INFO("[cudaArch %d ]ncclMaxSharedMem %d exceeds

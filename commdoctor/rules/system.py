@@ -448,6 +448,14 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Errors no rule knows: never "healthy". Quote the first error of each rank (or file) that logged one."""
     told = {(x.source, x.line) for c in found for x in c.evidence}
     rest = [(ev, seq) for ev, seq, _k in m.unmatched_errors if (ev.source, ev.line) not in told]
+    if not rest and not found:
+        # The launcher reported a worker's failure ("failed (exitcode: 1) local_rank: 0") and nothing else in the logs
+        # says what went wrong: the worker's own traceback was not captured. Still a failure, never "healthy".
+        rest = [(f.ev, 0) for f in m.elastic if f.ev is not None and (f.ev.source, f.ev.line) not in told]
+        if rest:
+            return [Cand("LOG080", None, 9, 0, [ev for ev, _ in rest[:3]],
+                         params={"what": "the launcher reports a worker that failed, and the worker's own error is not in "
+                                         f"these logs: {rest[0][0].text[:160]}"})]
     if not rest or any(c.tier <= 6 and not c.weak for c in found):
         return []
     per: dict[Any, Any] = {}

@@ -475,8 +475,10 @@ SIGNATURES = (
        "nccl_internal_bug", ROOT, 2, "the PyTorch build (and the NCCL it carries) has no kernels for this GPU",
        code="LOG085", params=lambda hs: {"what": f"PyTorch was not built for {group(hs, 'sm') or 'this GPU'}"}),
     # -- stores and rendezvous ----------------------------------------------------------------------
-    sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after"),
-       r"client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
+    # torch 1.x's TCPStore client said "connect() timed out. Original timeout was %d ms." for the same failure.
+    sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after",
+                                  "connect() timed out"),
+       r"connect\(\) timed out\. Original timeout was \d+ ?ms|client socket has timed out after \d+ ?m?s while trying to connect to \(?(?P<host>[^,\s)]{1,255}),? ?(?P<port>\d{1,5})?"
        r"|client socket has failed to connect to (?:any (?:network )?address of )?\(?\[?(?P<host2>[^\]\s,)]{1,255})",
        "rendezvous_unreachable", ROOT, 3, "a rank could not connect to the rendezvous store",
        code="LOG011", build=_store_connect_rule,
@@ -518,6 +520,65 @@ SIGNATURES = (
        detail="A process group holds one backend per device type. A group created with backend \"nccl\" has one for "
               "CUDA tensors only, so a collective on a CPU tensor finds none and raises on the rank that passed it, "
               "before anything is sent; the ranks then exit with this error."),
+    # ProcessGroupNCCL's collectives check their inputs (check_gpu_single_tensor / check_gpu_tensors_same_device in
+    # ProcessGroupNCCL.cpp): "Tensors must be CUDA and dense", raised on the rank that passed a CPU or sparse tensor.
+    sig("tensor_not_cuda", ("Tensors must be CUDA and dense",),
+       r"Tensors must be CUDA and dense",
+       "other", ROOT, 1, "an NCCL collective got a tensor that is not a dense CUDA tensor",
+       code="LOG044", params=lambda hs: {"device": "CPU (or sparse)"}),
+    # TCPStore.cpp: a store created with use_libuv=True (the default from torch 2.4) in a build without libuv, as the
+    # Windows and some source builds of 2.4 were: "use_libuv was requested but PyTorch was built without libuv
+    # support, run with USE_LIBUV=0 to disable it."
+    sig("libuv_missing", ("use_libuv was requested",),
+       r"use_libuv was requested but PyTorch was built without libuv support",
+       "other", ROOT, 1, "the store asked for libuv, which this torch build lacks",
+       code="LOG093"),
+    # distributed_c10d.py _get_default_group: "Default process group has not been initialized, please make sure to
+    # call init_process_group." A distributed call (a collective, get_rank, SyncBatchNorm, DDP) ran in a process that
+    # never created the default group: most often a script meant for torchrun started with plain python, or a
+    # launcher flag the program reads to call init_process_group left out.
+    sig("pg_not_initialized", ("Default process group has not been initialized", "Default process group is not initialized"),
+       r"Default process group (?:has not been|is not) initialized",
+       "launcher_misconfig", ROOT, 4, "a distributed call ran before (or without) init_process_group",
+       code="LOG094",
+       alts=[("other", "if the job was launched as intended, the program calls a distributed API on a path that runs "
+                       "before init_process_group (an import-time barrier, a SyncBatchNorm in single-GPU evaluation)")]),
+    # ProcessGroupNCCL's constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs found!" -- this process
+    # sees no CUDA device at all.
+    sig("no_gpu_visible", ("no GPUs found",),
+       r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+       "launcher_misconfig", ROOT, 2, "the process asked for NCCL but sees no GPU",
+       code="LOG066", params=lambda hs: {"what": "the process that created an NCCL group sees no GPU"},
+       detail="CUDA found no device in this process: the job step was given no GPUs (srun without --gpus/--gres, a "
+              "container started without --gpus / the NVIDIA runtime, a pod without nvidia.com/gpu), or "
+              "CUDA_VISIBLE_DEVICES is empty or names no device.",
+       alts=[("driver_cuda_mismatch", "if the job does hold GPUs, a driver that is not loaded or too old for this "
+                                      "CUDA hides them: nvidia-smi inside the job says which")]),
+    # torch/csrc/distributed/c10d/reducer.cpp: DDP's next forward found the previous iteration's reduction unfinished
+    # because some parameters got no gradient ("Expected to have finished reduction in the prior iteration before
+    # starting a new one. This error indicates that your module has parameters that were not used in producing
+    # loss."). Raised on the rank itself; the ranks' allreduce buckets no longer agree.
+    sig("ddp_unused_params", ("Expected to have finished reduction in the prior iteration",),
+       r"Expected to have finished reduction in the prior iteration before starting a new one",
+       "other", ROOT, 1, "DDP found parameters that took no part in the loss",
+       code="LOG095"),
+    # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
+    # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler).
+    sig("spawn_signal", ("terminated with signal",),
+       r"process (?P<rank>\d{1,6}) terminated with signal (?P<sig>SIG[A-Z]{2,8})",
+       "peer_process_died", ROOT, 3, "mp.spawn reports a process killed by a signal",
+       code="LOG060", params=lambda hs: {"what": f"process {group(hs, 'rank') or '?'} was killed by "
+                                                 f"{group(hs, 'sig') or 'a signal'} (torch.multiprocessing.spawn)"},
+       detail="SIGKILL is almost always the kernel's out-of-memory killer (dmesg shows 'Out of memory: Killed process') "
+              "or the scheduler enforcing a memory or time limit; SIGSEGV/SIGABRT is a crash of native code in that "
+              "process."),
+    # torch/cuda/__init__.py _lazy_init: "Cannot re-initialize CUDA in forked subprocess. To use CUDA with
+    # multiprocessing, you must use the 'spawn' start method": a child forked from a process that had already used
+    # CUDA (worker pools, vLLM's VLLM_WORKER_MULTIPROC_METHOD=fork, DataLoader workers touching the GPU).
+    sig("cuda_forked", ("Cannot re-initialize CUDA in forked subprocess",),
+       r"Cannot re-initialize CUDA in forked subprocess",
+       "other", ROOT, 1, "a process forked after CUDA was initialised tried to use CUDA",
+       code="LOG096"),
     # -- collectives and their timeouts --------------------------------------------------------------
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
@@ -638,6 +699,24 @@ CODES = (
          "{fallback}", cause="backend_unavailable",
          steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
+    Code("LOG093", "store-libuv-missing", E, "the TCPStore asked for libuv, which this torch build does not have",
+         "Turn libuv off for the store: USE_LIBUV=0 in the environment (or init_method=\"env://?use_libuv=0\"), or "
+         "use a torch build with libuv (the Windows wheels from 2.4.1 on fall back by themselves)",
+         cause="other", env={"USE_LIBUV": "0"}),
+    Code("LOG094", "process-group-not-initialized", E, "a distributed call ran in a process with no default process group",
+         "Start the job through its launcher (torchrun --nproc-per-node=N script.py, or the program's own "
+         "--launcher/--distributed option), or call torch.distributed.init_process_group before the first "
+         "distributed call",
+         cause="launcher_misconfig",
+         steps=("the traceback's last frame of your code is the call that needed the group",)),
+    Code("LOG095", "ddp-unused-parameters", E, "DDP found parameters that got no gradient in the last iteration",
+         "Pass find_unused_parameters=True to DistributedDataParallel, or make every parameter take part in the loss "
+         "on every rank (TORCH_DISTRIBUTED_DEBUG=DETAIL names the unused ones)",
+         cause="other", env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL (names the parameters)"}),
+    Code("LOG096", "cuda-in-forked-child", E, "a process forked after CUDA was initialised tried to use CUDA",
+         "Start worker processes with the 'spawn' method (torch.multiprocessing.set_start_method(\"spawn\"), "
+         "mp.spawn, VLLM_WORKER_MULTIPROC_METHOD=spawn), or do not touch CUDA in the parent before forking",
+         cause="other"),
     Code("LOG044", "tensor-device-without-backend", E, "a collective got a {device} tensor, and the group has no backend for {device} tensors",
          "Move the tensor to this rank's GPU before the collective (tensor.to(device)), or create the group with a backend "
          "per device: init_process_group(\"cpu:gloo,cuda:nccl\")",

@@ -1,0 +1,85 @@
+"""torch's own distributed error messages that no rule read, taken from torch's source (the Python files of
+torch.distributed and torch.multiprocessing, and the strings of the c10d library), each with a near-miss that
+must not match; and a launcher's report of a failed worker with nothing else, which is a failure, never healthy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, line, near-miss)
+    # ProcessGroupNCCL.cpp's input check; the gloo group's CPU collective is no error.
+    ("tensor_not_cuda", "RuntimeError: Tensors must be CUDA and dense",
+     "RuntimeError: Tensors must be contiguous"),
+    # TCPStore.cpp (torch 2.4 on); torch's note that it uses libuv is no failure.
+    ("libuv_missing", "torch.distributed.DistStoreError: use_libuv was requested but PyTorch was built without libuv "
+                      "support, run with USE_LIBUV=0 to disable it.",
+     "[I1128 10:00:00.000 TCPStore.cpp:312] [c10d - debug] The server has started on port = 29500. use_libuv = 1"),
+    # distributed_c10d.py, both wordings; the call that creates the group is no failure.
+    ("pg_not_initialized", "ValueError: Default process group has not been initialized, please make sure to call "
+                           "init_process_group.",
+     "[I1128 10:00:00.000 distributed_c10d.py:1234] Rank 0: Completed store-based barrier for key:store_based_barrier_key:1"),
+    ("pg_not_initialized", "AssertionError: Default process group is not initialized",
+     "RuntimeError: Process group is not initialized on rank 3 for group 'tp'"),
+    # ProcessGroupNCCL's constructor; a job that sees its GPUs prints their count.
+    ("no_gpu_visible", "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+     "[rank0]: NCCL version 2.21.5+cuda12.4 found 8 GPUs"),
+    # reducer.cpp; DDP's own note that find_unused_parameters costs time is no failure.
+    ("ddp_unused_params", "RuntimeError: Expected to have finished reduction in the prior iteration before starting a "
+                          "new one. This error indicates that your module has parameters that were not used in "
+                          "producing loss.",
+     "[W reducer.cpp:1300] Warning: find_unused_parameters=True was specified in DDP constructor, but did not find any "
+     "unused parameters in the forward pass."),
+    # torch/multiprocessing/spawn.py; a process that exited with a status is another report.
+    ("spawn_signal", "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
+     "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with exit code 1"),
+    # torch/cuda/__init__.py; setting the start method is what fixes it.
+    ("cuda_forked", "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+                    "you must use the 'spawn' start method",
+     "INFO 11-28 10:00:00 multiproc_worker_utils.py:215 Worker ready; awaiting tasks"),
+    # torch 1.x TCPStore.cpp; a store that connected says so.
+    ("store_connect_timeout", "RuntimeError: connect() timed out. Original timeout was 1800000 ms.",
+     "RuntimeError: Timed out initializing process group in store based barrier on rank: 1"),
+    # torch 1.x's echo of ncclInternalError; an invalid-usage echo is another class.
+    ("nccl_error_class", "RuntimeError: NCCL Error 3: internal error",
+     "RuntimeError: NCCL Error 5: invalid usage"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+@pytest.mark.parametrize("line, code, cause", [
+    (ROWS[1][1], "LOG093", "other"),
+    (ROWS[2][1], "LOG094", "launcher_misconfig"),
+    (ROWS[5][1], "LOG095", "other"),
+    (ROWS[6][1], "LOG060", "peer_process_died"),
+    (ROWS[7][1], "LOG096", "other"),
+], ids=["libuv", "no-default-group", "ddp-unused", "spawn-sigkill", "cuda-fork"])
+def test_what_the_user_sees(tmp_path: Path, line: str, code: str, cause: str) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(line + "\n")
+    f = diagnose_file(p)["findings"][0]
+    assert (f["code"], f["cause"]) == (code, cause)
+    assert f["remedy"]["summary"]
+
+
+def test_a_failed_worker_with_no_error_of_its_own_is_not_healthy(tmp_path: Path) -> None:
+    """torchrun's report of a worker's exit status, without the worker's traceback: an unrecognised failure that
+    quotes the report, with no cause guessed."""
+    p = tmp_path / "launcher.log"
+    p.write_text("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 28) of "
+                 "binary: /opt/conda/bin/python\n")
+    doc = diagnose_file(p)
+    f = doc["findings"][0]
+    assert f["code"] == "LOG080" and f["cause"] is None
+    assert "exitcode: 1" in f["title"]
+    assert doc["outcome"] == "errors"
