@@ -195,6 +195,24 @@ SIGNATURES = (
         alts=[("collective_mismatch", "gloo times out the same way when ranks call different collectives; "
                                       "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch"),
               ("peer_process_died", "a peer that hung or died without closing its sockets leaves the same timeout")]),
+    # pair.cc in sync mode: a blocking read or write to a peer returned EAGAIN after the timeout (GLOO_ERROR_MSG("Read
+    # timeout ", peer) / "Write timeout "): the peer sent (or took) nothing for that long, as with an unbound buffer.
+    sig("gloo_io_timeout", ("Read timeout", "Write timeout"),
+        r"pair\.cc:\d{1,5}\] (?P<op>Read|Write) timeout(?: \[(?P<peer>[^\]\s]{1,64})\]:(?P<port>\d{1,5}))?",
+        "collective_timeout_straggler", ROOT, 5, "a gloo read or write to a peer did not complete within the timeout",
+        code="LOG054", params=lambda hs: {"who": (f"gloo's write to peer {group(hs, 'peer') or '?'} did not finish"
+                                                  if group(hs, "op") == "Write" else
+                                                  f"gloo's read from peer {group(hs, 'peer') or '?'} got nothing")
+                                                 + " within the timeout"},
+        alts=[("peer_process_died", "a peer that hung or died without closing its sockets leaves the same timeout"),
+              ("collective_mismatch", "ranks that called different collectives wait on each other the same way")]),
+    # gloo/context.cc: GLOO_ENFORCE_LT(rank, size) -- a process was given a rank not below the world size it was
+    # given ("rank < size. 2 vs 2"): the launcher started more processes, or other ranks, than the job's world size.
+    sig("gloo_rank_size", ("rank < size",),
+        r"rank < size\. (?P<rank>\d{1,7}) vs (?P<size>\d{1,7})",
+        "launcher_misconfig", ROOT, 1, "a process got a rank not below the world size",
+        code="LOG066", params=lambda hs: {"what": f"a process has rank {group(hs, 'rank') or '?'} in a world of "
+                                                  f"{group(hs, 'size') or '?'}"}),
     # torch's ProcessGroupGloo wraps gloo's mesh set-up error: "Gloo connectFullMesh failed with <gloo's reason>".
     # The ranks could not all connect to the addresses they advertised; the reason, when a row knows it, is more precise.
     sig("gloo_full_mesh", ("connectFullMesh failed",), r"Gloo connectFullMesh failed with",

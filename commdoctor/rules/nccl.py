@@ -842,13 +842,26 @@ SIGNATURES = (
     # available") is libfabric offering no provider that matches what the plugin asks for (EFA on AWS): no EFA device
     # in this process's view (a container started without /dev/infiniband, an instance type without EFA) or a
     # libfabric without the provider (aws/aws-ofi-nccl#1020).
-    sig("ofi_plugin_no_provider", ("fi_getinfo() call failed",),
-       r"fi_getinfo\(\) call failed: (?P<err>No data available|[\w ]{1,60})",
+    # Newer releases open the provider through their ofiutils helper and say "Couldn't open a fabric provider(
+    # using ofiutils helper). RC: %d, ERROR: %s" for the same -FI_ENODATA.
+    sig("ofi_plugin_no_provider", ("fi_getinfo() call failed", "Couldn't open a fabric provider"),
+       r"fi_getinfo\(\) call failed: (?P<err>No data available|[\w ]{1,60})"
+       r"|Couldn't open a fabric provider(?: using ofiutils helper)?\. RC: -?\d{1,5}, ERROR: (?P<err2>No data available)",
        "other", ROOT, 3, "NCCL's OFI net plugin found no libfabric provider it can use on this node",
        code="LOG089", params=lambda hs: {"what": f"NCCL's OFI plugin found no libfabric provider "
-                                                 f"(fi_getinfo: {group(hs, 'err') or 'failed'})"},
+                                                 f"(fi_getinfo: {group(hs, 'err', 'err2') or 'failed'})"},
        alts=[("ib_misconfig", "if fi_info -p efa lists the devices inside the job, the provider name or FI_* settings "
                               "the job passes do not match them")]),
+    # aws-ofi-nccl's EFA path refuses a libfabric older than the one it was written for ("EFA provider requires at
+    # least libfabric version 1.22.0."): the node's EFA installer (which ships libfabric) predates the plugin.
+    sig("ofi_libfabric_old", ("EFA provider requires at least libfabric version",),
+       r"EFA provider requires at least libfabric version (?P<want>\d{1,2}\.\d{1,3}(?:\.\d{1,3})?)",
+       "other", ROOT, 1, "the node's libfabric is older than NCCL's OFI plugin needs",
+       code="LOG089", params=lambda hs: {"what": f"libfabric is older than the {group(hs, 'want') or 'release'} "
+                                                 "NCCL's OFI plugin needs for EFA"},
+       detail="aws-ofi-nccl checks the libfabric it loaded. Update the EFA installer on the node (it ships "
+              "libfabric), or use the plugin release that came with the installed libfabric; a container must see "
+              "the host's or its own matching copy (LD_LIBRARY_PATH, /opt/amazon/efa)."),
     # aws-ofi-nccl: fi_av_insert of the peer's EFA address failed ("Unable to insert remote address into address
     # vector for device %d. RC: %s"; "CM: ..." in newer releases), and a request that completed with an error
     # ("NET/OFI Request %p completed with error. RC: %d", libfabric efa's "rxr_cq_write_tx_error ... prov_err"). EFA

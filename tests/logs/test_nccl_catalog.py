@@ -74,6 +74,11 @@ ROWS = [
     ("uds_failed", f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 "
                    "failed : Connection refused (111)",
      f"{H} NCCL INFO ProxyCall UDS comm 0x5612 rank 2 tpRank 3(a1b2c3d4) reqSize 8 respSize 0 respFd 0x0 opId 0x7f"),
+    # aws-ofi-nccl (its ofiutils helper, and its EFA version check); the plugin's provider choice is an INFO line.
+    ("ofi_plugin_no_provider", f"{H} NCCL WARN NET/OFI Couldn't open a fabric provider. RC: -61, ERROR: No data available",
+     f"{H} NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"),
+    ("ofi_libfabric_old", f"{H} NCCL WARN NET/OFI EFA provider requires at least libfabric version 1.22.0.",
+     f"{H} NCCL INFO NET/OFI Using Libfabric version 1.22"),
 ]
 
 

@@ -49,6 +49,12 @@ ROWS = [
     # torch 1.x's echo of ncclInternalError; an invalid-usage echo is another class.
     ("nccl_error_class", "RuntimeError: NCCL Error 3: internal error",
      "RuntimeError: NCCL Error 5: invalid usage"),
+    # gloo's pair.cc (sync mode) and context.cc; gloo's connect timeout is another row.
+    ("gloo_io_timeout", "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:781] Read timeout "
+                        "[10.0.0.2]:19813",
+     "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect timeout [10.0.0.2]:19813"),
+    ("gloo_rank_size", "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/context.cc:27] rank < size. 2 vs 2",
+     "RuntimeError: [enforce fail at ../third_party/gloo/gloo/allreduce.cc:123] opts.elements > 0."),
 ]
 
 
