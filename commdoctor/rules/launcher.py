@@ -279,6 +279,25 @@ SIGNATURES = (
        r"|^(?:\S{1,255}: ){0,2}(?P<auth>Permission denied \((?:publickey|password|keyboard-interactive|gssapi)[\w,\-]{0,80}\)\.|Host key verification failed\.)\s*$",
        "launcher_misconfig", ROOT, 1, "the launcher could not open ssh to a node, so nothing of the job started there",
        build=_ssh_client),
+    # pdsh (DeepSpeed's multi-node runner) reports ssh's own failure, exit status 255, after ssh's reason line (which
+    # the ssh_client row reads when it was posted).
+    sig("pdsh_ssh_failed", ("ssh exited with exit code 255",),
+       r"pdsh@[\w.\-]{1,255}: (?P<host>[\w.\-]{1,255}): ssh exited with exit code 255",
+       "launcher_misconfig", ROOT, 3, "pdsh could not run the job on a node over ssh",
+       code="LOG065", params=lambda hs: {"host": group(hs, "host") or "a node"},
+       detail="ssh itself failed (exit status 255): the node refused the login (no passwordless key for this user, "
+              "an unknown host key) or could not be reached. `ssh NODE true` from the first node, as the job's user, "
+              "shows which.",
+       alts=[("hostname_resolution", "a host name in the hostfile that does not resolve fails the same way"),
+             ("firewall_or_port_blocked", "port 22 filtered between the nodes fails the same way")]),
+    # subprocess.CalledProcessError's text for a child killed by a signal: "Command '[...]' died with
+    # <Signals.SIGKILL: 9>." (torch.distributed.launch before torchrun, accelerate, DeepSpeed's launcher).
+    sig("subprocess_signal", ("died with <Signals.",),
+       r"died with <Signals\.(?P<sig>SIG[A-Z]{2,8}): (?P<num>\d{1,2})>",
+       "peer_process_died", ROOT, 3, "a launcher's child process was killed by a signal",
+       code="LOG060", params=lambda hs: {"what": f"a process the launcher started was killed by {group(hs, 'sig') or 'a signal'}"},
+       detail="SIGKILL is almost always the kernel's out-of-memory killer (dmesg: 'Out of memory: Killed process') or "
+              "the scheduler enforcing a limit; SIGSEGV/SIGABRT is a crash of native code in that process."),
     # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
     # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
     # init_process_group("env://") in a process no launcher started (plain `python train.py`).

@@ -55,6 +55,12 @@ ROWS = [
      "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect timeout [10.0.0.2]:19813"),
     ("gloo_rank_size", "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/context.cc:27] rank < size. 2 vs 2",
      "RuntimeError: [enforce fail at ../third_party/gloo/gloo/allreduce.cc:123] opts.elements > 0."),
+    # pdsh (DeepSpeed's runner) and subprocess.CalledProcessError; a child's own exit status is another report.
+    ("pdsh_ssh_failed", "pdsh@node-0: node-1: ssh exited with exit code 255",
+     "pdsh@node-0: node-1: ssh exited with exit code 1"),
+    ("subprocess_signal", "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with "
+                          "<Signals.SIGKILL: 9>.",
+     "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1."),
 ]
 
 
