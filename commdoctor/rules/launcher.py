@@ -430,6 +430,20 @@ SIGNATURES = (
        code="LOG060", params=lambda hs: {"what": "a Ray actor's worker process died (killed or crashed)"},
        detail="Ray's own log for the dead worker (and dmesg on its node) says which: the OOM killer, `ray stop`, or "
               "a crash such as SIGSEGV. The other workers' errors follow from it."),
+    # Ray's raylet: its memory monitor killing workers ("N Workers (tasks / actors) killed due to memory pressure
+    # (OOM), M Workers crashed due to other errors on node ...") and a worker lost to a system error ("A worker died or
+    # was killed while executing a task by an unexpected system error."); vLLM's multiproc executor when a worker
+    # process ends ("Worker VllmWorkerProcess pid %d died, exit code: %d").
+    sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid"),
+       r"(?P<n>[1-9]\d{0,5}) Workers \(tasks / actors\) killed due to memory pressure \((?P<oom>OOM)\)"
+       r"|A worker died or was killed while executing a task by an unexpected system error"
+       r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})",
+       "peer_process_died", ROOT, 4, "a worker process of the job died (killed, or out of memory)",
+       code="LOG060", params=lambda hs: {"what": "Ray killed workers for lack of host memory (OOM)" if group(hs, "oom")
+                                         else "a worker process died" + (f" (exit code {group(hs, 'code')})"
+                                                                         if group(hs, "code") else "")},
+       detail="The other ranks' errors follow from it. Host memory (the raylet's memory monitor, the kernel's OOM "
+              "killer: dmesg) is the usual reason; an exit code of -9 is SIGKILL, -11 a crash (SIGSEGV)."),
     # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first
     # local rank that ends; Popen gives -N for a process killed by signal N (a positive code is the rank raising,
     # whose own traceback says why).

@@ -167,13 +167,28 @@ _NO_KERNEL_IMAGE = re.compile(r"named symbol not found|no kernel image is availa
                               r"|device kernel image is invalid")
 
 
+#: No usable kernel driver at all (torch's and nvidia-smi's words), rather than one too old for the CUDA runtime.
+_NO_DRIVER = re.compile(r"[Ff]ound no NVIDIA driver|couldn't communicate with the NVIDIA driver"
+                        r"|CUDA driver initialization failed, you might not have a CUDA gpu")
+
+
 def _driver_mismatch(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NVML's 'Driver/library version mismatch' is the driver against itself: the user-space libraries (libnvidia-ml,
     libcuda) of one release over a kernel module of another still loaded, after a driver upgrade without a reboot
     (unattended-upgrade does this) or in a container whose injected libraries differ from the host's module."""
     nvml = [h for h in hs if "ibrary version mismatch" in h.ev.text]
-    rest = [h for h in hs if h not in nvml]
+    absent = [h for h in hs if h not in nvml and _NO_DRIVER.search(h.ev.text)]
+    rest = [h for h in hs if h not in nvml and h not in absent]
     out = []
+    if absent:
+        out.append(cand("LOG032", "driver_cuda_mismatch", 2, absent,
+                        detail="The process found no working NVIDIA kernel driver: the module is not loaded (a kernel "
+                               "update whose DKMS build of the driver failed, a node not rebooted after a driver "
+                               "install) or, in a container, the NVIDIA runtime did not pass the GPUs and driver in. "
+                               "`nvidia-smi` on the node itself tells the two apart; `dkms status` and "
+                               "`dmesg | grep NVRM` say why the module is missing.",
+                        alts=[("launcher_misconfig", "if nvidia-smi works on the node, the container or job step was "
+                                                     "started without GPUs (docker --gpus all, srun --gpus)")]))
     if rest:
         out.append(cand("LOG032", "driver_cuda_mismatch", 1, rest))
     if nvml:
@@ -204,6 +219,34 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                "fixes it.",
                         alts=[("p2p_driver_bug", "if NCCL_CUMEM_HOST_ENABLE=0 fails the same way, the driver refuses peer "
                                                  "access the GPUs claim to have")]))
+    return out
+
+
+#: Xid codes NVIDIA's Xid table attributes first to the application, not the board: 13 (graphics engine exception,
+#: e.g. an out-of-range address), 31 (GPU memory page fault: an illegal address), 43 (GPU stopped processing: the
+#: application's context was reset), 45 (preemptive cleanup after an earlier error).
+_APP_XIDS = frozenset({"13", "31", "43", "45"})
+_XID = re.compile(r"\bXid\b(?: \([^)]{0,40}\))?:? (?P<xid>\d{1,3})\b")
+
+
+def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """GPU hardware errors, less the Xids the driver raises for a process's own faults (an illegal memory access in
+    a kernel gives Xid 13 or 31 in dmesg; the board is fine)."""
+    app = [h for h in hs if (x := _XID.search(h.ev.text)) is not None and x.group("xid") in _APP_XIDS]
+    rest = [h for h in hs if h not in app]
+    out = []
+    if rest:
+        out.append(own_reading(rest))
+    if app:
+        xids = sorted({x.group("xid") for h in app if (x := _XID.search(h.ev.text))})
+        out.append(cand("LOG081", "other", 5, app,
+                        detail=f"Xid {', '.join(xids)} is how the driver reports a fault of the process's own GPU work "
+                               "(an out-of-range address, a memory page fault, a context reset), not a failing board. "
+                               "Rerun with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to find the kernel.",
+                        alts=[("hardware_fault", "the same Xid repeating on one GPU across unrelated jobs points at the "
+                                             "board: nvidia-smi -q -d ECC,ROW_REMAPPER"),
+                              ("p2p_acs_iommu", "page faults (Xid 31) during peer-to-peer copies, gone with "
+                                                "NCCL_P2P_DISABLE=1, are the IOMMU translating GPU peer traffic")]))
     return out
 
 
@@ -605,19 +648,23 @@ SIGNATURES = (
        code="LOG031"),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
-                          "Minimum requirement is", "PFN functions not found", "installed CUDA driver"),
+                          "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
+                          "communicate with the NVIDIA driver", "CUDA driver initialization failed"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
        r"|system has unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch"
-       r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|found no NVIDIA driver"
+       r"|[Dd]river/library version mismatch|NVIDIA driver on your system is too old|[Ff]ound no NVIDIA driver"
        r"|forward compatibility was attempted on non supported HW"
        # NCCL's misc/cudawrap.cc (2.14 on): WARN("CUDA Driver version found is %d. Minimum requirement is %d") and, when
        # cuGetProcAddress lacks entry points this NCCL needs, "CUDA some PFN functions not found in the library"; its
        # CUDA-graph checks: "The installed CUDA driver is older than the minimum version (R465) required for NCCL's
        # CUDA Graphs support" (2.10-2.14) and "... or if the installed CUDA driver < R465" (2.18 on).
        r"|CUDA Driver version found is \d{1,6}\. Minimum requirement is \d{1,6}|CUDA some PFN functions not found"
-       r"|installed CUDA driver is older than the minimum version|installed CUDA driver < R\d{3}",
+       r"|installed CUDA driver is older than the minimum version|installed CUDA driver < R\d{3}"
+       # nvidia-smi with no kernel module to talk to; torch's cudaErrorNoDevice wording at CUDA init.
+       r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+       r"|CUDA driver initialization failed, you might not have a CUDA gpu",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
@@ -672,7 +719,7 @@ SIGNATURES = (
     sig("gpu_hw", ("Xid", "fallen off the bus", "ECC", "GPU is lost", "NVLink error", "uncorrectable"),
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",
-       code="LOG037", params=lambda hs: {"what": "the GPU reported a hardware error"}),
+       code="LOG037", params=lambda hs: {"what": "the GPU reported a hardware error"}, build=_gpu_hw),
     # nvidia-smi when NVML enumerates a board but cannot open it: "Unable to determine the device handle for GPU<id>
     # [: <bus id>]: Unknown Error". The board stopped answering (Xid 79, fallen off the bus), or the driver module
     # did not come up for it after a driver or kernel update.

@@ -1,0 +1,72 @@
+"""What the GPU driver, CUDA and the worker pools around a job (Ray, vLLM) say when they fail, read for what each
+message means in its source: NVIDIA's Xid table, torch's and nvidia-smi's driver errors, the raylet's memory
+monitor, vLLM's multiproc executor. Each row has its line and a near-miss that must not match.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, line, near-miss)
+    # torch/cuda (cudaErrorNoDevice / no driver) and nvidia-smi; a driver that answers prints its version.
+    ("driver_too_old", "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
+                       "and installed a driver from http://www.nvidia.com/Download/index.aspx",
+     "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |"),
+    ("driver_too_old", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+                       "latest NVIDIA driver is installed and running.",
+     "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system."),
+    ("driver_too_old", "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+     "RuntimeError: CUDA error: initialization error"),
+    # Ray's raylet and vLLM's multiproc executor; a worker that started is no failure.
+    ("worker_pool_died", "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
+                         "0 Workers crashed due to other errors on node 5f3d",
+     "(raylet) node_manager.cc:3069: 0 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed"),
+    ("worker_pool_died", "ERROR 11-28 10:00:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 1234 died, "
+                         "exit code: -9",
+     "INFO 11-28 10:00:00 multiproc_worker_utils.py:215] Worker ready; awaiting tasks"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+def _first(tmp_path: Path, line: str) -> dict:
+    p = tmp_path / "node.log"
+    p.write_text(line + "\n")
+    return diagnose_file(p)["findings"][0]
+
+
+@pytest.mark.parametrize("xid, line", [
+    ("13", "[  123.456789] NVRM: Xid (PCI:0000:1b:00): 13, pid=1234, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): "
+           "Out Of Range Address"),
+    ("31", "[  123.456789] NVRM: Xid (PCI:0000:1b:00): 31, pid=1234, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+           "GPCCLIENT_T1_0 faulted @ 0x7f3a_1c000000. Fault is of type FAULT_PDE ACCESS_TYPE_READ"),
+])
+def test_xids_of_the_process_own_fault_are_not_failing_hardware(tmp_path: Path, xid: str, line: str) -> None:
+    """NVIDIA's Xid table puts 13 and 31 on the application first (an illegal address in a kernel)."""
+    f = _first(tmp_path, line)
+    assert (f["code"], f["cause"]) == ("LOG081", "other")
+    assert f"Xid {xid}" in f["detail"]
+
+
+@pytest.mark.parametrize("line", [
+    "[  123.456789] NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, GPU has fallen off the bus.",
+    "[  123.456789] NVRM: Xid (PCI:0000:1b:00): 48, pid=1234, An uncorrectable double bit error (DBE) has been detected "
+    "on GPU in the framebuffer at partition 0, subpartition 0.",
+], ids=["xid79", "xid48"])
+def test_board_xids_stay_hardware(tmp_path: Path, line: str) -> None:
+    assert _first(tmp_path, line)["cause"] == "hardware_fault"
+
+
+def test_no_driver_is_not_called_too_old(tmp_path: Path) -> None:
+    f = _first(tmp_path, ROWS[1][1])
+    assert (f["code"], f["cause"]) == ("LOG032", "driver_cuda_mismatch")
+    assert "not loaded" in f["detail"]
