@@ -60,6 +60,11 @@ _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 #: The C++ runtime's std::terminate handler (libstdc++ __verbose_terminate_handler): an exception nobody caught, so
 #: the process aborts (SIGABRT) right after. An error even when nothing else in the log says which.
 _CXX_TERMINATE = re.compile(r"\bterminate called (?:after throwing an instance of|without an active exception)")
+#: MPI libraries' fatal-error reports: Open MPI's errhandler ("*** An error occurred in MPI_Init", "MPI_ABORT was invoked
+#: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
+#: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
+_MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in P?MPI_\w{1,40}"
+                        r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
@@ -446,7 +451,7 @@ class _Builder:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
-                                        or _CXX_TERMINATE.search(subject)))
+                                        or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

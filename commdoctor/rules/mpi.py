@@ -217,6 +217,23 @@ def _mpirun_exit(hs: list[Any]) -> dict[str, Any]:
 
 
 SIGNATURES = (
+    # Open MPI's runtime (orte/mca/oob/tcp help-oob-tcp.txt, Open MPI 2-4): "A process or daemon was unable to complete
+    # a TCP connection to another process: Local host: ... Remote host: ... This is usually caused by a firewall on
+    # the remote host." -- the runtime's own connection between nodes was refused or dropped.
+    sig("ompi_oob_tcp", ("unable to complete a TCP connection",),
+       r"A process or daemon was unable to complete a TCP connection",
+       "firewall_or_port_blocked", ROOT, 2, "Open MPI's runtime could not open a TCP connection between two nodes",
+       code="LOG063", params=lambda hs: {"what": "a TCP connection between two nodes' daemons failed"},
+       detail="Open MPI's daemons connect to each other on ephemeral ports: a host firewall (iptables, firewalld, a "
+              "security group) that admits ssh only lets the launch start and this connection fail.",
+       alts=[("wrong_interface", "on nodes with several networks, the runtime may pick one the other node cannot "
+                                 "reach: pin it with --mca oob_tcp_if_include <iface>")]),
+    # MPICH's ch3:nem tcp netmod (MPID_nem_tcp_get_business_card): "gethostbyname failed, %s (errno %d)" -- this
+    # node's own host name does not resolve.
+    sig("mpich_gethostbyname", ("gethostbyname failed",),
+       r"gethostbyname failed, (?P<host>[\w.\-]{1,255}) \(errno \d{1,4}\)",
+       "hostname_resolution", ROOT, 1, "MPICH could not resolve this node's host name",
+       code="LOG015", params=lambda hs: {"what": f"the host name {group(hs, 'host') or '?'}"}),
     sig("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
        r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
        "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach",

@@ -30,6 +30,11 @@ ROWS = [
     ("worker_pool_died", "ERROR 11-28 10:00:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 1234 died, "
                          "exit code: -9",
      "INFO 11-28 10:00:00 multiproc_worker_utils.py:215] Worker ready; awaiting tasks"),
+    # Open MPI's runtime (help-oob-tcp.txt) and MPICH's tcp netmod; the launch's own banner is no failure.
+    ("ompi_oob_tcp", "A process or daemon was unable to complete a TCP connection",
+     "A high-performance Open MPI point-to-point messaging module was unable to find any relevant network interfaces:"),
+    ("mpich_gethostbyname", "MPID_nem_tcp_init(373).......: gethostbyname failed, node-1 (errno 1)",
+     "MPID_nem_tcp_init(373).......: fail failed"),
 ]
 
 
@@ -70,3 +75,15 @@ def test_no_driver_is_not_called_too_old(tmp_path: Path) -> None:
     f = _first(tmp_path, ROWS[1][1])
     assert (f["code"], f["cause"]) == ("LOG032", "driver_cuda_mismatch")
     assert "not loaded" in f["detail"]
+
+
+def test_an_mpi_fatal_error_no_rule_knows_is_a_failure(tmp_path: Path) -> None:
+    """Open MPI's errhandler report with an error class no rule reads: an unrecognised failure quoting it, not healthy."""
+    p = tmp_path / "mpirun.log"
+    p.write_text("[node-1:12345] *** An error occurred in MPI_Init\n[node-1:12345] *** reported by process [1234,0]\n"
+                 "[node-1:12345] *** on a NULL communicator\n[node-1:12345] *** Unknown error\n"
+                 "[node-1:12345] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n")
+    doc = diagnose_file(p)
+    f = doc["findings"][0]
+    assert (f["code"], f["cause"]) == ("LOG080", None) and "MPI_Init" in f["title"]
+    assert doc["outcome"] == "errors"
