@@ -72,7 +72,7 @@ GENERIC: Mapping[str, str] = {
     "ratio": "<N>", "reason": "<why>", "ref": "<reference>",
     "remedy": "Read the error text in the evidence", "remote_step": "Check load and memory on every rank's host",
     "replacement": "<new variable>", "route_dev": "<route interface>", "seen": "<the nodes that joined>",
-    "seq": "<N>", "sites": "<the lines in the evidence>", "size": "<size>", "size_key": "<size variable>",
+    "seq": "<N>", "settings": "<NCCL_ALGO / NCCL_PROTO values>", "sites": "<the lines in the evidence>", "size": "<size>", "size_key": "<size variable>",
     "source": "<setting>", "src": "<node A>", "srcs": "<nodes>", "stage": "<stage>", "state": "<state>",
     "states_text": "<what each rank is doing>", "status": "<status>", "stop": "<process>",
     "stopped_word": "rank", "stopped_text": "<N>", "store": "<store address>", "subnet": "<subnet>",
