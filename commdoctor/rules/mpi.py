@@ -234,6 +234,20 @@ SIGNATURES = (
        r"gethostbyname failed, (?P<host>[\w.\-]{1,255}) \(errno \d{1,4}\)",
        "hostname_resolution", ROOT, 1, "MPICH could not resolve this node's host name",
        code="LOG015", params=lambda hs: {"what": f"the host name {group(hs, 'host') or '?'}"}),
+    # btl_tcp_proc.c (Open MPI 3-4, at btl_base_verbose): "btl: tcp: Match incoming connection from %s %s with locally
+    # known IP %s failed (iface %d/%d)!" -- a peer's connection arrived from an address that is none of the addresses
+    # that peer published (NAT or docker masquerading rewrote it, or it left by a non-routed interface), so the
+    # transport drops it and the job hangs (Horovod's "hangs due to non-routed network interfaces").
+    sig("mpi_btl_tcp_nomatch", ("Match incoming connection from",),
+       r"Match incoming connection from \S{1,60} (?P<addr>[\d.:a-fA-F]{2,45}) with locally known IP "
+       r"(?P<known>[\d.:a-fA-F]{2,45}) failed",
+       "wrong_interface", ROOT, 3, "Open MPI dropped a peer's TCP connection that came from an address the peer "
+       "never published",
+       code="LOG023",
+       detail="Open MPI's TCP transport accepts a connection only from an address the peer published. Connections "
+              "arriving from another one (a docker bridge's masquerading, a non-routed second interface) are dropped "
+              "and the job hangs: restrict the transport to the interface the hosts share (--mca btl_tcp_if_include "
+              "<iface>, and --mca oob_tcp_if_include for the runtime), or run the containers with host networking."),
     sig("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
        r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
        "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach",
