@@ -131,6 +131,12 @@ def ctx(id: str, needles: tuple[str, ...], pattern: str, meaning: str, cause: st
     return Signature(id, needles, re.compile(pattern), cause, CONTEXT, 9, meaning, harmless=harmless)
 
 
+#: What a child killed by a signal usually means, for rows that read a launcher's report of one.
+KILLED_BY_SIGNAL = ("SIGKILL is almost always the kernel's out-of-memory killer (dmesg: 'Out of memory: Killed process') "
+                    "or the scheduler enforcing a memory or time limit; SIGSEGV/SIGABRT is a crash of native code in "
+                    "that process.")
+
+
 # -- helpers the rules' functions share ----------------------------------------------------------------
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (E, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, missing_ranks,
-                                   quiet_exits, raised_ranks, sig)
+from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits,
+                                   missing_ranks, quiet_exits, raised_ranks, sig)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -296,8 +296,7 @@ SIGNATURES = (
        r"died with <Signals\.(?P<sig>SIG[A-Z]{2,8}): (?P<num>\d{1,2})>",
        "peer_process_died", ROOT, 3, "a launcher's child process was killed by a signal",
        code="LOG060", params=lambda hs: {"what": f"a process the launcher started was killed by {group(hs, 'sig') or 'a signal'}"},
-       detail="SIGKILL is almost always the kernel's out-of-memory killer (dmesg: 'Out of memory: Killed process') or "
-              "the scheduler enforcing a limit; SIGSEGV/SIGABRT is a crash of native code in that process."),
+       detail=KILLED_BY_SIGNAL),
     # torch/distributed/rendezvous.py `_env_error`: "Error initializing torch.distributed using env:// rendezvous:
     # environment variable {RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT} expected, but not set" -- the script called
     # init_process_group("env://") in a process no launcher started (plain `python train.py`).

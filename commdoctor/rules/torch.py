@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand, ctx, group, hits,
-    missing_ranks, quiet_exits, raised_ranks, sig, stamp,
+    CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand,
+    ctx, group, hits, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
 )
 
 
@@ -601,9 +601,7 @@ SIGNATURES = (
        "peer_process_died", ROOT, 3, "mp.spawn reports a process killed by a signal",
        code="LOG060", params=lambda hs: {"what": f"process {group(hs, 'rank') or '?'} was killed by "
                                                  f"{group(hs, 'sig') or 'a signal'} (torch.multiprocessing.spawn)"},
-       detail="SIGKILL is almost always the kernel's out-of-memory killer (dmesg shows 'Out of memory: Killed process') "
-              "or the scheduler enforcing a memory or time limit; SIGSEGV/SIGABRT is a crash of native code in that "
-              "process."),
+       detail=KILLED_BY_SIGNAL),
     # torch/cuda/__init__.py _lazy_init: "Cannot re-initialize CUDA in forked subprocess. To use CUDA with
     # multiprocessing, you must use the 'spawn' start method": a child forked from a process that had already used
     # CUDA (worker pools, vLLM's VLLM_WORKER_MULTIPROC_METHOD=fork, DataLoader workers touching the GPU).
