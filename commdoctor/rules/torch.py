@@ -666,10 +666,13 @@ SIGNATURES = (
                                               "longer RPC timeout lets it finish; a true deadlock never does"),
              ("peer_process_died", "a worker that died leaves the same RPC timeout: look for its exit")]),
     sig("watchdog_timeout", ("Watchdog caught", "before timing out", "checkTimeout", "ncclCommWatchdog", "Timeout at NCCL work",
-                            "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out"),
+                            "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out",
+                            "due to ProcessGroupNCCL watchdog hang"),
+       # The heartbeat monitor's own exit (ProcessGroupNCCL.cpp, torch 2.3 on): "Terminating the process after
+       # attempting to dump debug info, due to ProcessGroupNCCL watchdog hang." -- the same stuck watchdog.
        r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|WorkNCCL::checkTimeout"
        r"|ncclCommWatchdog|Timeout at NCCL work|operations have failed or timed out|due to a collective timeout"
-       r"|watchdog got stuck|Heartbeat monitor timed out",
+       r"|watchdog got stuck|Heartbeat monitor timed out|due to ProcessGroupNCCL watchdog hang",
        "collective_timeout_straggler", CONSEQUENCE, 6, "a collective did not complete within the process-group timeout",
        build=_watchdog, always=True, phase=PHASE_WATCHDOG),
     # -- context ----------------------------------------------------------------------------------

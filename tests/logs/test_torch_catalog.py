@@ -55,6 +55,12 @@ ROWS = [
      "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] Connect timeout [10.0.0.2]:19813"),
     ("gloo_rank_size", "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/context.cc:27] rank < size. 2 vs 2",
      "RuntimeError: [enforce fail at ../third_party/gloo/gloo/allreduce.cc:123] opts.elements > 0."),
+    # ProcessGroupNCCL's heartbeat monitor ending the process; its flight-recorder dump note is no failure of its own.
+    ("watchdog_timeout", "[rank3]:[F1128 10:00:00.000000 1234 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) "
+                         "Rank 3] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
+                         "watchdog hang.",
+     "[rank0]:[E1128 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 0] Observed flight recorder dump "
+     "signal from another rank via TCPStore."),
     # pdsh (DeepSpeed's runner) and subprocess.CalledProcessError; a child's own exit status is another report.
     ("pdsh_ssh_failed", "pdsh@node-0: node-1: ssh exited with exit code 255",
      "pdsh@node-0: node-1: ssh exited with exit code 1"),
