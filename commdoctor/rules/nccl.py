@@ -666,6 +666,24 @@ SIGNATURES = (
        r"|XML (?:Topology|Graph) has wrong version",
        "nccl_internal_bug", ROOT, 2, "NCCL could not use the topology description (often an injected NCCL_TOPO_FILE)",
        build=_topo),
+    # graph/xml.cc: "Could not open XML topology file %s : %s" (NCCL_TOPO_FILE) and "Could not open XML graph file %s :
+    # %s" (NCCL_GRAPH_FILE): the setting names a file this process cannot read (not mounted in the container, a path
+    # of another node). A setting's fault, not NCCL's.
+    sig("topo_file_missing", ("Could not open XML",),
+       r"Could not open XML (?P<kind>topology|graph) file (?P<path>\S{1,300}) : (?P<err>[^\n]{1,80})",
+       "other", ROOT, 1, "the topology or graph file an NCCL setting names cannot be opened",
+       code="LOG071",
+       detail="NCCL_TOPO_FILE (topology) or NCCL_GRAPH_FILE (graph) names a file this process cannot open: mount it "
+              "into the container at that path on every node, or unset the variable (a network plugin or image "
+              "may set NCCL_TOPO_FILE for another instance type)."),
+    # dev_runtime.cc (2.29 on): a program built against a newer NCCL's device API running with an older libnccl
+    # ("NCCL library is too old. This application was compiled with NCCL version %s, but is running with NCCL %s").
+    sig("nccl_lib_too_old", ("NCCL library is too old", "NCCL library is not backwards compatible"),
+       r"NCCL library is (?:too old|not backwards compatible)\. This application was compiled with NCCL version "
+       r"(?P<built>\S{1,20}),? but is running with NCCL (?P<run>\S{1,20})",
+       "version_mismatch", ROOT, 1, "the program was built against another NCCL than the one it loaded",
+       code="LOG040", params=lambda hs: {"what": f"the program was built against NCCL {group(hs, 'built') or '?'} "
+                                                 f"and loaded {group(hs, 'run') or 'another'}"}),
     sig("ring_broken", ("does not loop back to start", "does not contain rank"),
        r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
        "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)",

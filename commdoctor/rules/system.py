@@ -649,7 +649,8 @@ SIGNATURES = (
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
-                          "communicate with the NVIDIA driver", "CUDA driver initialization failed"),
+                          "communicate with the NVIDIA driver", "CUDA driver initialization failed",
+                          "not supported prior to CUDA", "requires CUDA driver"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
@@ -664,7 +665,9 @@ SIGNATURES = (
        r"|installed CUDA driver is older than the minimum version|installed CUDA driver < R\d{3}"
        # nvidia-smi with no kernel module to talk to; torch's cudaErrorNoDevice wording at CUDA init.
        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
-       r"|CUDA driver initialization failed, you might not have a CUDA gpu",
+       r"|CUDA driver initialization failed, you might not have a CUDA gpu"
+       # NCCL's include/alloc.h (2.18 on) and enqueue.cc (2.29 on): features the driver's CUDA version lacks.
+       r"|CUMEM (?:Host )?(?:is )?not supported prior to CUDA \d{2}\.\d|requires CUDA driver \d{2}\.\d or later",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory

@@ -74,6 +74,19 @@ ROWS = [
     ("uds_failed", f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 "
                    "failed : Connection refused (111)",
      f"{H} NCCL INFO ProxyCall UDS comm 0x5612 rank 2 tpRank 3(a1b2c3d4) reqSize 8 respSize 0 respFd 0x0 opId 0x7f"),
+    # graph/xml.cc; NCCL's note that it read the file is no failure.
+    ("topo_file_missing", f"{H} graph/xml.cc:306 NCCL WARN Could not open XML topology file /opt/topo/p5.xml : No such "
+                          "file or directory",
+     f"{H} NCCL INFO NCCL_TOPO_FILE set by environment to /opt/topo/p5.xml"),
+    # dev_runtime.cc (2.29 on); NCCL's own version line is no failure.
+    ("nccl_lib_too_old", f"{H} dev_runtime.cc:1428 NCCL WARN NCCL library is too old. This application was compiled with "
+                         "NCCL version 2.29.2, but is running with NCCL 2.28.9",
+     f"{H} NCCL INFO NCCL version 2.28.9+cuda12.9"),
+    # include/alloc.h (2.18 on), enqueue.cc (2.29 on); the cuMem note of a working job is no failure.
+    ("driver_too_old", f"{H} include/alloc.h:137 NCCL WARN CUMEM not supported prior to CUDA 11.3",
+     f"{H} NCCL INFO NCCL_CUMEM_ENABLE set by environment to 1."),
+    ("driver_too_old", f"{H} enqueue.cc:2820 NCCL WARN One-sided RMA requires CUDA driver 12.5 or later (found 12.2).",
+     f"{H} NCCL INFO cudaDriverVersion 12020"),
     # aws-ofi-nccl (its ofiutils helper, and its EFA version check); the plugin's provider choice is an INFO line.
     ("ofi_plugin_no_provider", f"{H} NCCL WARN NET/OFI Couldn't open a fabric provider. RC: -61, ERROR: No data available",
      f"{H} NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"),
