@@ -122,6 +122,7 @@ class Record:
     rank: int | None = None  # from a launcher prefix, when there is one
     task: int | None = None  # "3: " prefixes: torchrun/srun task index
     actor: str | None = None  # Ray actor "Name pid=N"
+    actor_ip: str | None = None  # the address in Ray's prefix, when it names one (an actor on another node)
     text: str = ""  # the cleaned line, verbatim (evidence)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -185,7 +186,8 @@ def strip_prefixes(text: str, rec: Record | None = None) -> str:
             elif m.group("local") is not None and rec.task is None:
                 rec.task = int(m.group("local"))
             elif m.group("actor") is not None:
-                rec.actor = f"{m.group('actor')} pid={m.group('apid')}" + (f" ip={m.group('aip')}" if m.group("aip") else "")
+                rec.actor_ip = m.group("aip")
+                rec.actor = f"{m.group('actor')} pid={m.group('apid')}" + (f" ip={rec.actor_ip}" if rec.actor_ip else "")
         text = text[m.end():]
     return text
 

@@ -307,7 +307,7 @@ def local_ranks_only(m: Any) -> bool:
     if not m.hits.get("vllm_local_worker"):
         return False
     # Ray's prefix names an actor on another node with its address ("(RayWorkerWrapper pid=N, ip=A)").
-    return not any(" ip=" in (getattr(h.rec, "actor", None) or "") for hs in m.hits.values() for h in hs)
+    return not any(getattr(h.rec, "actor_ip", None) for hs in m.hits.values() for h in hs)
 
 
 def version_tuple(v: str) -> tuple[int, ...]:

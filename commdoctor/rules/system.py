@@ -232,13 +232,14 @@ _XID = re.compile(r"\bXid\b(?: \([^)]{0,40}\))?:? (?P<xid>\d{1,3})\b")
 def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """GPU hardware errors, less the Xids the driver raises for a process's own faults (an illegal memory access in
     a kernel gives Xid 13 or 31 in dmesg; the board is fine)."""
-    app = [h for h in hs if (x := _XID.search(h.ev.text)) is not None and x.group("xid") in _APP_XIDS]
+    xid = {id(h): x.group("xid") for h in hs if (x := _XID.search(h.ev.text))}
+    app = [h for h in hs if xid.get(id(h)) in _APP_XIDS]
     rest = [h for h in hs if h not in app]
     out = []
     if rest:
         out.append(own_reading(rest))
     if app:
-        xids = sorted({x.group("xid") for h in app if (x := _XID.search(h.ev.text))})
+        xids = sorted({xid[id(h)] for h in app})
         out.append(cand("LOG081", "other", 5, app,
                         detail=f"Xid {', '.join(xids)} is how the driver reports a fault of the process's own GPU work "
                                "(an out-of-range address, a memory page fault, a context reset), not a failing board. "
@@ -494,11 +495,11 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     if not rest and not found:
         # The launcher reported a worker's failure ("failed (exitcode: 1) local_rank: 0") and nothing else in the logs
         # says what went wrong: the worker's own traceback was not captured. Still a failure, never "healthy".
-        rest = [(f.ev, 0) for f in m.elastic if f.ev is not None and (f.ev.source, f.ev.line) not in told]
-        if rest:
-            return [Cand("LOG080", None, 9, 0, [ev for ev, _ in rest[:3]],
+        reports = [f.ev for f in m.elastic if f.ev is not None and (f.ev.source, f.ev.line) not in told]
+        if reports:
+            return [Cand("LOG080", None, 9, 0, reports[:3],
                          params={"what": "the launcher reports a worker that failed, and the worker's own error is not in "
-                                         f"these logs: {rest[0][0].text[:160]}"})]
+                                         f"these logs: {reports[0].text[:160]}"})]
     if not rest or any(c.tier <= 6 and not c.weak for c in found):
         return []
     per: dict[Any, Any] = {}

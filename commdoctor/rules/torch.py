@@ -202,30 +202,23 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
 
 #: Docker's default bridge network (docker0): an address there is private to the host it lives on.
 _DOCKER0 = re.compile(r"172\.17\.\d{1,3}\.\d{1,3}")
-_RAY_IP = re.compile(r"\bip=(?P<ip>[\d.]{7,15})\b")
 
 
 def _docker_bridge_target(hs: list[Any]) -> list[Any]:
     """Connections that timed out dialling an address on docker's default bridge (172.17.0.0/16) from a process whose
     own address (Ray's "(Actor pid=N, ip=A)" prefix) is on another network: the peer advertised the address of its
     container's bridge, which no other host can reach."""
-    out = []
-    for h in hs:
-        target = h.groups.get("host") or h.groups.get("host2") or ""
-        own = _RAY_IP.search(h.rec.actor or "")
-        if _DOCKER0.fullmatch(target) and own and not _DOCKER0.fullmatch(own.group("ip")):
-            out.append(h)
-    return out
+    return [h for h in hs if _DOCKER0.fullmatch(h.groups.get("host") or h.groups.get("host2") or "")
+            and h.rec.actor_ip and not _DOCKER0.fullmatch(h.rec.actor_ip)]
 
 
 def _store_connect_rule(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     bridge = _docker_bridge_target(hs)
     if bridge:
         g = bridge[0].groups
-        own = _RAY_IP.search(bridge[0].rec.actor or "")
         return [cand("LOG020", "wrong_interface", 2, bridge, params={
             "what": f"{g.get('host') or g.get('host2')} is an address on docker's default bridge, dialled from "
-                    f"{own.group('ip') if own else 'another host'}"},
+                    f"{bridge[0].rec.actor_ip}"},
             detail="172.17.0.0/16 is the network docker gives containers on its default bridge: each host has its own, "
                    "reachable from no other host. The process listening there advertised its container's bridge "
                    "address. Run the containers with host networking, or name the interface the hosts share "

@@ -50,6 +50,12 @@ def diagnose_file(path: Path) -> dict[str, Any]:
     return report.to_dict()
 
 
+def diagnose_lines(path: Path, *lines: str) -> dict[str, Any]:
+    """Write ``lines`` (one per line) to ``path`` and diagnose it as `commdoctor logs` would."""
+    path.write_text("".join(f"{ln}\n" for ln in lines))
+    return diagnose_file(path)
+
+
 def first_cause(path: Path) -> tuple[str | None, str | None]:
     """(code, cause) of the first finding that names a cause, as `logs` orders them; (None, None) when none does."""
     f = next((f for f in diagnose_file(path)["findings"] if f.get("cause")), None)

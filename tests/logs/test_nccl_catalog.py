@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from logs.test_rule_rows import check_row
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_lines
 
 H = "gpu-node-3:51234:51290 [2]"
 
@@ -101,9 +101,7 @@ def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: 
 
 
 def _verdict(tmp_path: Path, *lines: str) -> dict:
-    p = tmp_path / "rank2.log"
-    p.write_text("".join(f"{ln}\n" for ln in lines))
-    return diagnose_file(p)["findings"][0]
+    return diagnose_lines(tmp_path / "rank2.log", *lines)["findings"][0]
 
 
 def test_no_algorithm_under_a_forced_protocol_names_the_setting(tmp_path: Path) -> None:
@@ -122,11 +120,11 @@ def test_no_algorithm_without_a_setting_is_nccl_itself(tmp_path: Path) -> None:
 
 def test_a_local_unix_socket_refused_is_not_the_network_interface(tmp_path: Path) -> None:
     """'Connection refused' on NCCL's Unix socket to a local rank involves no interface, port or firewall."""
-    p = tmp_path / "rank2.log"
-    p.write_text(f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 failed"
-                 " : Connection refused (111)\n"
-                 f"{H} proxy.cc:1205 NCCL WARN ncclProxyCallBlockingUDS call to tpRank 3(a1b2c3d4) failed : 2\n")
-    causes = [f["cause"] for f in diagnose_file(p)["findings"] if f["cause"]]
+    doc = diagnose_lines(tmp_path / "rank2.log",
+                         f"{H} misc/ipcsocket.cc:221 NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-3-a1b2c3d4 "
+                         "failed : Connection refused (111)",
+                         f"{H} proxy.cc:1205 NCCL WARN ncclProxyCallBlockingUDS call to tpRank 3(a1b2c3d4) failed : 2")
+    causes = [f["cause"] for f in doc["findings"] if f["cause"]]
     assert causes[0] == "peer_process_died"
     assert not {"wrong_interface", "firewall_or_port_blocked"} & set(causes)
 

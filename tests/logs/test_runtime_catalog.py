@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_lines
 from logs.test_rule_rows import check_row
 
 ROWS = [
@@ -44,9 +44,7 @@ def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: 
 
 
 def _first(tmp_path: Path, line: str) -> dict:
-    p = tmp_path / "node.log"
-    p.write_text(line + "\n")
-    return diagnose_file(p)["findings"][0]
+    return diagnose_lines(tmp_path / "node.log", line)["findings"][0]
 
 
 @pytest.mark.parametrize("xid, line", [
@@ -79,11 +77,10 @@ def test_no_driver_is_not_called_too_old(tmp_path: Path) -> None:
 
 def test_an_mpi_fatal_error_no_rule_knows_is_a_failure(tmp_path: Path) -> None:
     """Open MPI's errhandler report with an error class no rule reads: an unrecognised failure quoting it, not healthy."""
-    p = tmp_path / "mpirun.log"
-    p.write_text("[node-1:12345] *** An error occurred in MPI_Init\n[node-1:12345] *** reported by process [1234,0]\n"
-                 "[node-1:12345] *** on a NULL communicator\n[node-1:12345] *** Unknown error\n"
-                 "[node-1:12345] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,\n")
-    doc = diagnose_file(p)
+    doc = diagnose_lines(tmp_path / "mpirun.log", "[node-1:12345] *** An error occurred in MPI_Init",
+                         "[node-1:12345] *** reported by process [1234,0]", "[node-1:12345] *** on a NULL communicator",
+                         "[node-1:12345] *** Unknown error",
+                         "[node-1:12345] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,")
     f = doc["findings"][0]
     assert (f["code"], f["cause"]) == ("LOG080", None) and "MPI_Init" in f["title"]
     assert doc["outcome"] == "errors"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_lines
 from logs.test_rule_rows import check_row
 
 ROWS = [
@@ -29,21 +29,19 @@ def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: 
     check_row(rule, line, near)
 
 
-def _causes(tmp_path: Path, text: str) -> list[tuple[str, str]]:
-    p = tmp_path / "ray.log"
-    p.write_text(text)
-    return [(f["code"], f["cause"]) for f in diagnose_file(p)["findings"] if f["cause"]]
+def _causes(tmp_path: Path, line: str) -> list[tuple[str, str]]:
+    return [(f["code"], f["cause"]) for f in diagnose_lines(tmp_path / "ray.log", line)["findings"] if f["cause"]]
 
 
 def test_a_store_on_docker_default_bridge_dialled_from_another_network(tmp_path: Path) -> None:
     """OpenRLHF/OpenRLHF#265: vLLM's Ray workers on 10.0.1.75 time out connecting to 172.17.0.2, docker's bridge."""
     line = ("(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has timed out after "
-            "1800s while trying to connect to (172.17.0.2, 44737).\n")
+            "1800s while trying to connect to (172.17.0.2, 44737).")
     assert _causes(tmp_path, line)[0] == ("LOG020", "wrong_interface")
 
 
 def test_the_same_timeout_from_the_bridge_itself_is_not_the_bridge(tmp_path: Path) -> None:
     """From an address on the same bridge (containers of one host), 172.17.0.2 is reachable: the usual reading."""
     line = ("(RayWorkerVllm pid=207931, ip=172.17.0.3) [E socket.cpp:922] [c10d] The client socket has timed out after "
-            "1800s while trying to connect to (172.17.0.2, 44737).\n")
+            "1800s while trying to connect to (172.17.0.2, 44737).")
     assert _causes(tmp_path, line)[0] == ("LOG011", "rendezvous_unreachable")

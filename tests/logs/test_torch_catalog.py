@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_lines
 from logs.test_rule_rows import check_row
 
 ROWS = [
@@ -83,9 +83,7 @@ def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: 
     (ROWS[7][1], "LOG096", "other"),
 ], ids=["libuv", "no-default-group", "ddp-unused", "spawn-sigkill", "cuda-fork"])
 def test_what_the_user_sees(tmp_path: Path, line: str, code: str, cause: str) -> None:
-    p = tmp_path / "train.log"
-    p.write_text(line + "\n")
-    f = diagnose_file(p)["findings"][0]
+    f = diagnose_lines(tmp_path / "train.log", line)["findings"][0]
     assert (f["code"], f["cause"]) == (code, cause)
     assert f["remedy"]["summary"]
 
@@ -93,10 +91,8 @@ def test_what_the_user_sees(tmp_path: Path, line: str, code: str, cause: str) ->
 def test_a_failed_worker_with_no_error_of_its_own_is_not_healthy(tmp_path: Path) -> None:
     """torchrun's report of a worker's exit status, without the worker's traceback: an unrecognised failure that
     quotes the report, with no cause guessed."""
-    p = tmp_path / "launcher.log"
-    p.write_text("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 28) of "
-                 "binary: /opt/conda/bin/python\n")
-    doc = diagnose_file(p)
+    doc = diagnose_lines(tmp_path / "launcher.log", "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: "
+                         "1) local_rank: 0 (pid: 28) of binary: /opt/conda/bin/python")
     f = doc["findings"][0]
     assert f["code"] == "LOG080" and f["cause"] is None
     assert "exitcode: 1" in f["title"]
