@@ -65,6 +65,16 @@ _CXX_TERMINATE = re.compile(r"\bterminate called (?:after throwing an instance o
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
 _MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in P?MPI_\w{1,40}"
                         r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d")
+#: Python logging at ERROR or CRITICAL, in the formats of the tools around a job (the timestamp may already be cut
+#: off as a prefix): logging's default "ERROR:root:msg", DeepSpeed's "[2024-05-01 10:00:00,123] [ERROR] [launch.py:325:
+#: sigkill_handler] msg" (pdsh puts "host: " first), vLLM's "ERROR 04-06 20:46:48 [core.py:238] msg", the common
+#: "%(asctime)s - %(name)s - %(levelname)s - %(message)s", Ray's "asctime<TAB>ERROR tune.py:773 -- msg", hydra's
+#: "[asctime][name][ERROR] - msg", loguru's "asctime | ERROR    | msg". A failure even when no rule knows what it says.
+_PYLOG_ERROR = re.compile(
+    r"^(?:[\w.\-]{1,64}: )?(?:\[?\d{4}-\d\d-\d\d[ T][\d:,.]{5,15}\]?[ \t]?)?"
+    r"(?:\[(?:ERROR|CRITICAL)\] |(?:ERROR|CRITICAL) [\w.\-]{1,80}:\d{1,6} -- |(?:ERROR|CRITICAL):[\w.\-]{0,80}:"
+    r"|(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+    r"|- (?:[\w.\-]{1,80} - )?(?:ERROR|CRITICAL) - |\[[\w.\-]{1,80}\]\[(?:ERROR|CRITICAL)\]|\| (?:ERROR|CRITICAL)\s{0,8}\| )")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
@@ -451,7 +461,9 @@ class _Builder:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
-                                        or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)))
+                                        or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)
+                                        or (("ERROR" in subject or "CRITICAL" in subject)
+                                            and _PYLOG_ERROR.match(subject) is not None)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

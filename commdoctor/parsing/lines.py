@@ -10,7 +10,7 @@ What a line can carry, outermost first:
 - launcher prefixes, possibly several: ``3: `` (torchrun ``--tee``/srun ``-l``), a time the capture
   added (``ts``: ``Nov 27 20:36:31 ``; ``kubectl logs --timestamps``: ``2026-11-27T20:36:31.1Z ``),
   ``[rank3]:`` (torch >= 2.2), ``[default0]:`` (torchrun log redirects),
-  ``[1,3]<stderr>:`` (Open MPI's ``mpirun --tag-output``: job, rank),
+  ``[1,3]<stderr>:`` (Open MPI's ``mpirun --tag-output``: job, rank; horovodrun's ``[3]<stderr>:``),
   ``(Actor pid=12, ip=10.0.0.1) `` (Ray), ANSI colour codes, or the ``[0m``
   left behind when a terminal's escape byte was lost in copying;
 - an NCCL header ``[timestamp] host:pid:tid [dev] `` (timestamp since 2.26;
@@ -41,7 +41,9 @@ _PREFIXES = re.compile(
     r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
-    r"|\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"  # mpirun --tag-output: "[1,3]<stderr>:"
+    # mpirun --tag-output: "[1,3]<stderr>:"; horovodrun: "[3]<stderr>:", with --prefix-output-with-timestamp after
+    # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"
     r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
@@ -242,10 +244,6 @@ def classify(text: str) -> Record:
     # NCCL with its full header.
     if ":" in body[:300]:
         m = _NCCL_HEAD.match(body)
-        if m is None and body[:1] == "[" and "] " in body[:40]:
-            # vLLM/python-logging style "ERROR 04-06 20:46:48 [x.py:238] host:pid:tid [0] ..." is rare;
-            # try the header once more after a leading "[...]" block.
-            pass
         if m is not None:
             rec.host = m.group("host")
             rec.pid, rec.tid, rec.dev = _int(m.group("pid")), _int(m.group("tid")), _int(m.group("dev"))
@@ -313,7 +311,7 @@ def classify(text: str) -> Record:
 #: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
 RAW_HEAD = re.compile(
     rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
-    rb"\[\d{1,9},(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
+    rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
     rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
     rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
     rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"

@@ -253,16 +253,32 @@ def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
-    nvls = [h for h in hs if "nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text]
-    unknown = [h for h in hs if h not in nvls and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
+    # cudaErrorInitializationError (3) 'initialization error': CUDA itself could not start in this process, whichever
+    # NCCL file made the first call (transport/nvls.cc's multicast query is often the first); not the fabric (802).
+    init = [h for h in hs if "'initialization error'" in h.ev.text or "CUDA error: initialization error" in h.ev.text]
+    nvls = [h for h in hs if h not in init
+            and ("nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text)]
+    unknown = [h for h in hs if h not in nvls and h not in init and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
     # cudaErrorSymbolNotFound (500) 'named symbol not found', cudaErrorNoKernelImageForDevice (209) 'no kernel image is
     # available for execution on the device', cudaErrorInvalidKernelImage (200) 'device kernel image is invalid': the
     # code has no kernels this GPU can run. NCCL meets it first in ncclInitKernelsForDevice (enqueue.cc,
     # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
     noimg = [h for h in hs if h not in nvls and _NO_KERNEL_IMAGE.search(h.ev.text)]
-    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg]
+    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg and h not in init]
     out = []
+    if init:
+        out.append(cand("LOG081", "other", 5, init, params={"what": "CUDA could not initialise in this process"},
+                        detail="cudaErrorInitializationError: the CUDA driver could not start in this process. It is the "
+                               "process's environment, not NCCL: a child forked after its parent used CUDA (start "
+                               "workers with 'spawn'), a remote launcher that did not pass the CUDA environment "
+                               "(PATH, LD_LIBRARY_PATH, CUDA_* variables) to the workers, or device files missing in a "
+                               "container.",
+                        alts=[("launcher_misconfig", "if only the workers a multi-node launcher started fail (pdsh/ssh: "
+                                                     "DeepSpeed passes only what .deepspeed_env lists), export the CUDA "
+                                                     "environment to them"),
+                              ("driver_cuda_mismatch", "if nvidia-smi fails too, the driver and its user-space "
+                                                       "libraries disagree (a driver update without a reboot)")]))
     if noimg:
         said = _NO_KERNEL_IMAGE.search(noimg[0].ev.text)
         out.append(cand("LOG085", "nccl_internal_bug", 2, noimg, params={"what": said.group(0) if said else "no kernel image"}, alts=[
@@ -651,7 +667,8 @@ SIGNATURES = (
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
                           "communicate with the NVIDIA driver", "CUDA driver initialization failed",
-                          "not supported prior to CUDA", "requires CUDA driver"),
+                          "not supported prior to CUDA", "requires CUDA driver", "unsupported toolchain",
+                          "CallRequiresNewerDriver", "UNSUPPORTED_PTX_VERSION"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
@@ -668,7 +685,11 @@ SIGNATURES = (
        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
        r"|CUDA driver initialization failed, you might not have a CUDA gpu"
        # NCCL's include/alloc.h (2.18 on) and enqueue.cc (2.29 on): features the driver's CUDA version lacks.
-       r"|CUMEM (?:Host )?(?:is )?not supported prior to CUDA \d{2}\.\d|requires CUDA driver \d{2}\.\d or later",
+       r"|CUMEM (?:Host )?(?:is )?not supported prior to CUDA \d{2}\.\d|requires CUDA driver \d{2}\.\d or later"
+       # cudaGetErrorString of cudaErrorCallRequiresNewerDriver (36) and cudaErrorUnsupportedPtxVersion (222): the
+       # runtime asks the driver for an entry point it lacks, or the driver's JIT is older than the PTX's toolkit.
+       r"|API call is not supported in the installed CUDA driver|cudaErrorCallRequiresNewerDriver"
+       r"|provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory
@@ -712,7 +733,10 @@ SIGNATURES = (
        "fabric_manager_nvls", ROOT, 1, "the multi-node NVLink domain is there but IMEX does not share memory across it",
        code="LOG091"),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
-       r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
+       # cudaErrorDevicesUnavailable (46): CUDA before 11 says "CUDA-capable device(s) is/are busy or unavailable",
+       # later releases "all CUDA-capable devices are busy or unavailable".
+       r"CUDA-capable device\(s\) is/are busy or unavailable|all CUDA-capable devices are busy or unavailable"
+       r"|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
        "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",
        code="LOG034", params=lambda hs: {"what": "a GPU refused a new context because another process holds it"},
        detail="A GPU in EXCLUSIVE_PROCESS compute mode accepts one process: a second rank mapped to the same GPU (a "

@@ -631,12 +631,15 @@ SIGNATURES = (
         alts=[("peer_process_died", "a node whose agent died before writing its key looks the same: look for its own "
                                     "error"),
               ("rendezvous_unreachable", "a node that could not reach the store never writes its key either")]),
-    sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput"),
+    # gloo's own stores (rendezvous/file_store.cc, hash_store.cc, redis_store.cc; Horovod's HTTP store derives from
+    # them) say it as GLOO_THROW_IO_EXCEPTION("Wait timeout for key(s): ", keys): the keys are the ranks whose
+    # addresses the full-mesh rendezvous waited for.
+    sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput", "Wait timeout for key"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
-       r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms",
+       r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms|Wait timeout for key\(s\): (?P<gkeys>[^\n]{0,200})",
        "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
        code="LOG055", exclude=("store_get_timeout", "agent_keys_wait"),
-       params=lambda hs: {"what": f"keys {group(hs, 'keys')}" if group(hs, "keys") else "the store read timed out"},
+       params=lambda hs: {"what": f"keys {group(hs, 'keys', 'gkeys')}" if group(hs, "keys", "gkeys") else "the store read timed out"},
        alts=[("peer_process_died", "the rank that should have written the key may have died first: "
                                    "look for its own error or exit code"),
              ("launcher_misconfig", "a rank that was never started never writes its key: check the "

@@ -23,6 +23,16 @@ ROWS = [
      "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system."),
     ("driver_too_old", "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
      "RuntimeError: CUDA error: initialization error"),
+    # cudaGetErrorString: the driver lacks an entry point the runtime needs (36), its JIT is older than the PTX (222);
+    # a kernel with no binary for this GPU is a build question, not the driver's age.
+    ("driver_too_old", "RuntimeError: CUDA error: API call is not supported in the installed CUDA driver",
+     "RuntimeError: CUDA error: operation not supported"),
+    ("driver_too_old", "node1:12:12 [0] include/alloc.h:48 NCCL WARN Cuda failure 'the provided PTX was compiled with an "
+                       "unsupported toolchain.'",
+     "node1:12:12 [0] include/alloc.h:48 NCCL WARN Cuda failure 'device kernel image is invalid'"),
+    # cudaErrorDevicesUnavailable (46) in CUDA 11 and later; "no CUDA-capable device" is a different error (100).
+    ("gpu_busy", "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+     "RuntimeError: CUDA error: no CUDA-capable device is detected"),
     # Ray's raylet and vLLM's multiproc executor; a worker that started is no failure.
     ("worker_pool_died", "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
                          "0 Workers crashed due to other errors on node 5f3d",
