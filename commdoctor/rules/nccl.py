@@ -76,11 +76,12 @@ def _comm_id(hs: list[Any]) -> dict[str, Any]:
 
 def _dup_gpu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     g = hs[0].groups
-    what = (f"ranks {g['a']} and {g['b']} both use the GPU at bus id {g.get('bus')}" if g.get("a") and g.get("b")
+    a, b, bus = g.get("a") or g.get("a2"), g.get("b") or g.get("b2"), g.get("bus") or g.get("bus2")
+    what = (f"ranks {a} and {b} both use the GPU at bus id {bus}" if a and b
             else "several ranks of one communicator use the same GPU")
     c = cand("LOG034", "duplicate_gpu", 1, hs, params={"what": what})
-    if g.get("a") and g.get("b"):
-        c.ranks |= {int(str(g["a"])), int(str(g["b"]))}
+    if a and b:
+        c.ranks |= {int(str(a)), int(str(b))}
     return [c]
 
 
@@ -568,8 +569,12 @@ SIGNATURES = (
        detail="NCCL_COMM_ID names the bootstrap root as <ipv4>:<port>, [<ipv6>]:<port> or <host>:<port>; every rank "
               "must reach it over one of its own interfaces.",
        alts=[("wrong_interface", "if the address is right, NCCL_SOCKET_IFNAME may exclude the only interface on that network")]),
-    sig("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU", "using the same NVML device"),
+    # RCCL (init.cc) also checks the GPU's virtual id: "Duplicate virtualId detected : rank %d and rank %d both on GPU
+    # device %lx virtualId %d".
+    sig("duplicate_gpu", ("Duplicate GPU", "Multiple Ranks are using the same GPU", "using the same NVML device",
+                          "Duplicate virtualId"),
        r"Duplicate GPU detected ?: rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<bus>\w+)"
+       r"|Duplicate virtualId detected ?: rank (?P<a2>\d+) and rank (?P<b2>\d+) both on GPU device (?P<bus2>\w+)"
        r"|Multiple Ranks are using the same GPU|communicator has multiple ranks using the same NVML device",
        "duplicate_gpu", ROOT, 1, "two ranks use the same GPU",
        build=_dup_gpu),

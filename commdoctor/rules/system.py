@@ -165,6 +165,11 @@ _RETRY_DETAIL = ("NCCL kept retrying a connection to a peer ({how}) and no commu
 
 _NO_KERNEL_IMAGE = re.compile(r"named symbol not found|no kernel image is available(?: for execution on the device)?"
                               r"|device kernel image is invalid")
+#: HIP's runtime when the program (torch, RCCL) carries no code object for the GPU's architecture (a gfx906 card
+#: with a package built for newer ones): hipErrorNoBinaryForGpu, "Unable to find code object for all current
+#: devices!" at load, or hip_platform.cpp's "Cannot retrieve Static function, error: N" at the first launch.
+_HIP_NO_BINARY = re.compile(r"hipErrorNoBinaryForGpu|Unable to find code object for all current devices"
+                            r"|Cannot retrieve Static function, error: \d{1,5}")
 
 
 #: No usable kernel driver at all (torch's and nvidia-smi's words), rather than one too old for the CUDA runtime.
@@ -241,6 +246,7 @@ def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if app:
         xids = sorted({xid[id(h)] for h in app})
         out.append(cand("LOG081", "other", 5, app,
+                        params={"what": f"Xid {', '.join(xids)}, a fault of the process's own GPU work"},
                         detail=f"Xid {', '.join(xids)} is how the driver reports a fault of the process's own GPU work "
                                "(an out-of-range address, a memory page fault, a context reset), not a failing board. "
                                "Rerun with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to find the kernel.",
@@ -265,8 +271,17 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
     noimg = [h for h in hs if h not in nvls and _NO_KERNEL_IMAGE.search(h.ev.text)]
-    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg and h not in init]
+    nobin = [h for h in hs if _HIP_NO_BINARY.search(h.ev.text)]
+    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg and h not in init and h not in nobin]
     out = []
+    if nobin:
+        out.append(cand("LOG081", "other", 2, nobin, params={"what": "the build has no code for this GPU's architecture"},
+                        detail="HIP found no code object for this GPU's architecture (gfx...) in the program or in RCCL: "
+                               "the package was built for other GPUs. `rocminfo | grep gfx` names the GPU's; use a build "
+                               "that lists it (RCCL: -DGPU_TARGETS=gfx906; torch: PYTORCH_ROCM_ARCH), or, for a close "
+                               "architecture only, HSA_OVERRIDE_GFX_VERSION.",
+                        alts=[("nccl_internal_bug", "if only RCCL's kernels are missing, an RCCL release that still "
+                                                    "builds for this GPU")]))
     if init:
         out.append(cand("LOG081", "other", 5, init, params={"what": "CUDA could not initialise in this process"},
                         detail="cudaErrorInitializationError: the CUDA driver could not start in this process. It is the "
@@ -296,7 +311,8 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
     if rest:
-        out.append(cand("LOG081", "other", 5, rest))
+        said = (group(rest, "what", "what2", "what3", "what4", "what5", "what6") or "").strip(" '.")
+        out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{said}'" if said else "see the evidence"}))
     return out
 
 
@@ -471,8 +487,8 @@ def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
     failing = bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
     c = cand("LOG038", "p2p_acs_iommu", 3 if failing else 7, hs, weak=not failing,
-             params={"what": "the kernel runs without iommu=pt, so GPU peer traffic goes through IOMMU translation "
-                             "(RCCL warns it can hang)"},
+             params={"what": f"the kernel runs without {group(hs, 'opt') or 'iommu=pt'}, so GPU peer traffic goes "
+                             "through IOMMU translation (RCCL warns it can hang)"},
              detail="On AMD GPUs RCCL needs the IOMMU in passthrough mode (iommu=pt on the kernel command line; "
                     "amd_iommu=on with it on some boards). Without it peer-to-peer copies between GPUs can stall: a "
                     "hang that NCCL_P2P_DISABLE=1 makes go away is this.",
@@ -659,7 +675,8 @@ SIGNATURES = (
        alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "CUDA host alloc", "MemoryAllocation",
                      "OUT_OF_MEMORY"),
-       r"Cuda failure '?(?:\d+ )?'?out of memory|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError"
+       r"Cuda failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
+       r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
        code="LOG031"),
@@ -679,7 +696,7 @@ SIGNATURES = (
        # cuGetProcAddress lacks entry points this NCCL needs, "CUDA some PFN functions not found in the library"; its
        # CUDA-graph checks: "The installed CUDA driver is older than the minimum version (R465) required for NCCL's
        # CUDA Graphs support" (2.10-2.14) and "... or if the installed CUDA driver < R465" (2.18 on).
-       r"|CUDA Driver version found is \d{1,6}\. Minimum requirement is \d{1,6}|CUDA some PFN functions not found"
+       r"|(?:CUDA|ROCr) Driver version found is \d{1,6}\. Minimum requirement is \d{1,6}|CUDA some PFN functions not found"
        r"|installed CUDA driver is older than the minimum version|installed CUDA driver < R\d{3}"
        # nvidia-smi with no kernel module to talk to; torch's cudaErrorNoDevice wording at CUDA init.
        r"|NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
@@ -758,8 +775,13 @@ SIGNATURES = (
        code="LOG037", params=lambda hs: {"what": "a GPU no longer answers the driver (nvidia-smi cannot get its handle)"},
        alts=[("driver_cuda_mismatch", "right after a driver or kernel update the module may not have loaded for the "
                                       "board (secure boot, DKMS): dmesg | grep NVRM says which")]),
-    sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error"),
-       r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|cudaError\w+",
+    # ROCm: RCCL keeps NCCL's "Cuda failure" wording (hipified) and adds its ROCr runtime's "ROCr failure '%s'"
+    # (include/rocmwrap.h); torch built for ROCm says "HIP error: ..." where a CUDA build says "CUDA error: ...".
+    sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error", "HIP error",
+                         "HIP failure", "hipError", "ROCr failure", "Static function", "code object"),
+       r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|(?P<what5>cudaError\w+)"
+       r"|HIP (?:error|failure):? (?P<what3>[^\n]{0,120})|ROCr failure '(?P<what4>[^']{0,120})|(?P<what6>hipError\w+)"
+       r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices",
        "other", ROOT, 5, "a CUDA call inside NCCL failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
@@ -800,9 +822,10 @@ SIGNATURES = (
        "p2p_acs_iommu", ROOT, 2, "PCIe ACS or the IOMMU redirects peer-to-peer traffic",
        code="LOG038", params=lambda hs: {"what": "ACS/IOMMU is redirecting PCIe peer traffic"}),
     # rccl/src/init.cc: WARN("Missing \"iommu=pt\" from kernel command line which can lead to system instablity or
-    # hang!") at communicator init on AMD GPUs. Printed by every job on such a host: a cause only when the job failed.
-    sig("rccl_iommu", ("iommu=pt",),
-       r"Missing \"?iommu=pt\"? from kernel command line",
+    # hang!") at communicator init on AMD GPUs (ROCm 6.3 on: "Missing \"amd_iommu=on\" ..."). Printed by every job on
+    # such a host: a cause only when the job failed.
+    sig("rccl_iommu", ("iommu=pt", "amd_iommu=on"),
+       r"Missing \"?(?P<opt>iommu=pt|amd_iommu=on)\"? from kernel command line",
        "p2p_acs_iommu", ROOT, 3, "the kernel runs without iommu=pt, which RCCL says can hang peer-to-peer traffic",
        build=_rccl_iommu, phase=PHASE_SETUP),
     sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
@@ -935,7 +958,7 @@ CODES = (
          cause="nccl_internal_bug",
          steps=("nvidia-smi --query-gpu=name,compute_cap --format=csv",
                 "python -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.nccl.version())'")),
-    Code("LOG081", "cuda-failure", E, "a CUDA call failed inside NCCL",
+    Code("LOG081", "cuda-failure", E, "a CUDA or HIP call failed: {what}",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
     Code("LOG082", "too-many-open-files", E, "the open-file limit is too low for the job's connections",

@@ -33,6 +33,24 @@ ROWS = [
     # cudaErrorDevicesUnavailable (46) in CUDA 11 and later; "no CUDA-capable device" is a different error (100).
     ("gpu_busy", "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
      "RuntimeError: CUDA error: no CUDA-capable device is detected"),
+    # ROCm: RCCL's own WARNs (init.cc, misc/rocmwrap.cc, include/rocmwrap.h) and torch's HIP wording; the INFO lines
+    # around them are no failure.
+    ("duplicate_gpu", "node1:12:12 [1] init.cc:921 NCCL WARN Duplicate virtualId detected : rank 1 and rank 0 both on GPU "
+                      "device 2c000 virtualId 0",
+     "node1:12:12 [1] NCCL INFO rank 1 on GPU device 2c000 virtualId 1"),
+    ("driver_too_old", "node1:12:12 [0] misc/rocmwrap.cc:105 NCCL WARN ROCr Driver version found is 60140. Minimum "
+                       "requirement is 60240",
+     "node1:12:12 [0] NCCL INFO ROCr version 1.14"),
+    ("cuda_failure", "node1:12:12 [0] include/rocmwrap.h:27 NCCL WARN ROCr failure 'HSA_STATUS_ERROR_OUT_OF_RESOURCES'",
+     "node1:12:12 [0] NCCL INFO ROCr: hsa_amd_portable_export_dmabuf found"),
+    ("cuda_failure", "Cannot retrieve Static function, error: 218",
+     ":0:/longer_pathname.../hipamd/src/hip_platform.cpp:110 : 3010170007 us:"),
+    ("cuda_oom", "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                 "63.98 GiB of which 1.02 GiB is free.",
+     "HIP memory usage: 2.00 GiB allocated"),
+    ("rccl_iommu", 'node1:12:12 [0] init.cc:122 NCCL WARN Missing "amd_iommu=on" from kernel command line which can lead '
+                   'to system instablity or hang!',
+     "node1:12:12 [0] NCCL INFO Kernel command line: amd_iommu=on iommu=pt"),
     # Ray's raylet and vLLM's multiproc executor; a worker that started is no failure.
     ("worker_pool_died", "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
                          "0 Workers crashed due to other errors on node 5f3d",
@@ -94,3 +112,21 @@ def test_an_mpi_fatal_error_no_rule_knows_is_a_failure(tmp_path: Path) -> None:
     f = doc["findings"][0]
     assert (f["code"], f["cause"]) == ("LOG080", None) and "MPI_Init" in f["title"]
     assert doc["outcome"] == "errors"
+
+
+@pytest.mark.parametrize("lines", [
+    ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",),
+    (":0:/longer_pathname.../hipamd/src/hip_platform.cpp:110 : 3010170007 us:",
+     "Cannot retrieve Static function, error: 218", "Aborted (core dumped)"),
+])
+def test_a_rocm_build_without_the_gpus_architecture_is_named_before_the_crash(tmp_path: Path, lines: tuple) -> None:
+    """HIP finds no code object for the GPU (a distribution RCCL without gfx906, ROCm/rocm-systems#2805): the build,
+    which comes before the abort it causes."""
+    f = next(f for f in diagnose_lines(tmp_path / "node.log", *lines)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG081", "other")
+    assert "architecture" in f["title"] and "GPU_TARGETS" in f["detail"]
+
+
+def test_cuda_initialisation_error_in_torch_words_is_not_the_fabric(tmp_path: Path) -> None:
+    f = _first(tmp_path, "RuntimeError: CUDA error: initialization error")
+    assert (f["code"], f["cause"]) == ("LOG081", "other") and "spawn" in f["detail"]
