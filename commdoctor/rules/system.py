@@ -311,8 +311,8 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
     if rest:
-        said = (group(rest, "what", "what2", "what3", "what4", "what5", "what6") or "").strip(" '.")
-        out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{said}'" if said else "see the evidence"}))
+        words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6") or "").strip(" '.")
+        out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{words}'" if words else "see the evidence"}))
     return out
 
 
