@@ -199,6 +199,20 @@ def _ssh_client(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  detail="ssh reached the node but could not log in without a password (no key for this user, or an "
                         "unknown host key): the launcher needs passwordless ssh between the nodes.")]
 
+def _ds_hostfile_what(hs: list[Any]) -> str:
+    if group(hs, "dup"):
+        return f"the hostfile lists {group(hs, 'dup')} twice (one 'HOST slots=N' line per host)"
+    if group(hs, "bad"):
+        return f"a hostfile line is not 'HOST slots=N': {group(hs, 'bad')}"
+    if group(hs, "missing"):
+        return f"--include/--exclude names {group(hs, 'missing')}, which the hostfile does not list"
+    if group(hs, "launcher"):
+        return f"--launcher {group(hs, 'launcher')}, whose program is not installed on this node"
+    if "Num nodes" in hs[0].ev.text:
+        return "--num_nodes is above 1 but DeepSpeed found no hostfile (-H/--hostfile, default /job/hostfile)"
+    return "the hostfile is empty or has no 'HOST slots=N' line"
+
+
 SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py: the agent enters its exit barrier only once its own workers
     # all SUCCEEDED, and logs a failure of that wait ("Error waiting on exit barrier", logger.exception) and goes
@@ -243,6 +257,16 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 1, "DeepSpeed's --include/--exclude named a GPU slot the hostfile does not declare",
        code="LOG066", params=lambda hs: {"what": f"--include/--exclude names slot {group(hs, 'slot')} on "
                                                  f"{group(hs, 'host')}, which the hostfile's slots= do not cover"}),
+    # deepspeed/launcher/runner.py's hostfile checks (_parse_hostfile: "HOST slots=N" per line, each host once;
+    # parse_resource_filter: --include/--exclude hosts must be in it; main: --num_nodes > 1 with no hostfile, or a
+    # --launcher whose program is missing). Each stops the launch before any rank starts.
+    sig("ds_hostfile", ("Hostfile contains", "Hostfile is empty", "not found in hostfile", "no extra nodes available",
+                        "not installed."),
+       r"Hostfile contains (?:multiple entries for (?P<dup>\S{1,255}), |a bad entry: (?P<bad>[^\n]{0,200}?), )unable to proceed"
+       r"|Hostfile is empty or not formatted correctly|Hostname '(?P<missing>[^'\n]{1,255})' not found in hostfile"
+       r"|Num nodes is >1 but no extra nodes available via hostfile|launcher '(?P<launcher>[\w\-]{1,40})' not installed\.",
+       "launcher_misconfig", ROOT, 1, "DeepSpeed's launcher refused its hostfile or launcher setting",
+       code="LOG066", params=lambda hs: {"what": _ds_hostfile_what(hs)}),
     # MPICH's Hydra (utils/launch/launch.c HYDU_create_process): "execvp error on file %s (%s)". Its own proxy
     # (hydra_pmi_proxy) missing is a broken or misplaced MPICH install (pmodels/mpich#1106, #1161); any other file is
     # the program the launch named, not found on that node.

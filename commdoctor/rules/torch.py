@@ -570,8 +570,10 @@ SIGNATURES = (
                        "before init_process_group (an import-time barrier, a SyncBatchNorm in single-GPU evaluation)")]),
     # ProcessGroupNCCL's constructor: "ProcessGroupNCCL is only supported with GPUs, no GPUs found!" -- this process
     # sees no CUDA device at all.
-    sig("no_gpu_visible", ("no GPUs found",),
-       r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+    # DeepSpeed's runner (launcher/runner.py) counts the devices before starting anything: "Unable to proceed, no GPU
+    # resources available" is the same empty device list, seen by the launcher.
+    sig("no_gpu_visible", ("no GPUs found", "no GPU resources available"),
+       r"ProcessGroupNCCL is only supported with GPUs, no GPUs found|Unable to proceed, no GPU resources available",
        "launcher_misconfig", ROOT, 2, "the process asked for NCCL but sees no GPU",
        code="LOG066", params=lambda hs: {"what": "the process that created an NCCL group sees no GPU"},
        detail="CUDA found no device in this process: the job step was given no GPUs (srun without --gpus/--gres, a "

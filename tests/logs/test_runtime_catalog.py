@@ -51,6 +51,18 @@ ROWS = [
     ("rccl_iommu", 'node1:12:12 [0] init.cc:122 NCCL WARN Missing "amd_iommu=on" from kernel command line which can lead '
                    'to system instablity or hang!',
      "node1:12:12 [0] NCCL INFO Kernel command line: amd_iommu=on iommu=pt"),
+    # DeepSpeed's runner (launcher/runner.py): the hostfile and --launcher checks, the device count; its warning that
+    # it runs on local resources alone is no failure.
+    ("ds_hostfile", "ValueError: Hostfile contains a bad entry: worker-1 slot=8, unable to proceed with launching",
+     "[2024-05-01 10:00:00,123] [WARNING] [runner.py:202:fetch_hostfile] Unable to find hostfile, will proceed with "
+     "training with local resources only."),
+    ("ds_hostfile", "ValueError: Num nodes is >1 but no extra nodes available via hostfile",
+     "[2024-05-01 10:00:00,123] [INFO] [runner.py:568:main] cmd = /usr/bin/python -u -m deepspeed.launcher.launch"),
+    ("ds_hostfile", "RuntimeError: launcher 'pdsh' not installed.",
+     "[2024-05-01 10:00:00,123] [INFO] [multinode_runner.py:80:get_cmd] Running on the following workers: worker-1"),
+    ("no_gpu_visible", "RuntimeError: Unable to proceed, no GPU resources available",
+     "[2024-05-01 10:00:00,123] [INFO] [real_accelerator.py:203:get_accelerator] Setting ds_accelerator to cuda (auto "
+     "detect)"),
     # Ray's raylet and vLLM's multiproc executor; a worker that started is no failure.
     ("worker_pool_died", "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
                          "0 Workers crashed due to other errors on node 5f3d",
@@ -130,3 +142,13 @@ def test_a_rocm_build_without_the_gpus_architecture_is_named_before_the_crash(tm
 def test_cuda_initialisation_error_in_torch_words_is_not_the_fabric(tmp_path: Path) -> None:
     f = _first(tmp_path, "RuntimeError: CUDA error: initialization error")
     assert (f["code"], f["cause"]) == ("LOG081", "other") and "spawn" in f["detail"]
+
+
+@pytest.mark.parametrize("line, said", [
+    ("ValueError: Hostfile contains multiple entries for worker-1, unable to proceed with launching", "worker-1 twice"),
+    ("ValueError: Hostname 'worker-3' not found in hostfile", "--include/--exclude names worker-3"),
+    ("ValueError: Hostfile is empty or not formatted correctly, unable to proceed with launching.", "HOST slots=N"),
+])
+def test_deepspeeds_hostfile_errors_say_what_to_fix(tmp_path: Path, line: str, said: str) -> None:
+    f = _first(tmp_path, line)
+    assert (f["code"], f["cause"]) == ("LOG066", "launcher_misconfig") and said in f["title"]
