@@ -425,10 +425,18 @@ def _subnets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 _NCCL_SOCKET = re.compile(r"socket(?:Start|Poll|Finalize)?Connect|NCCL (?:WARN|INFO)|Call to connect")
 
 
+_LOOPBACK_BOTH_ENDS = re.compile(r"SocketImpl\(fd=-?\d{1,9}, addr=\[(?:localhost|127\.[\d.]{3,11}|::1)\]:\d{1,5}, "
+                                 r"remote=\[(?:localhost|127\.[\d.]{3,11}|::1)\]")
+
+
 def _connect_loopback(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A connection made to a loopback address of a peer. gloo and torch advertise what the host name resolves to
     (127.0.1.1 from /etc/hosts: name resolution); NCCL advertises an interface's address and takes loopback only when
     NCCL_SOCKET_IFNAME names lo or it finds no other interface: the interface choice."""
+    # torch's established sockets print both ends ("sendBytes failed on SocketImpl(fd=3, addr=[localhost]:51234,
+    # remote=[localhost]:29500): Broken pipe"): a socket with loopback at both ends connected within one host, so the
+    # address worked; what failed is the peer at the other end (its process is gone).
+    hs = [h for h in hs if not _LOOPBACK_BOTH_ENDS.search(h.ev.text)]
     nccl = [h for h in hs if _NCCL_SOCKET.search(h.ev.text)]
     rest = [h for h in hs if h not in nccl]
     out = []

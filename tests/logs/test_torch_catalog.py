@@ -97,3 +97,16 @@ def test_a_failed_worker_with_no_error_of_its_own_is_not_healthy(tmp_path: Path)
     assert f["code"] == "LOG080" and f["cause"] is None
     assert "exitcode: 1" in f["title"]
     assert doc["outcome"] == "errors"
+
+
+@pytest.mark.parametrize("local, code, cause", [
+    ("localhost", "LOG061", "peer_process_died"),  # both ends on this host: the address worked, the peer went away
+    ("node-2", "LOG013", "hostname_resolution"),  # another host dialled a loopback address
+])
+def test_a_store_socket_within_one_host_is_not_a_loopback_address(tmp_path: Path, local: str, code: str, cause: str) -> None:
+    """torch's TCPStore prints both ends of an established socket when a send fails; loopback at both ends is one
+    host talking to itself (a single-node job), not a peer advertising loopback."""
+    line = (f"[E1124 10:00:00.000000000 TCPStore.cpp:1000] [c10d] sendBytes failed on SocketImpl(fd=3, addr=[{local}]:"
+            "51234, remote=[localhost]:29500): Broken pipe")
+    f = next(f for f in diagnose_lines(tmp_path / "train.log", line)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == (code, cause)
