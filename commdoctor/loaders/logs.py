@@ -75,6 +75,9 @@ _PYLOG_ERROR = re.compile(
     r"(?:\[(?:ERROR|CRITICAL)\] |(?:ERROR|CRITICAL) [\w.\-]{1,80}:\d{1,6} -- |(?:ERROR|CRITICAL):[\w.\-]{0,80}:"
     r"|(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
     r"|- (?:[\w.\-]{1,80} - )?(?:ERROR|CRITICAL) - |\[[\w.\-]{1,80}\]\[(?:ERROR|CRITICAL)\]|\| (?:ERROR|CRITICAL)\s{0,8}\| )")
+#: Slurm's commands report their own failures as "<command>: error: ..." or "...: fatal: ..." (srun: error: node-1:
+#: task 3: Exited with exit code 1; slurmstepd: error: ...; srun: fatal: ...): errors even when no rule reads them.
+_SLURM_ERROR = re.compile(r"^(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): ")
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")
@@ -463,7 +466,8 @@ class _Builder:
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
                                         or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)
                                         or (("ERROR" in subject or "CRITICAL" in subject)
-                                            and _PYLOG_ERROR.match(subject) is not None)))
+                                            and _PYLOG_ERROR.match(subject) is not None)
+                                        or (subject[:1] in "ssS" and _SLURM_ERROR.match(subject) is not None)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

@@ -36,6 +36,8 @@ MODEL_KEYWORDS: tuple[str, ...] = (
     # A Python traceback's frame ('File "train.py", line 64, in <module>'): which call of the program's own code
     # each rank failed in, and which torch.distributed collective (loaders.logs reads both).
     '.py", line ',
+    # Python logging's highest level and Slurm's fatal reports ("srun: fatal: ..."), errors with no other keyword.
+    "CRITICAL", ": fatal: ",
 )
 
 

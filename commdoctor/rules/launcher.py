@@ -164,6 +164,9 @@ def _slots_what(hs: list[Any]) -> dict[str, Any]:
     n = group(hs, "n")
     if n:
         return {"what": f"{n} processes requested, more than the hosts or the allocation offer"}
+    if any("Memory required by task" in h.ev.text for h in hs):
+        return {"what": "Slurm cannot give each task the memory it asks for (--mem-per-cpu / --mem-per-gpu times the "
+                        "tasks is more than the nodes or the allocation have)"}
     if any("node configuration" in h.ev.text or "generic resource" in h.ev.text for h in hs):
         return {"what": "Slurm cannot place the step or allocation as requested (node configuration or GPUs/gres that "
                         "the partition or the job's allocation does not have)"}
@@ -354,9 +357,12 @@ SIGNATURES = (
     # UNAVAILABLE "Requested node configuration is not available", ESLURM_INVALID_GRES "Invalid generic resource (gres)
     # specification"), as srun/salloc print it: the request (GPUs, CPUs or memory per task, gres names) does not match
     # the partition's nodes or the job's allocation. A request that waits for busy nodes is not this.
-    sig("slurm_unsatisfiable", ("Requested node configuration is not available", "Invalid generic resource"),
+    # ESLURM_INVALID_TASK_MEMORY "Memory required by task is not available": --mem-per-cpu/--mem-per-gpu times the
+    # tasks asks more memory than the nodes (or the allocation) have.
+    sig("slurm_unsatisfiable", ("Requested node configuration is not available", "Invalid generic resource",
+                                "Memory required by task is not available"),
        r"Unable to (?:create (?:job )?step(?: for job [\w.]{1,20})?|allocate resources): (?:Requested node configuration "
-       r"is not available|Invalid generic resource \(gres\) specification)",
+       r"is not available|Invalid generic resource \(gres\) specification|Memory required by task is not available)",
        "launcher_misconfig", ROOT, 1, "Slurm cannot place the step or allocation as requested",
        code="LOG066", params=_slots_what),
     # srun (src/srun/srun_job.c, launch plugin): "task %d launch failed: %s" and "%ps aborted before step completely

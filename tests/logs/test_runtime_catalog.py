@@ -63,6 +63,9 @@ ROWS = [
     ("no_gpu_visible", "RuntimeError: Unable to proceed, no GPU resources available",
      "[2024-05-01 10:00:00,123] [INFO] [real_accelerator.py:203:get_accelerator] Setting ds_accelerator to cuda (auto "
      "detect)"),
+    # Slurm's ESLURM_INVALID_TASK_MEMORY; a step that got its memory is no failure.
+    ("slurm_unsatisfiable", "srun: error: Unable to create step for job 123: Memory required by task is not available",
+     "srun: job 123 queued and waiting for resources"),
     # Ray's raylet and vLLM's multiproc executor; a worker that started is no failure.
     ("worker_pool_died", "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
                          "0 Workers crashed due to other errors on node 5f3d",

@@ -79,8 +79,13 @@ def test_cuda_that_cannot_initialise_is_not_the_fabric(tmp_path: Path) -> None:
     "ERROR:root:rank 3 lost its data loader",  # logging's default format
     "2024-05-01 10:00:00,123 - trainer - ERROR - rank 3 lost",
     "2024-05-01 10:00:00.123 | ERROR    | trainer:step:12 - rank 3 lost",  # loguru
+    "2024-05-01 10:00:00,123 - trainer - CRITICAL - rank 3 lost",
+    # Slurm's commands report their own failures this way
+    "srun: error: node-1: task 3: Exited with exit code 1",
+    "srun: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually exclusive.",
+    "slurmstepd: error: couldn't chdir to `/scratch/run': No such file or directory: going to /tmp instead",
 ])
-def test_a_python_logging_error_is_a_failure_never_healthy(tmp_path: Path, line: str) -> None:
+def test_a_logged_error_no_rule_reads_is_a_failure_never_healthy(tmp_path: Path, line: str) -> None:
     fs = _findings(tmp_path, line)
     assert [f["code"] for f in fs] == ["LOG080"]
     assert fs[0]["cause"] is None  # quoted, not guessed
@@ -91,6 +96,8 @@ def test_a_python_logging_error_is_a_failure_never_healthy(tmp_path: Path, line:
     "2022-11-15 19:26:36,618\tWARNING tune.py:773 -- Trial TorchTrainer_96bfe_00000 is slow",
     "INFO 04-06 20:46:48 [core.py:238] ERROR handling is set to strict",
     "2024-05-01 10:00:00,123 - trainer - INFO - no ERROR so far",
+    "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
+    "srun: warning: can't honor --ntasks-per-node set to 8 which doesn't match the requested tasks 4",
 ])
 def test_the_same_formats_at_other_levels_are_no_failure(tmp_path: Path, line: str) -> None:
     fs = _findings(tmp_path, line)
