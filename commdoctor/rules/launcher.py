@@ -463,10 +463,14 @@ SIGNATURES = (
     # (OOM), M Workers crashed due to other errors on node ...") and a worker lost to a system error ("A worker died or
     # was killed while executing a task by an unexpected system error."); vLLM's multiproc executor when a worker
     # process ends ("Worker VllmWorkerProcess pid %d died, exit code: %d").
-    sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid"),
+    # vLLM's V1 engine (v1/executor/multiproc_executor.py) says "Worker proc %s died unexpectedly, shutting down
+    # executor." when its monitor sees a worker process end.
+    sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid",
+                             "died unexpectedly, shutting down executor"),
        r"(?P<n>[1-9]\d{0,5}) Workers \(tasks / actors\) killed due to memory pressure \((?P<oom>OOM)\)"
        r"|A worker died or was killed while executing a task by an unexpected system error"
-       r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})",
+       r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})"
+       r"|Worker proc \S{1,60} died unexpectedly, shutting down executor",
        "peer_process_died", ROOT, 4, "a worker process of the job died (killed, or out of memory)",
        code="LOG060", params=lambda hs: {"what": "Ray killed workers for lack of host memory (OOM)" if group(hs, "oom")
                                          else "a worker process died" + (f" (exit code {group(hs, 'code')})"
@@ -507,7 +511,7 @@ SIGNATURES = (
     # into the record's actor). Read by local_ranks_only.
     ctx("vllm_local_worker", ("multiproc_executor", "multiproc_worker_utils", "VllmWorkerProcess", "VllmWorker rank="),
         r"multiproc_(?:executor|worker_utils)\.py|\(VllmWorkerProcess pid=\d|\(VllmWorker rank=\d",
-        "a worker of vLLM's multiprocessing executor (one node's GPUs)", harmless=True),
+        "a worker of vLLM's multiprocessing executor (one node's GPUs)"),
 )
 
 MODEL_RULES = (

@@ -311,7 +311,7 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
     if rest:
-        words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6") or "").strip(" '.")
+        words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7") or "").strip(" '.")
         out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{words}'" if words else "see the evidence"}))
     return out
 
@@ -786,10 +786,12 @@ SIGNATURES = (
     # ROCm: RCCL keeps NCCL's "Cuda failure" wording (hipified) and adds its ROCr runtime's "ROCr failure '%s'"
     # (include/rocmwrap.h); torch built for ROCm says "HIP error: ..." where a CUDA build says "CUDA error: ...".
     sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error", "HIP error",
-                         "HIP failure", "hipError", "ROCr failure", "Static function", "code object"),
+                         "HIP failure", "hipError", "ROCr failure", "Static function", "code object", "Triton Error ["),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|(?P<what5>cudaError\w+)"
        r"|HIP (?:error|failure):? (?P<what3>[^\n]{0,120})|ROCr failure '(?P<what4>[^']{0,120})|(?P<what6>hipError\w+)"
-       r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices",
+       r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices"
+       # Triton's launcher wraps the driver's error string: "Triton Error [CUDA]: an illegal memory access ...".
+       r"|Triton Error \[(?:CUDA|HIP)\]: (?P<what7>[^\n]{1,120})",
        "other", ROOT, 5, "a CUDA call inside NCCL failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),

@@ -63,6 +63,13 @@ ROWS = [
     ("no_gpu_visible", "RuntimeError: Unable to proceed, no GPU resources available",
      "[2024-05-01 10:00:00,123] [INFO] [real_accelerator.py:203:get_accelerator] Setting ds_accelerator to cuda (auto "
      "detect)"),
+    # vLLM's V1 executor's monitor; its workers' other lines are no failure (they only say the workers are local).
+    ("worker_pool_died", "ERROR 04-06 20:46:48 [multiproc_executor.py:140] Worker proc VllmWorker-1 died unexpectedly, "
+                         "shutting down executor.",
+     "INFO 04-06 20:46:48 [multiproc_executor.py:140] Worker proc VllmWorker-1 started"),
+    # Triton's launcher quoting the driver's error; its autotuner's notes are no failure.
+    ("cuda_failure", "RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered",
+     "Triton autotuning for function _fwd_kernel finished after 2.31s"),
     # Slurm's ESLURM_INVALID_TASK_MEMORY; a step that got its memory is no failure.
     ("slurm_unsatisfiable", "srun: error: Unable to create step for job 123: Memory required by task is not available",
      "srun: job 123 queued and waiting for resources"),
