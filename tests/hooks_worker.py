@@ -103,9 +103,15 @@ def s_ok(r: int, w: int) -> None:
     core.current().recorder.flush()
     store = dist.distributed_c10d._get_default_store()
     OUT["store_progress"] = _json.loads(store.get(f"commdoctor.hooks/v1/progress/{r}"))
-    # Rank 0 hosts the store: nobody goes on (and rank 0 may end) until every rank has read its key.
+    # Rank 0 hosts the store: nobody goes on until every rank has read its key, and rank 0 (which may then end, and
+    # the store with it) goes on only after every other rank's last call to the store has come back: a rank still
+    # inside its wait when the store's process ends gets "Connection reset by peer".
     store.set(f"test/read-progress/{r}", "1")
     store.wait([f"test/read-progress/{k}" for k in range(w)])
+    if r:
+        store.set(f"test/done-with-store/{r}", "1")
+    else:
+        store.wait([f"test/done-with-store/{k}" for k in range(1, w)])
     OUT["wrapped"] = type(dist.group.WORLD).__name__
     OUT["backend"] = dist.get_backend()
     OUT["completed"] = _completed()
