@@ -210,10 +210,26 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     NCCL 2.27 shares host memory between ranks through cuMem handles there and asked for peer access to import them,
     which GPUs without P2P (L4, most PCIe boards) refuse (NVIDIA/nccl#1838; NCCL_CUMEM_HOST_ENABLE=0 avoids it)."""
     shm = [h for h in hs if "shm.cc" in (h.rec.file or "") or "transport/shm" in h.ev.text]
-    rest = [h for h in hs if h not in shm]
+    # NCCL asks the driver whether two GPUs can reach each other before it enables or imports peer memory, so a
+    # refusal inside NCCL is the driver contradicting itself. Outside NCCL ("RuntimeError: CUDA error: ...", a
+    # serving engine's custom all-reduce) the caller asked for peer access without asking first, on GPUs that
+    # correctly say they have none.
+    caller = [h for h in hs if h not in shm and h.rec.kind != "nccl" and not any(
+        w in h.ev.text for w in ("NCCL", "Cuda failure", "cudaErrorPeerAccessUnsupported", "CUDA_ERROR_PEER", "cudaIpc"))]
+    rest = [h for h in hs if h not in shm and h not in caller]
     out = []
     if rest:
         out.append(own_reading(rest))
+    if caller and not rest:
+        out.append(cand("LOG081", "other", 2, caller,
+                        params={"what": "the program asked for GPU peer access these GPUs do not have"},
+                        detail="CUDA refused peer-to-peer access between two GPUs that have none (consumer boards such as "
+                               "the RTX 4090, most PCIe cards behind different root ports). NCCL checks before it uses "
+                               "P2P; this call came from outside it, typically a serving engine's own all-reduce "
+                               "(vLLM's and SGLang's custom all-reduce: --disable-custom-all-reduce) or CUDA IPC in the "
+                               "program.",
+                        alts=[("p2p_driver_bug", "if `nvidia-smi topo -p2p r` reports these GPUs as P2P-capable, the "
+                                                 "driver contradicts itself")]))
     if shm:
         out.append(cand("LOG070", "nccl_internal_bug", 2, shm,
                         params={"what": "its shared-memory transport asked for GPU peer access these GPUs do not have "

@@ -607,14 +607,17 @@ SIGNATURES = (
     # -- collectives and their timeouts --------------------------------------------------------------
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
-                               "appears not to match", "DDP expects same model"),
+                               "appears not to match", "DDP expects same model", "due to shape mismatches"),
        # ProcessGroupWrapper names collectives by CollectiveFingerPrint both in its mismatch error and, under DETAIL with
        # TORCH_CPP_LOG_LEVEL=INFO, in its trace of every collective ("] Running collective: CollectiveFingerPrint(...)"):
        # the trace says nothing went wrong.
        r"[Dd]etected mismatch between collectives|inconsistent collective|(?<!Running collective: )CollectiveFingerPrint"
        r"|collective mismatch"
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
-       r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks",
+       r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks"
+       # accelerate's operation check (utils/operations.py verify_operation, under ACCELERATE_DEBUG_MODE) before a
+       # gather/reduce: "Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid."
+       r"|Cannot apply desired operation due to shape mismatches",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
        code="LOG050", exclude=("wrapper_barrier_error",)),
     sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),

@@ -22,6 +22,13 @@ ROWS = [
     # (rule id, real line, near-miss)
     # gloo/rendezvous/hash_store.cc (Horovod's HTTP store derives from it), horovod/horovod#2015; a key that was
     # written is no failure.
+    # accelerate's verify_operation (huggingface/accelerate utils/operations.py; charent/ChatLM-mini-Chinese#36, where
+    # each rank padded only to its own longest sample); its check of a matching call passes silently, so the near-miss
+    # is its debug-mode banner.
+    ("collective_mismatch", "accelerate.utils.operations.DistributedOperationException: Cannot apply desired operation "
+                            "due to shape mismatches. All shapes across devices must be valid.",
+     "accelerate.utils.operations.DistributedOperationException: Cannot apply desired operation: the tensor is not on "
+     "the right device"),
     ("store_wait_timeout", f"{HVD}  what():  [horovod/common/gloo/http_store.cc:53] [horovod/common/gloo/http_store.cc:53] "
                            "Wait timeout for key(s): 0",
      f"{HVD}[horovod/common/gloo/http_store.cc:40] Set key 0"),
@@ -102,3 +109,16 @@ def test_a_logged_error_no_rule_reads_is_a_failure_never_healthy(tmp_path: Path,
 def test_the_same_formats_at_other_levels_are_no_failure(tmp_path: Path, line: str) -> None:
     fs = _findings(tmp_path, line)
     assert not [f for f in fs if f["severity"] != "info"], fs  # at most "nothing recognised" (LOG002), no failure
+
+
+@pytest.mark.parametrize("line, code, cause", [
+    # sgl-project/sglang#4814: SGLang's custom all-reduce on two RTX 4090s
+    ("RuntimeError: CUDART error: peer access is not supported between these two devices", "LOG081", "other"),
+    # NCCL checks peer access before it uses it: a refusal inside NCCL is the driver contradicting itself
+    ("z-pc:909608:910337 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not "
+     "supported between these two devices", "LOG039", "p2p_driver_bug"),
+])
+def test_peer_access_refused_outside_nccl_is_the_caller_not_the_driver(tmp_path: Path, line: str, code: str,
+                                                                       cause: str) -> None:
+    f = next(f for f in _findings(tmp_path, line) if f["cause"])
+    assert (f["code"], f["cause"]) == (code, cause)
