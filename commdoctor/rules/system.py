@@ -808,7 +808,7 @@ SIGNATURES = (
        r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices"
        # Triton's launcher wraps the driver's error string: "Triton Error [CUDA]: an illegal memory access ...".
        r"|Triton Error \[(?:CUDA|HIP)\]: (?P<what7>[^\n]{1,120})",
-       "other", ROOT, 5, "a CUDA call inside NCCL failed",
+       "other", ROOT, 5, "a CUDA or HIP call failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
     sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
