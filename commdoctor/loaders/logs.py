@@ -467,7 +467,7 @@ class _Builder:
                                         or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)
                                         or (("ERROR" in subject or "CRITICAL" in subject)
                                             and _PYLOG_ERROR.match(subject) is not None)
-                                        or (subject[:1] in "ssS" and _SLURM_ERROR.match(subject) is not None)))
+                                        or (subject[:1] == "s" and _SLURM_ERROR.match(subject) is not None)))
         warning = kind == "c10d" and rec.level in ("W", "I")
         roots = [s for s, _ in matched if s.role != CONTEXT] if not warning else []
         for sig, groups in matched:

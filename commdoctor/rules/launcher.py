@@ -202,7 +202,9 @@ def _ssh_client(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  detail="ssh reached the node but could not log in without a password (no key for this user, or an "
                         "unknown host key): the launcher needs passwordless ssh between the nodes.")]
 
+
 def _ds_hostfile_what(hs: list[Any]) -> str:
+    """What DeepSpeed's runner refused, in the words of the setting to fix."""
     if group(hs, "dup"):
         return f"the hostfile lists {group(hs, 'dup')} twice (one 'HOST slots=N' line per host)"
     if group(hs, "bad"):
