@@ -318,8 +318,10 @@ RAW_HEAD = re.compile(
 )
 #: NCCL's communicator line, which ties its host:pid to a rank ("... NCCL INFO ... rank 3 nranks 8 ...").
 RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nranks \d{1,7}")
-# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here.
-RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
+# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here; so do Python logging's
+# CRITICAL and Slurm's own "srun: error: ..." / "slurmstepd: fatal: ..." reports (the log reader counts them too).
+RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|\bCRITICAL\b|Error:|Traceback \(most recent call last\)"
+                       rb"|(?:^|\n|\]:)\[E\d{4} |\b(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): ")
 RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
 #: Lines worth showing around a failure (broader than RAW_ERROR: timeouts, failed calls, signals).
 RAW_TROUBLE = re.compile(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from commdoctor.parsing.lines import classify, raw_owner
+from commdoctor.parsing.lines import classify, raw_level, raw_owner
 from logs.test_corpus import diagnose_lines
 from logs.test_rule_rows import check_row
 
@@ -122,3 +122,14 @@ def test_peer_access_refused_outside_nccl_is_the_caller_not_the_driver(tmp_path:
                                                                        cause: str) -> None:
     f = next(f for f in _findings(tmp_path, line) if f["cause"])
     assert (f["code"], f["cause"]) == (code, cause)
+
+
+@pytest.mark.parametrize("line, level", [
+    (b"srun: error: node-1: task 3: Exited with exit code 1", "error"),
+    (b"3: slurmstepd: fatal: can't open /dev/nvidia0", "error"),
+    (b"2024-05-01 10:00:00,123 - trainer - CRITICAL - rank 3 lost", "error"),
+    (b"srun: job 5 queued and waiting for resources", "info"),
+])
+def test_the_tui_and_the_excerpts_grade_these_lines_as_the_reader_does(line: bytes, level: str) -> None:
+    """The raw (bytes) level that the log view and the report's excerpts use agrees with what `logs` counts as an error."""
+    assert raw_level(line) == level
