@@ -322,7 +322,7 @@ class FilterScan:
         if f.ranks:
             out = []
             for r in sorted(f.ranks):
-                out += [b"[rank%d]:" % r, b"\n%d: " % r, b",%d]<std" % r]
+                out += [b"[rank%d]:" % r, b"\n%d: " % r, b",%d]<std" % r, b"[%d]<std" % r]  # mpirun, horovodrun
             for (h, p), r in ix.rank_of_pid.items():
                 if r in f.ranks:
                     out += [b"\n%s:%d:" % (h, p), b"]:%s:%d:" % (h, p), b"] %s:%d:" % (h, p)]  # "] ": NCCL's timestamp
@@ -335,7 +335,8 @@ class FilterScan:
                 if rank_host in f.hosts:
                     out += [b"[rank%d]:" % r, b"\n%d: " % r]
             return out
-        out = [b"WARN", b"ERROR", b"FATAL", b"Error:", b"Traceback (most", b"[E"]
+        out = [b"WARN", b"ERROR", b"FATAL", b"Error:", b"Traceback (most", b"[E", b"CRITICAL", b": error: ", b": fatal: ",
+               b"terminate called"]
         if f.level == "warn":
             out += [b"Warning", b"[W"]  # "WARNING" is found by "WARN"
         return out

@@ -128,6 +128,7 @@ def test_peer_access_refused_outside_nccl_is_the_caller_not_the_driver(tmp_path:
     (b"srun: error: node-1: task 3: Exited with exit code 1", "error"),
     (b"3: slurmstepd: fatal: can't open /dev/nvidia0", "error"),
     (b"2024-05-01 10:00:00,123 - trainer - CRITICAL - rank 3 lost", "error"),
+    (b"[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'", "error"),
     (b"srun: job 5 queued and waiting for resources", "info"),
 ])
 def test_the_tui_and_the_excerpts_grade_these_lines_as_the_reader_does(line: bytes, level: str) -> None:

@@ -230,3 +230,22 @@ def test_lines_are_attributed_with_every_prefix_commdoctor_knows(tmp_path: Path)
         scan.run()
         assert list(scan.matches) == want
     ix.close()
+
+
+def test_horovodrun_ranks_and_slurm_errors_pass_the_filters(tmp_path: Path) -> None:
+    """The filters' literal prefilter finds every line the full check accepts: horovodrun's "[3]<stderr>:" for a rank;
+    the C++ runtime's "terminate called", Slurm's "srun: error:" and Python logging's CRITICAL for the error level."""
+    p = tmp_path / "job.log"
+    p.write_bytes(b"[0]<stdout>:epoch 1\n"
+                  b"Tue Jun  9 20:10:40 2020[3]<stderr>:terminate called after throwing an instance of 'gloo::IoException'\n"
+                  b"srun: error: node-1: task 3: Exited with exit code 1\n"
+                  b"2024-05-01 10:00:00,123 - trainer - CRITICAL - rank 3 lost\n"
+                  b"srun: job 5 queued and waiting for resources\n")
+    ix = LogIndex(str(p))
+    rank3 = FilterScan(ix, LogFilter(ranks=frozenset({3})))
+    rank3.run()
+    errors = FilterScan(ix, LogFilter(level="error"))
+    errors.run()
+    assert list(rank3.matches) == [1]
+    assert list(errors.matches) == [1, 2, 3]
+    ix.close()
