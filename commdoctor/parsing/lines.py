@@ -331,12 +331,12 @@ RAW_TROUBLE = re.compile(
     rb"NCCL WARN|NCCL ERROR|Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|"
     rb"\bnccl(?:System|Internal|Remote|UnhandledCuda|Invalid)\w*\b|\bterminate called\b|Segmentation fault|"
     rb"SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog caught|[Tt]imed out|timeout|unhandled (?:system|cuda) error|"
-    rb"CUDA error|\bERROR\b|\bFATAL\b|\bfailed\b"
+    rb"CUDA error|\bERROR\b|\bFATAL\b|\bCRITICAL\b|\bfailed\b|: (?:error|fatal): "
 )
 #: A fast literal prefilter for RAW_TROUBLE (Python's re is slow on the full pattern over gigabytes).
 RAW_TROUBLE_PREFILTER = re.compile(
     rb"Error|Exception|WARN|Traceback|terminate|Segmentation|SIGABRT|SIGSEGV|SIGKILL|EnforceNotMet|Watchdog|"
-    rb"imed out|timeout|unhandled|ERROR|FATAL|failed|nccl"
+    rb"imed out|timeout|unhandled|ERROR|FATAL|CRITICAL|failed|nccl|: error: |: fatal: "
 )
 
 

@@ -134,3 +134,11 @@ def test_peer_access_refused_outside_nccl_is_the_caller_not_the_driver(tmp_path:
 def test_the_tui_and_the_excerpts_grade_these_lines_as_the_reader_does(line: bytes, level: str) -> None:
     """The raw (bytes) level that the log view and the report's excerpts use agrees with what `logs` counts as an error."""
     assert raw_level(line) == level
+
+
+@pytest.mark.parametrize("line", [b"srun: error: node-1: task 3: Exited with exit code 1",
+                                  b"2024-05-01 10:00:00,123 - trainer - CRITICAL - rank 3 lost"])
+def test_the_reports_excerpts_keep_these_lines(line: bytes) -> None:
+    from commdoctor.render.excerpts import ERROR_PREFILTER, ERROR_RE
+
+    assert ERROR_PREFILTER.search(line) and ERROR_RE.search(line)
