@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
 from commdoctor.core.errors import CommDoctorError
 from commdoctor.core.model import Evidence
-from commdoctor.parsing.lines import Record, classify, clean
+from commdoctor.parsing.lines import CXX_TERMINATE, SLURM_REPORT, Record, classify, clean
 from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
@@ -57,9 +57,8 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
                               r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
-#: The C++ runtime's std::terminate handler (libstdc++ __verbose_terminate_handler): an exception nobody caught, so
-#: the process aborts (SIGABRT) right after. An error even when nothing else in the log says which.
-_CXX_TERMINATE = re.compile(r"\bterminate called (?:after throwing an instance of|without an active exception)")
+#: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.
+_CXX_TERMINATE = re.compile(CXX_TERMINATE)
 #: MPI libraries' fatal-error reports: Open MPI's errhandler ("*** An error occurred in MPI_Init", "MPI_ABORT was invoked
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
@@ -75,9 +74,8 @@ _PYLOG_ERROR = re.compile(
     r"(?:\[(?:ERROR|CRITICAL)\] |(?:ERROR|CRITICAL) [\w.\-]{1,80}:\d{1,6} -- |(?:ERROR|CRITICAL):[\w.\-]{0,80}:"
     r"|(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
     r"|- (?:[\w.\-]{1,80} - )?(?:ERROR|CRITICAL) - |\[[\w.\-]{1,80}\]\[(?:ERROR|CRITICAL)\]|\| (?:ERROR|CRITICAL)\s{0,8}\| )")
-#: Slurm's commands report their own failures as "<command>: error: ..." or "...: fatal: ..." (srun: error: node-1:
-#: task 3: Exited with exit code 1; slurmstepd: error: ...; srun: fatal: ...): errors even when no rule reads them.
-_SLURM_ERROR = re.compile(r"^(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): ")
+#: Slurm's commands' own failure reports (parsing.lines.SLURM_REPORT): errors even when no rule reads them.
+_SLURM_ERROR = re.compile("^" + SLURM_REPORT)
 _COMM_STATE = re.compile(r"- (?P<state>Init START|Init COMPLETE|Init FAILED|Abort COMPLETE|Destroy COMPLETE)\s*$")
 # An interface name is a whole token (nothing of its class just before it), so finditer tries it once per token.
 _IFACE = re.compile(r"(?:\[\d{1,3}\])?(?<![^\s:<>\[\];])(?P<name>[^\s:<>\[\];]{1,64}):(?P<addr>[0-9a-fA-F.:%\w\-]{1,80})<\d{1,5}>")

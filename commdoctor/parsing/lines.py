@@ -318,13 +318,18 @@ RAW_HEAD = re.compile(
 )
 #: NCCL's communicator line, which ties its host:pid to a rank ("... NCCL INFO ... rank 3 nranks 8 ...").
 RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nranks \d{1,7}")
+#: Slurm's commands reporting their own failures ("srun: error: node-1: task 3: Exited with exit code 1",
+#: "slurmstepd: error: ...", "srun: fatal: ...") and the C++ runtime's std::terminate handler (libstdc++
+#: __verbose_terminate_handler: an exception nobody caught; SIGABRT follows). The log reader (text, anchored after the
+#: prefixes for Slurm) and the raw level below (bytes) share these.
+SLURM_REPORT = r"(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
+CXX_TERMINATE = r"\bterminate called (?:after throwing an instance of|without an active exception)"
 # NCCL has no ERROR level: its WARN lines report failures, so they count as errors here; so do Python logging's
-# CRITICAL, Slurm's own "srun: error: ..." / "slurmstepd: fatal: ..." reports and the C++ runtime's "terminate
-# called ..." (the log reader counts them too),
-# tried only on lines that hold the words (raw_level), so the common line pays for one pattern.
+# CRITICAL, Slurm's reports and the C++ runtime's terminate (the log reader counts them too), tried only on lines
+# that hold one of RAW_ERROR_RARE_WORDS, so the common line pays for one pattern.
 RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
-RAW_ERROR_RARE = re.compile(rb"\bCRITICAL\b|\b(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
-                            rb"|\bterminate called (?:after throwing an instance of|without an active exception)")
+RAW_ERROR_RARE_WORDS = (b"CRITICAL", b": error: ", b": fatal: ", b"terminate called")
+RAW_ERROR_RARE = re.compile(rb"\bCRITICAL\b|\b" + SLURM_REPORT.encode() + rb"|" + CXX_TERMINATE.encode())
 RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
 #: Lines worth showing around a failure (broader than RAW_ERROR: timeouts, failed calls, signals).
 RAW_TROUBLE = re.compile(
@@ -362,8 +367,7 @@ def raw_owner(line: bytes) -> RawOwner:
 
 def raw_level(line: bytes) -> str:
     """"error", "warn" or "info"."""
-    if RAW_ERROR.search(line) or ((b"CRITICAL" in line or b"rror: " in line or b"atal: " in line
-                                   or b"terminate called" in line) and RAW_ERROR_RARE.search(line)):
+    if RAW_ERROR.search(line) or (any(w in line for w in RAW_ERROR_RARE_WORDS) and RAW_ERROR_RARE.search(line)):
         return "error"
     if RAW_WARNING.search(line):
         return "warn"

@@ -273,22 +273,35 @@ def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
-def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
+def _cuda_failure_kind(h: Any) -> str:
+    """Which reading a failed CUDA call gets, the first that applies."""
+    text = h.ev.text
     # cudaErrorInitializationError (3) 'initialization error': CUDA itself could not start in this process, whichever
     # NCCL file made the first call (transport/nvls.cc's multicast query is often the first); not the fabric (802).
-    init = [h for h in hs if "'initialization error'" in h.ev.text or "CUDA error: initialization error" in h.ev.text]
-    nvls = [h for h in hs if h not in init
-            and ("nvls" in (h.rec.file or "").lower() or "NVLS" in h.ev.text or "ulticast" in h.ev.text)]
-    unknown = [h for h in hs if h not in nvls and h not in init and ("unknown error" in h.ev.text or h.groups.get("num") == "999")]
+    if "'initialization error'" in text or "CUDA error: initialization error" in text:
+        return "init"
+    if "nvls" in (h.rec.file or "").lower() or "NVLS" in text or "ulticast" in text:
+        return "nvls"
+    if "unknown error" in text or h.groups.get("num") == "999":
+        return "unknown"
     # cudaErrorSymbolNotFound (500) 'named symbol not found', cudaErrorNoKernelImageForDevice (209) 'no kernel image is
     # available for execution on the device', cudaErrorInvalidKernelImage (200) 'device kernel image is invalid': the
     # code has no kernels this GPU can run. NCCL meets it first in ncclInitKernelsForDevice (enqueue.cc,
     # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
-    noimg = [h for h in hs if h not in nvls and _NO_KERNEL_IMAGE.search(h.ev.text)]
-    nobin = [h for h in hs if _HIP_NO_BINARY.search(h.ev.text)]
-    rest = [h for h in hs if h not in nvls and h not in unknown and h not in noimg and h not in init and h not in nobin]
+    if _NO_KERNEL_IMAGE.search(text):
+        return "noimg"
+    if _HIP_NO_BINARY.search(text):
+        return "nobin"
+    return "rest"
+
+
+def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
+    kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": []}
+    for h in hs:
+        kinds[_cuda_failure_kind(h)].append(h)
+    init, nvls, unknown, noimg, nobin, rest = kinds.values()
     out = []
     if nobin:
         out.append(cand("LOG081", "other", 2, nobin, params={"what": "the build has no code for this GPU's architecture"},

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
-from commdoctor.parsing.lines import RAW_NCCL_RANK, raw_level, raw_owner
+from commdoctor.parsing.lines import RAW_ERROR_RARE_WORDS, RAW_NCCL_RANK, raw_level, raw_owner
 
 BLOCK = 1 << 20  # bytes per index block
 CHUNK = 4 << 20  # bytes per filter-scan chunk
@@ -335,8 +335,7 @@ class FilterScan:
                 if rank_host in f.hosts:
                     out += [b"[rank%d]:" % r, b"\n%d: " % r]
             return out
-        out = [b"WARN", b"ERROR", b"FATAL", b"Error:", b"Traceback (most", b"[E", b"CRITICAL", b": error: ", b": fatal: ",
-               b"terminate called"]
+        out = [b"WARN", b"ERROR", b"FATAL", b"Error:", b"Traceback (most", b"[E", *RAW_ERROR_RARE_WORDS]
         if f.level == "warn":
             out += [b"Warning", b"[W"]  # "WARNING" is found by "WARN"
         return out
