@@ -205,7 +205,7 @@ class LogDiagnosisCheck(Check):
                                        evidence=c.evidence[:1], detail=f"An alternative to {canonical_code(c.code)} ({c.cause}).")
         head = canonical_code(primary.code)
         for c in cons:
-            c.detail = (c.detail + " " if c.detail else "") + f"Follows from {head} ({primary.cause}){where}."
+            c.detail = (c.detail + " " if c.detail else "") + f"Follows from {head}{f' ({primary.cause})' if primary.cause else ''}{where}."
             yield self._emit(c, E, head, libs, m)
         yield from self._notes(notes, libs, m)
 

@@ -59,6 +59,9 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 #: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.
 _CXX_TERMINATE = re.compile(CXX_TERMINATE)
+#: The exception's own message, which the handler prints on the next line ("  what():  Failed to set cuda device"):
+#: the failure itself, where std::terminate's line only says that nothing caught it.
+_CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
 #: MPI libraries' fatal-error reports: Open MPI's errhandler ("*** An error occurred in MPI_Init", "MPI_ABORT was invoked
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
@@ -462,7 +465,8 @@ class _Builder:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
-                                        or _CXX_TERMINATE.search(subject) or _MPI_FATAL.search(subject)
+                                        or _CXX_TERMINATE.search(subject) or _CXX_WHAT.match(subject)
+                                        or _MPI_FATAL.search(subject)
                                         or (("ERROR" in subject or "CRITICAL" in subject)
                                             and _PYLOG_ERROR.match(subject) is not None)
                                         or (subject[:1] == "s" and _SLURM_ERROR.match(subject) is not None)))

@@ -36,6 +36,8 @@ _ANSI_RESIDUE = re.compile(r"^(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?)+")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # -- launcher prefixes ---------------------------------------------------------------
+#: What follows NCCL's "[dev] " on a line cut from its header: a "file:line" and the level, or the level alone.
+_NOT_MPI_RANK = r"[^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b"
 _PREFIXES = re.compile(
     r"^(?:"
     r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
@@ -45,6 +47,10 @@ _PREFIXES = re.compile(
     # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
     r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"
     r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
+    # MPICH's and Intel MPI's mpiexec -prepend-rank (Intel MPI's I_MPI_DEBUG too): "[3] text". NCCL's own device field
+    # on a line cut from its header ("[3] include/shm.h:28 NCCL WARN", "[0] NCCL INFO ...") has the same shape and
+    # is left to the NCCL reader.
+    rf"|\[(?P<mprank>\d{{1,6}})\] (?=\S)(?!{_NOT_MPI_RANK})"
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
@@ -183,6 +189,8 @@ def strip_prefixes(text: str, rec: Record | None = None) -> str:
                 rec.rank = int(m.group("rank"))
             elif m.group("mpirank") is not None:
                 rec.rank = int(m.group("mpirank"))
+            elif m.group("mprank") is not None:
+                rec.rank = int(m.group("mprank"))
             elif m.group("task") is not None and rec.task is None:
                 rec.task = int(m.group("task"))
             elif m.group("local") is not None and rec.task is None:
@@ -311,7 +319,8 @@ def classify(text: str) -> Record:
 #: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
 RAW_HEAD = re.compile(
     rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
-    rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
+    rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|"
+    rb"\[(?P<mprank>\d{1,6})\] (?=\S)(?!" + _NOT_MPI_RANK.encode() + rb")|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
     rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
     rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
     rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"
@@ -359,7 +368,7 @@ def raw_owner(line: bytes) -> RawOwner:
     m = RAW_HEAD.match(line)
     if m is None:
         return RawOwner()
-    r = m.group("rank") or m.group("mpirank") or m.group("task")
+    r = m.group("rank") or m.group("mpirank") or m.group("mprank") or m.group("task")
     pid, local = m.group("pid"), m.group("local")
     return RawOwner(int(r) if r is not None else None, m.group("host"), int(pid) if pid is not None else None,
                     int(local) if local is not None else None)

@@ -38,6 +38,9 @@ MODEL_KEYWORDS: tuple[str, ...] = (
     '.py", line ',
     # Python logging's highest level and Slurm's fatal reports ("srun: fatal: ..."), errors with no other keyword.
     "CRITICAL", ": fatal: ",
+    # The C++ runtime's std::terminate ("terminate called after throwing an instance of 'int'"): a process that
+    # ended on an uncaught exception, often with no other keyword on the line.
+    "terminate called", "what():",
 )
 
 

@@ -56,6 +56,14 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     quiet = quiet_exits(m)
     who = next((f for f in el if f in quiet), None) or next((f for f in el), None)
     what = "a rank was killed or crashed"
+    exc = [h for h in hs if _terminated(h)]
+    terminated = bool(exc) and len(exc) == len(hs)  # nothing but std::terminate's own lines
+    if terminated:
+        # std::terminate: the process aborted on an exception nothing caught (abort() follows, SIGABRT).
+        h = exc[0]
+        what = (f"rank {h.ev.rank}" if h.ev.rank is not None else "a process") + (
+            f" aborted on an uncaught C++ exception ('{h.groups['exc']}')" if h.groups.get("exc")
+            else " aborted: std::terminate was called with no exception in flight")
     ds = next((h.groups["dscode"] for h in hs if h.groups.get("dscode")), None)
     if who is None and ds is not None:
         try:
@@ -68,11 +76,18 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         sgn = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
         what = " ".join(b for b in bits if b) + (f" was killed by {sgn}" if sgn else f" exited with status {who.exitcode}")
     killed9 = (who is not None and who.signal == "SIGKILL") or (who is None and ds == "-9")
+    detail = ("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
+              "enforcing limits, or a manual kill." if killed9 else "")
+    if terminated and who is None:
+        detail = ("std::terminate ends a process (abort(), SIGABRT) when an exception escapes every handler: the "
+                  "ranks that wait on it then hang or lose their connections. The line after it ('what(): ...') "
+                  "says what the exception was about; the code that threw it is the place to look.")
     c = Cand("LOG060", "peer_process_died", 5, seq, [e for e in evs if e is not None], params={"what": what},
-             detail=("SIGKILL comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed process'), a scheduler "
-                     "enforcing limits, or a manual kill." if killed9 else ""))
+             detail=detail)
     if who is not None and who.rank is not None:
         c.ranks.add(who.rank)
+    if who is None:
+        c.ranks.update(h.ev.rank for h in exc if h.ev.rank is not None)
     if who is not None and who.host:
         c.hosts.add(who.host)
     if who is not None and who in quiet:
@@ -82,13 +97,15 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     elif who is not None and who.signal is None and (who.exitcode or 0) > 0:
         c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
         c.consequence = bool(found) or bool(m.unmatched_errors)
-    elif _aborted_itself(m, who, hs):
+    elif _aborted_itself(m, who, hs) or (terminated and any(not x.consequence for x in found)):
         # SIGABRT is a process ending itself (abort(), std::terminate): torch's NCCL watchdog does it on purpose
         # after a collective timeout or an NCCL error ("we are taking the entire process down"). What made it
         # abort is the root cause; the exit is what followed.
         c.tier = 7
         c.consequence = True
-        c.detail = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
+        c.detail = ("std::terminate aborted the process on the exception its 'what():' line names, so that error is "
+                    "the cause." if terminated else
+                    "Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
                     "collective timeout or a communicator error, so the error it logged before is the cause.")
     return [c]
 
@@ -98,6 +115,11 @@ def ev_seq(m: Any, ev: Any) -> int:
     return next((seq for _t, _m, e, seq in m.exceptions if e is ev), 0)
 
 
+def _terminated(h: Any) -> bool:
+    """A process_died hit on std::terminate's own line."""
+    return bool(h.groups.get("exc") or h.groups.get("noexc"))
+
+
 def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
     """The dead rank aborted (SIGABRT), and the logs say why: a watchdog timeout or an error before it."""
     if who is not None:
@@ -105,7 +127,8 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
     else:
         # "Aborted (core dumped)" is how a shell or srun reports a child ended by SIGABRT.
         abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
-                                or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt") for h in hs)
+                                or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt")
+                                or _terminated(h) for h in hs)
     if not abrt:
         return False
     return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
@@ -482,11 +505,14 @@ SIGNATURES = (
     # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first
     # local rank that ends; Popen gives -N for a process killed by signal N (a positive code is the rank raising,
     # whose own traceback says why).
+    # The C++ runtime's std::terminate ("terminate called after throwing an instance of 'T'", then what() and abort()):
+    # a process ending itself on an exception nothing caught; torch's watchdog ends a rank this way on purpose.
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
-                         "exits with return code = -"),
+                         "exits with return code = -", "terminate called"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|exits with return code = (?P<dscode>-\d{1,3})\b"
-       r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)",
+       r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)"
+       r"|\bterminate called (?:after throwing an instance of '(?P<exc>[^'\s]{1,120})'|without an active exceptio(?P<noexc>n))",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),
     # -- how the job ended (read by commdoctor.rules.engine.completed / recovered) ---------------------------------------------

@@ -1,0 +1,64 @@
+"""Public failure threads, round 18 and the development halves before it.
+
+A process that ends on a C++ exception nothing caught (std::terminate) is a failure of that process, read from the
+runtime's own line even with no other keyword on it; MPICH's and Intel MPI's ``-prepend-rank`` prefix ("[1] ...")
+names the rank, where NCCL's device field of the same shape stays a device.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from commdoctor.parsing.lines import classify, raw_owner
+from logs.test_corpus import diagnose_file
+
+
+def _causes(tmp_path: Path, text: str) -> list[dict]:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    return [f for f in diagnose_file(p)["findings"] if f["cause"]]
+
+
+def test_a_rank_ended_by_std_terminate_is_the_peer_that_died(tmp_path: Path) -> None:
+    # pmodels/mpich#6124 (mpiexec -prepend-rank): rank 1 throws before MPI_Init, rank 0 waits in MPI_Init for ever.
+    found = _causes(tmp_path, "[0] About to call MPI_Init\n[1] About to throw 0\n"
+                              "[1] terminate called after throwing an instance of 'int'\n")
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG060", "peer_process_died")
+    assert found[0]["title"] == "rank 1 aborted on an uncaught C++ exception ('int')" and found[0]["ranks"] == [1]
+    assert "std::terminate" in found[0]["detail"]
+
+
+def test_the_exception_a_rule_knows_is_the_cause_and_the_abort_its_echo(tmp_path: Path) -> None:
+    # horovod/horovod#2015: the rendezvous store's wait timed out inside gloo; the abort follows from it.
+    hvd = "Tue Jun  9 20:10:40 2020[1]<stderr>:"
+    found = _causes(tmp_path, f"{hvd}terminate called after throwing an instance of 'gloo::IoException'\n"
+                              f"{hvd}  what():  [horovod/common/gloo/http_store.cc:53] Wait timeout for key(s): 0\n")
+    assert found[0]["code"] == "LOG055" and "LOG060" not in [f["code"] for f in found[:1]]
+
+
+def test_an_exception_no_rule_knows_is_quoted_not_hidden_behind_the_abort(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("terminate called after throwing an instance of 'std::runtime_error'\n"
+                 "  what():  the tokenizer file is missing\n")
+    found = diagnose_file(p)["findings"]
+    assert found[0]["code"] == "LOG080" and "the tokenizer file is missing" in found[0]["title"]
+    died = next(f for f in found if f["code"] == "LOG060")
+    assert died["consequence_of"] == "LOG080" and "(None)" not in died["detail"]
+
+
+def test_words_of_the_program_are_not_the_runtime_abort(tmp_path: Path) -> None:
+    assert _causes(tmp_path, "[job] terminate called by the scheduler at step 9? no: what(): is a method name\n") == []
+
+
+def test_mpich_prepend_rank_prefix_is_a_rank_and_nccls_device_field_stays_a_device() -> None:
+    r = classify("[3] MPI startup(): Rank    Pid      Node name")
+    assert (r.rank, r.msg) == (3, "MPI startup(): Rank    Pid      Node name")
+    assert raw_owner(b"[3] About to call MPI_Init").rank == 3
+    for cut in ("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+                "[0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>", "[2] misc/ibvwrap.cc:60 WARN Failed to open libibverbs"):
+        r = classify(cut)
+        assert (r.kind, r.rank, r.dev) == ("nccl", None, int(cut[1])), cut
+        assert raw_owner(cut.encode()).rank is None
+    # a shell's job notice ("[1]    12345 segmentation fault") and torchrun's failure summary ("[1]:") are no prefix
+    assert classify("[1]    12345 segmentation fault  python train.py").rank is None
+    assert classify("[1]:").rank is None
