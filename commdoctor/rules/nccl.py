@@ -317,6 +317,42 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
                                          "lspci -vvv | grep ACSCtl")])]
 
 
+def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """nccl-tests started by mpirun, where each process ran the test as a job of its own.
+
+    The test prints its header ("# nThread 1 nGpus 8 minBytes ...") once per job, from the job's first process, then
+    one "#  Rank N ... Pid P on HOST" row per rank. A binary built without MPI (make MPI=1) or against another MPI than
+    the mpirun that starts it sees a world of one in every process: each prints the header and numbers its ranks from 0,
+    and the hosts never talk to each other (NVIDIA/nccl-tests#213). In one file that shows as a second header before
+    any rank row, or a rank listed by two processes with no result row between them (two runs pasted one after the
+    other have their results in between)."""
+    heads, rows = hits(m, "nccl_tests_header"), hits(m, "nccl_tests_rank")
+    done = [h.seq for h in hits(m, "nccl_tests_row") + hits(m, "nccl_tests_passed")]
+    why: list[Any] = []
+    for src in {h.ev.source for h in heads + rows}:
+        hs = [h for h in heads if h.ev.source == src]
+        rs = [h for h in rows if h.ev.source == src]
+        if len(hs) >= 2 and not any(r.seq < hs[1].seq for r in rs) and not any(d < hs[1].seq for d in done):
+            why = hs[:2]
+            break
+        first: dict[str, Any] = {}
+        for r in rs:
+            seen = first.setdefault(str(r.groups.get("rank")), r)
+            if seen.groups.get("pid") != r.groups.get("pid") and not any(seen.seq < d < r.seq for d in done):
+                why = [seen, r]
+                break
+        if why:
+            break
+    if not why:
+        return []
+    return [cand("LOG066", "launcher_misconfig", 3, why, params={
+        "what": "every MPI process ran nccl-tests as a job of its own (its header or its rank 0 printed by each)"},
+        detail="nccl-tests built without MPI support (make MPI=1 MPI_HOME=...) or against another MPI than the mpirun "
+               "that started it sees one process in each, so every process runs alone on its own GPUs and the hosts "
+               "never communicate. Rebuild with MPI=1 against the MPI whose mpirun you use (ldd all_reduce_perf shows "
+               "which libmpi it loads); one header and ranks 0..N-1 across all hosts is a job that works.")]
+
+
 def _bare_cuda_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """NCCL's ncclUnhandledCudaError ("unhandled cuda error") with no reason line and nothing else naming a cause.
 
@@ -974,6 +1010,9 @@ SIGNATURES = (
         "nccl-tests ran every size and found no wrong value: the test completed", harmless=True),
     # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
     # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
+    # nccl-tests common.cu, once per job before its list of ranks: "# nThread %d nGpus %d minBytes %ld maxBytes %ld ...".
+    ctx("nccl_tests_header", ("nThread",), r"^#\s{0,4}nThread\s{1,4}\d{1,4}\s{1,4}nGpus\s{1,4}\d{1,4}\b",
+        "nccl-tests' header, printed once by each job it runs"),
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
         r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}(?:\s{1,4}\[[^\]]{1,40}\]\s{1,4}(?P<gpu>\S.{0,79}?))?\s*$",
         "nccl-tests' list of the job's ranks with their host and GPU"),
@@ -1009,6 +1048,7 @@ MODEL_RULES = (
     ModelRule("geforce_p2p_hang", _geforce_p2p_hang, "nccl-tests on GeForce RTX 40xx/50xx boards that never completes a size",
               phase=PHASE_LAST),
     ModelRule("nccl_smem", _smem_exceeds, "NCCL's kernels need more shared memory than the GPU allows"),
+    ModelRule("nccl_tests_apart", _nccl_tests_apart, "nccl-tests run by each MPI process as a job of its own"),
     ModelRule("nccl_cuda_code", _bare_cuda_error, "NCCL's unhandled-CUDA-error code with nothing else explaining it",
               phase=PHASE_LAST),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),

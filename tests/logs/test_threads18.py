@@ -62,3 +62,37 @@ def test_mpich_prepend_rank_prefix_is_a_rank_and_nccls_device_field_stays_a_devi
     # a shell's job notice ("[1]    12345 segmentation fault") and torchrun's failure summary ("[1]:") are no prefix
     assert classify("[1]    12345 segmentation fault  python train.py").rank is None
     assert classify("[1]:").rank is None
+
+
+HEAD = ("# nThread 1 nGpus 8 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 "
+        "agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n")
+
+
+def _row(rank: int, pid: int, host: str) -> str:
+    return f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {host:>10s} device {rank % 8:2d} [0x0f] NVIDIA H800\n"
+
+
+RESULT = ("  1073741824     268435456     float     sum      -1   9416.1  114.03  213.81      0   9402.5  114.20  214.12      0\n"
+          "# Out of bounds values : 0 OK\n")
+
+
+def test_nccl_tests_run_by_each_mpi_process_alone_is_the_launch(tmp_path: Path) -> None:
+    # NVIDIA/nccl-tests#213: mpirun -np 2 over two hosts, the binary not working with that MPI; both processes print
+    # the header, then each lists its own ranks from 0.
+    found = _causes(tmp_path, "Warning: Permanently added '[10.0.0.15]:9001' (ED25519) to the list of known hosts.\n"
+                              + HEAD + HEAD + "".join(_row(r, 798, "hw14") for r in range(4)))
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG066", "launcher_misconfig")
+    assert "job of its own" in found[0]["title"] and "MPI=1" in found[0]["detail"]
+    # each process's table of ranks, interleaved after one header, says the same
+    found = _causes(tmp_path, HEAD + _row(0, 798, "hw14") + _row(0, 811, "hw15") + _row(1, 798, "hw14"))
+    assert found and found[0]["code"] == "LOG066"
+
+
+def test_one_mpi_job_over_two_hosts_and_two_pasted_runs_are_no_such_launch(tmp_path: Path) -> None:
+    # one job: one header, ranks 0..15 over both hosts (each host's process has its own pid)
+    one = HEAD + "".join(_row(r, 798 if r < 8 else 811, "hw14" if r < 8 else "hw15") for r in range(16)) + RESULT
+    assert _causes(tmp_path, one) == []
+    # two runs of one host pasted one after the other: the first run's results sit between the two headers
+    two = HEAD + "".join(_row(r, 798, "hw14") for r in range(8)) + RESULT
+    two += HEAD + "".join(_row(r, 905, "hw14") for r in range(8)) + RESULT
+    assert _causes(tmp_path, two) == []
