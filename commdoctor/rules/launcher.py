@@ -491,13 +491,14 @@ SIGNATURES = (
     # vLLM's V1 engine (v1/executor/multiproc_executor.py) says "Worker proc %s died unexpectedly, shutting down
     # executor." when its monitor sees a worker process end.
     sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid",
-                             "died unexpectedly, shutting down executor"),
+                             "died unexpectedly, shutting down executor", "running low on memory"),
        r"(?P<n>[1-9]\d{0,5}) Workers \(tasks / actors\) killed due to memory pressure \((?P<oom>OOM)\)"
+       r"|(?P<oom2>Task was killed due to the node running low on memory)"
        r"|A worker died or was killed while executing a task by an unexpected system error"
        r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})"
        r"|Worker proc \S{1,60} died unexpectedly, shutting down executor",
        "peer_process_died", ROOT, 4, "a worker process of the job died (killed, or out of memory)",
-       code="LOG060", params=lambda hs: {"what": "Ray killed workers for lack of host memory (OOM)" if group(hs, "oom")
+       code="LOG060", params=lambda hs: {"what": "Ray killed workers for lack of host memory (OOM)" if group(hs, "oom", "oom2")
                                          else "a worker process died" + (f" (exit code {group(hs, 'code')})"
                                                                          if group(hs, "code") else "")},
        detail="The other ranks' errors follow from it. Host memory (the raylet's memory monitor, the kernel's OOM "

@@ -716,7 +716,7 @@ SIGNATURES = (
        r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
        "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
-       code="LOG031"),
+       code="LOG031", exclude=("worker_pool_died",)),  # Ray's OutOfMemoryError is the host's memory
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",

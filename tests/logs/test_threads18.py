@@ -9,8 +9,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from commdoctor.parsing.lines import classify, raw_owner
 from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+ROWS = [
+    # (rule id, real line, near-miss)
+    # c10/cuda/CUDAFunctions.cpp's device count check, and CUDA's cudaErrorNoDevice (100); a count that is not zero
+    # is no failure.
+    ("no_gpu_visible", "RuntimeError: No CUDA GPUs are available", "INFO: 8 CUDA GPUs are available to this job"),
+    ("no_gpu_visible", "RuntimeError: CUDA error: no CUDA-capable device is detected",
+     "CUDA error: a CUDA-capable device is busy or unavailable"),
+    # Ray's memory monitor (python/ray/exceptions.py OutOfMemoryError): the node's host memory, not the GPU's.
+    ("worker_pool_died", "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+     "ray.exceptions.RayTaskError: the task raised, the node has memory to spare"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+def test_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+def test_rays_out_of_memory_is_the_host_not_the_gpu(tmp_path: Path) -> None:
+    found = _causes(tmp_path, "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n")
+    assert [(f["code"], f["cause"]) for f in found] == [("LOG060", "peer_process_died")]
+    assert "host memory" in found[0]["title"]
+    found = _causes(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert found[0]["code"] == "LOG031"
 
 
 def _causes(tmp_path: Path, text: str) -> list[dict]:
