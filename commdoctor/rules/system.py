@@ -579,7 +579,7 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     who = sorted({e.rank for e in evs if e.rank is not None})
     what = (f"first error of rank(s) {', '.join(map(str, who))}" if who else "first error")
     # No cause: naming one for lines no rule understands would be a guess (the finding quotes them instead).
-    return [Cand("LOG080", None, 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text[:160]}"},
+    return [Cand("LOG080", None, 9, rest[0][1], evs, params={"what": f"{what}: {evs[0].text.strip()[:160]}"},
                  ranks=set(who), hosts={e.host for e in evs if e.host})]
 
 
