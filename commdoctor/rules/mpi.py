@@ -94,7 +94,7 @@ def _ompi_cuda_ipc(hs: list[Any]) -> list[Cand]:
     if ret == "1":
         return [cand("LOG086", "launcher_misconfig", 2, hs, params={"ret": ret})]
     if ret == "2":
-        return [cand("LOG031", "cuda_oom", 3, hs, detail="CUDA IPC could not map a peer rank's GPU buffer: the device "
+        return [cand("LOG031", "cuda_oom", 3, hs, params={"what": "while CUDA IPC mapped a peer rank's buffer"}, detail="CUDA IPC could not map a peer rank's GPU buffer: the device "
                                                          "was out of memory (cuIpcOpenMemHandle returned 2).")]
     return [cand("LOG039", "p2p_driver_bug", 4, hs, detail=f"CUDA IPC between ranks failed (cuIpcOpenMemHandle returned {ret}).",
                  alts=[("launcher_misconfig", "ranks that each see only their own GPU cannot map each other's memory: "

@@ -715,8 +715,11 @@ SIGNATURES = (
        r"Cuda failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
        r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
-       "cuda_oom", ROOT, 1, "GPU memory ran out while NCCL allocated its buffers",
-       code="LOG031", exclude=("worker_pool_died",)),  # Ray's OutOfMemoryError is the host's memory
+       "cuda_oom", ROOT, 1, "GPU memory ran out",
+       code="LOG031", exclude=("worker_pool_died",),  # Ray's OutOfMemoryError is the host's memory
+       params=lambda hs: {"what": "while NCCL allocated its buffers" if any(
+           h.rec.kind == "nccl" or "NCCL" in h.ev.text or "Cuda failure" in h.ev.text for h in hs)
+           else "in the program's own allocations (torch's allocator, not NCCL)"}),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
@@ -950,7 +953,7 @@ CODES = (
     Code("LOG030", "shm-too-small", E, "shared memory (/dev/shm) is too small, full or not writable",
          "Give the container a larger /dev/shm (docker --shm-size=8g or --ipc=host; a memory-backed emptyDir at /dev/shm in Kubernetes) and remove stale nccl-* files",
          cause="shm_too_small", steps=("df -h /dev/shm inside the container",), env={"NCCL_SHM_DISABLE": "1 (slower fallback)"}),
-    Code("LOG031", "cuda-oom", E, "the GPU ran out of memory while NCCL allocated its buffers",
+    Code("LOG031", "cuda-oom", E, "the GPU ran out of memory {what}",
          "Create the process group and communicators before large allocations, or lower the memory the model takes (sharding, smaller batch)",
          cause="cuda_oom", env={"NCCL_BUFFSIZE": "1048576 (smaller buffers)"}),
     Code("LOG032", "driver-too-old", E, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
