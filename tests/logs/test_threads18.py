@@ -38,7 +38,10 @@ def test_rays_out_of_memory_is_the_host_not_the_gpu(tmp_path: Path) -> None:
     assert [(f["code"], f["cause"]) for f in found] == [("LOG060", "peer_process_died")]
     assert "host memory" in found[0]["title"]
     found = _causes(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
-    assert found[0]["code"] == "LOG031"
+    assert found[0]["code"] == "LOG031" and found[0]["title"].endswith("in the program's own allocations (torch's "
+                                                                       "allocator, not NCCL)")
+    found = _causes(tmp_path, "h:1:2 [0] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'\n")
+    assert found[0]["title"] == "the GPU ran out of memory while NCCL allocated its buffers"
 
 
 def _causes(tmp_path: Path, text: str) -> list[dict]:
