@@ -322,7 +322,8 @@ class FilterScan:
         if f.ranks:
             out = []
             for r in sorted(f.ranks):
-                out += [b"[rank%d]:" % r, b"\n%d: " % r, b",%d]<std" % r, b"[%d]<std" % r]  # mpirun, horovodrun
+                # torch, srun/torchrun, mpirun --tag-output, horovodrun, mpiexec -prepend-rank (MPICH, Intel MPI)
+                out += [b"[rank%d]:" % r, b"\n%d: " % r, b",%d]<std" % r, b"[%d]<std" % r, b"\n[%d] " % r]
             for (h, p), r in ix.rank_of_pid.items():
                 if r in f.ranks:
                     out += [b"\n%s:%d:" % (h, p), b"]:%s:%d:" % (h, p), b"] %s:%d:" % (h, p)]  # "] ": NCCL's timestamp

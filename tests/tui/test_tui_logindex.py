@@ -249,3 +249,16 @@ def test_horovodrun_ranks_and_slurm_errors_pass_the_filters(tmp_path: Path) -> N
     assert list(rank3.matches) == [1]
     assert list(errors.matches) == [1, 2, 3]
     ix.close()
+
+
+def test_mpiexec_prepend_rank_lines_pass_the_rank_filter_and_nccls_device_field_does_not(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_bytes(b"[1] About to call MPI_Init\n"
+                  b"[3] About to throw 0\n"
+                  b"[3] terminate called after throwing an instance of 'int'\n"
+                  b"[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n")
+    ix = LogIndex(str(p))
+    rank3 = FilterScan(ix, LogFilter(ranks=frozenset({3})))
+    rank3.run()
+    assert list(rank3.matches) == [1, 2]
+    ix.close()
