@@ -59,6 +59,9 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
 #: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.
 _CXX_TERMINATE = re.compile(CXX_TERMINATE)
+#: A program's own error report at the start of its line ("[2022-01-13 14:50:23] Error: NCCL error 2 'unhandled system
+#: error' - ...": Marian; Hydra's "[mpiexec@host] Error: ..."), words after it; "Error: 0.05" is a metric.
+_ERROR_HEAD = re.compile(r"(?:\[[\w@.\-:]{1,120}\] )?(?:Error|Fatal error|FATAL ERROR): {1,4}[A-Za-z'\"]")
 #: The exception's own message, which the handler prints on the next line ("  what():  Failed to set cuda device"):
 #: the failure itself, where std::terminate's line only says that nothing caught it.
 _CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
@@ -66,7 +69,9 @@ _CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
 _MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in P?MPI_\w{1,40}"
-                        r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d")
+                        r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d"
+                        # MPICH's error string with its stack ("Other MPI error, error stack:"), as mpi4py raises it
+                        r"|\b[A-Z][\w ]{2,60} error, error stack:")
 #: Python logging at ERROR or CRITICAL, in the formats of the tools around a job (the timestamp may already be cut
 #: off as a prefix): logging's default "ERROR:root:msg", DeepSpeed's "[2024-05-01 10:00:00,123] [ERROR] [launch.py:325:
 #: sigkill_handler] msg" (pdsh puts "host: " first), vLLM's "ERROR 04-06 20:46:48 [core.py:238] msg", the common
@@ -278,6 +283,9 @@ class RunModel:
     gid_table: list[tuple[int, str, str, Evidence]] = field(default_factory=list)
     exceptions: list[tuple[str, str, Evidence, int]] = field(default_factory=list)
     unmatched_errors: list[tuple[Evidence, int, str]] = field(default_factory=list)  # evidence, seq, kind
+    #: Python's "Traceback (most recent call last):" headers (the first few): a process raised, even when the
+    #: exception's own line was cut from what was posted.
+    tracebacks: list[Evidence] = field(default_factory=list)
     retcode_files: dict[str, set[str]] = field(default_factory=dict)  # rank key -> NCCL source files in "-> N" chains
     flight: list[Any] = field(default_factory=list)  # flight-recorder group states (loaders.flight_recorder.analyze)
     flight_files: list[str] = field(default_factory=list)
@@ -426,6 +434,8 @@ class _Builder:
         if kind == "version":
             self.version(rec.version or "", src, line_no, rec, self._last_host.get(ctx), ri)
             return
+        if kind == "traceback" and len(self.m.tracebacks) < 4:
+            self.m.tracebacks.append(self.ev(src, line_no, rec, rank))
         if kind == "nccl":
             self.nccl(rec, src, line_no, rank, ri)
         elif kind in ("c10d", "text", "exception"):
@@ -466,6 +476,7 @@ class _Builder:
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
                                         or _CXX_TERMINATE.search(subject) or _CXX_WHAT.match(subject)
+                                        or (subject[:1] in "EF[" and _ERROR_HEAD.match(subject) is not None)
                                         or _MPI_FATAL.search(subject)
                                         or (("ERROR" in subject or "CRITICAL" in subject)
                                             and _PYLOG_ERROR.match(subject) is not None)
@@ -499,7 +510,7 @@ class _Builder:
         m = self.m
         said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
         failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said) \
-            or any(hs and hs[0].sig.fails for hs in m.warn_hits.values())
+            or any(hs and hs[0].sig.fails for hs in m.warn_hits.values()) or bool(m.tracebacks)
         # Warnings say how connecting went (retries, lookups): they matter when the job failed while connecting
         # (an error line says so), or when no rule explains its errors; not when it failed later, having connected.
         connecting = any(s.cause in SETUP_CAUSES for s in said)

@@ -33,6 +33,8 @@ MAX_LINE = 16384
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[@-Z\\-_]")
 # A colour code whose escape byte was lost when the log was copied: "[0m", "[1;31m".
 _ANSI_RESIDUE = re.compile(r"^(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?)+")
+# ... or written out by syslog, which escapes control characters as '#' and three octal digits ("#033[2m").
+_ANSI_SYSLOG = re.compile(r"#033\[[0-9;?]{0,20}[A-Za-z]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # -- launcher prefixes ---------------------------------------------------------------
@@ -98,7 +100,7 @@ _PYGLOG = re.compile(
 # ("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."), reads
 # like an exception of its own: the class names what failed.
 _EXC = re.compile(
-    r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt"
+    r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt|Exception"
     r"|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error)"
     r"(?::\s?(?P<msg>.*))?$"
 )
@@ -162,6 +164,9 @@ def clean(raw: bytes) -> tuple[str | None, int]:
             return None, flags
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+        flags |= 4
+    if "#033[" in text:
+        text = _ANSI_SYSLOG.sub("", text)
         flags |= 4
     text = text.rstrip("\r\n")
     if "\r" in text:  # progress bars: keep what was last drawn

@@ -97,14 +97,15 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     elif who is not None and who.signal is None and (who.exitcode or 0) > 0:
         c.tier = 7  # it raised: its own traceback is the root cause, the exit is what followed
         c.consequence = bool(found) or bool(m.unmatched_errors)
-    elif _aborted_itself(m, who, hs) or (terminated and any(not x.consequence for x in found)):
+    elif _aborted_itself(m, who, hs, found):
         # SIGABRT is a process ending itself (abort(), std::terminate): torch's NCCL watchdog does it on purpose
         # after a collective timeout or an NCCL error ("we are taking the entire process down"). What made it
         # abort is the root cause; the exit is what followed.
         c.tier = 7
         c.consequence = True
-        c.detail = ("std::terminate aborted the process on the exception its 'what():' line names, so that error is "
-                    "the cause." if terminated else
+        c.detail = ("The process aborted itself (std::terminate, then SIGABRT) on the exception its 'what():' line "
+                    "names, as torch's watchdog does on purpose after a collective timeout or a communicator error: "
+                    "that error is the cause." if exc else
                     "Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
                     "collective timeout or a communicator error, so the error it logged before is the cause.")
     return [c]
@@ -120,8 +121,9 @@ def _terminated(h: Any) -> bool:
     return bool(h.groups.get("exc") or h.groups.get("noexc"))
 
 
-def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
-    """The dead rank aborted (SIGABRT), and the logs say why: a watchdog timeout or an error before it."""
+def _aborted_itself(m: Any, who: Any, hs: list[Any], found: list[Cand]) -> bool:
+    """The dead rank aborted (SIGABRT, std::terminate), and the logs say why: a watchdog timeout, an error a rule
+    explains, or one it does not."""
     if who is not None:
         abrt = who.signal == "SIGABRT" or who.exitcode == -6
     else:
@@ -131,7 +133,8 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any]) -> bool:
                                 or _terminated(h) for h in hs)
     if not abrt:
         return False
-    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors)
+    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors
+                or any(c.cause and not c.consequence for c in found))
 
 
 def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -492,7 +495,9 @@ SIGNATURES = (
     # executor." when its monitor sees a worker process end.
     sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid",
                              "died unexpectedly, shutting down executor", "running low on memory"),
-       r"(?P<n>[1-9]\d{0,5}) Workers \(tasks / actors\) killed due to memory pressure \((?P<oom>OOM)\)"
+       # (a post may wrap the line after "tasks /"; "0 Workers ... killed" reports crashes of other kinds only)
+       r"(?:(?P<n>[1-9]\d{0,5}) Workers \(tasks / )?(?<! 0 Workers \(tasks / )(?<!^0 Workers \(tasks / )"
+       r"actors\) killed due to memory pressure \((?P<oom>OOM)\)"
        r"|(?P<oom2>Task was killed due to the node running low on memory)"
        r"|A worker died or was killed while executing a task by an unexpected system error"
        r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})"

@@ -402,6 +402,17 @@ SIGNATURES = (
        detail="The kernel refused process_vm_readv/writev between two ranks on this host (errno 1, EPERM). Docker's "
               "default seccomp profile and containers without CAP_SYS_PTRACE do this; the vader BTL then fails every "
               "large message."),
+    # MPICH's CMA module (ch4/shm/ipc/cma, on by default since MPICH 4.3's pmodels/mpich#7639) fails the copy inside
+    # its error stack ("MPIDI_CMA_copy_data(54): ", "copy_iovs(201).........: process_vm_readv ..."); the kernel's Yama
+    # ptrace_scope (1 on most distributions) or a container without CAP_SYS_PTRACE refuses it (pmodels/mpich#7653).
+    sig("mpich_cma_failed", ("MPIDI_CMA_copy", "process_vm_"),
+       r"\bMPIDI_CMA_copy_\w{1,20}\(\d{1,6}\)|\bcopy_iovs\(\d{1,6}\)\.{0,40}: {0,4}process_vm_(?:readv|writev)",
+       "other", ROOT, 2, "MPICH's shared-memory transport failed the cross-process copy (CMA, process_vm_readv)",
+       code="LOG083",
+       detail="MPICH copied a large message between two ranks of this host with process_vm_readv (CMA) and the copy "
+              "failed. The kernel refuses it when /proc/sys/kernel/yama/ptrace_scope is 1 or more (the default of most "
+              "distributions) or the container lacks CAP_SYS_PTRACE. Turn MPICH's CMA off (MPIR_CVAR_CH4_CMA_ENABLE=0; "
+              "later releases check ptrace_scope at start) or allow it (ptrace_scope 0, --cap-add=SYS_PTRACE)."),
     # help-btl-vader.txt "cma-permission-denied": vader checked the ptrace settings, found CMA unusable and fell back
     # to another single-copy mechanism. Jobs that print it run correctly (only slower).
     ctx("mpi_cma_fallback_note", ("restrictive ptrace settings", "cma-permission-denied"),
@@ -478,9 +489,10 @@ CODES = (
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
-    Code("LOG083", "mpi-cma-denied", E, "the kernel refused Open MPI's cross-process memory copy (CMA, EPERM)",
-         "Allow process_vm_readv in the container (docker run --cap-add=SYS_PTRACE, or a seccomp profile that permits "
-         "it), or turn single-copy off: --mca btl_vader_single_copy_mechanism none (Open MPI 5: --mca smsc ^cma)",
+    Code("LOG083", "mpi-cma-denied", E, "the kernel refused the MPI library's cross-process memory copy (CMA)",
+         "Allow process_vm_readv between the ranks (docker run --cap-add=SYS_PTRACE or a seccomp profile that permits "
+         "it; kernel.yama.ptrace_scope=0), or turn single-copy off: Open MPI --mca btl_vader_single_copy_mechanism none "
+         "(Open MPI 5: --mca smsc ^cma), MPICH MPIR_CVAR_CH4_CMA_ENABLE=0",
          cause="other", env={"OMPI_MCA_btl_vader_single_copy_mechanism": "none"}),
     Code("LOG063", "mpi-runtime-unreachable", E, "the MPI launcher's runtime failed between nodes: {what}",
          "Check that every node runs the same MPI install on the same path and that the nodes reach each other on the "

@@ -392,6 +392,29 @@ def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                               "rejected the same way: NCCL_DEBUG=WARN prints the reason")])]
 
 
+def _argcheck(hs: list[Any]) -> list[Cand]:
+    """NCCL refused a call's arguments (argcheck.cc): name what the caller got wrong."""
+    gone = [h for h in hs if h.groups.get("gone") or h.groups.get("corrupt") or h.groups.get("n") == "0"]
+    dev = [h for h in hs if h.groups.get("dev") is not None]
+    if gone:
+        what = "a call on a communicator that no longer exists (destroyed, or never fully created)"
+        detail = ("NCCL found the communicator already destroyed or its fields empty: the program (or the framework's "
+                  "NCCL wrapper) used it after ncclCommDestroy/abort, or used it from inside the group call that was "
+                  "still creating it (torch 1.3's torch.cuda.nccl with NCCL 2.5, pytorch/pytorch#29014).")
+    elif dev:
+        h = dev[0]
+        what = (f"{h.groups.get('op')}'s {h.groups.get('buf')} is on GPU {h.groups.get('dev')}, the communicator on GPU "
+                f"{h.groups.get('ncdev')}")
+        detail = ("A tensor on another GPU than the communicator's: the rank did not select its own GPU before "
+                  "creating its tensors (torch.cuda.set_device(local_rank)), or moved them to cuda:0.")
+    else:
+        what = hs[0].ev.text.split("WARN", 1)[-1].strip()[:160]
+        detail = "The program passed NCCL an argument it cannot use; the call and the argument are named in the line."
+    return [cand("LOG098", "other", 3, hs, params={"what": what}, detail=detail,
+                 alts=[("nccl_internal_bug", "if the program is unchanged and a new NCCL release brought this, the "
+                                             "framework's use of NCCL may have relied on behaviour NCCL no longer has")])]
+
+
 def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """NCCL's ncclInvalidArgument ("invalid argument") at start-up with its reason line not in the logs.
 
@@ -402,7 +425,7 @@ def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     run; with none completed and nothing else named, the launch is the likeliest reading. A weak reading (tier 7):
     any rule that names a cause comes first."""
     hs = hits(m, "nccl_invalid_argument")
-    if not hs or not _network_failed_early(m, found):
+    if not hs or hits(m, "nccl_argcheck") or not _network_failed_early(m, found):
         return []
     return [cand("LOG066", "launcher_misconfig", 7, hs, params={"what": "NCCL rejected an argument at start-up (invalid "
                                                                        "argument) and the reason line is not in the logs"},
@@ -962,6 +985,21 @@ SIGNATURES = (
     # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
     # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
     # Read by _invalid_argument when the reason line is missing.
+    # misc/argcheck.cc checks each call's arguments before it is enqueued: "%s : invalid root %d (root should be in
+    # the 0..%d range)" (the last number is nRanks: 0 is a communicator no longer alive), "%s : invalid type %d",
+    # "%s : invalid reduction operation %d", "%s : %s %p is not a valid pointer", "%s : %s allocated on device %d
+    # mismatchs with NCCL device %d", "%s : %s argument is NULL", "Error: corrupted comm object detected"; init.cc
+    # "comm %p has already been destroyed". The caller passed them (ncclInvalidArgument follows).
+    sig("nccl_argcheck", ("invalid root", "invalid type", "invalid reduction operation", "unknown to this communicator",
+                          "is not a valid pointer", "mismatchs with NCCL device", "argument is NULL",
+                          "corrupted comm object", "has already been destroyed"),
+       r"(?P<op>\w{1,40}) : (?:invalid root -?\d{1,9} \(root should be in the 0\.\.(?P<n>-?\d{1,9}) range\)"
+       r"|invalid type -?\d{1,9}|invalid reduction operation -?\d{1,9}|reduction operation -?\d{1,9} unknown to this communicator"
+       r"|\w{1,20} (?:\S{1,20} )?is not a valid pointer|(?P<buf>\w{1,20}) allocated on device (?P<dev>-?\d{1,4}) mismatchs? with "
+       r"NCCL device (?P<ncdev>-?\d{1,4})|\w{1,20} argument is NULL)"
+       r"|(?P<corrupt>corrupted comm object detected)|comm (?:0x)?[0-9a-fA-F]{1,16} has already been (?P<gone>destroyed)",
+       "other", ROOT, 3, "NCCL rejected the arguments of a call before running it",
+       code="LOG098", build=lambda m, hs, found: _argcheck(hs)),
     ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
         r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument"
         r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b"
@@ -1076,6 +1114,9 @@ CODES = (
          "Unset NCCL_ALGO and NCCL_PROTO (let NCCL choose), or allow more than one value (NCCL_PROTO=^LL128 excludes "
          "one instead of forcing one)",
          cause="other", steps=("env | grep -E 'NCCL_(ALGO|PROTO)' on every node, and in the job's launcher config",)),
+    Code("LOG098", "nccl-call-rejected", E, "NCCL rejected a call's arguments: {what}",
+         "Fix the call the line names (the program's, or the framework's NCCL wrapper: a version with the fix)",
+         cause="other", env={"NCCL_DEBUG": "WARN (names the call and the argument)"}),
     Code("LOG070", "nccl-internal-error", E, "NCCL failed internally: {what}",
          "Try another NCCL release (newer, or the previous one that worked) after ruling out mixed versions",
          cause="nccl_internal_bug"),

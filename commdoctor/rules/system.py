@@ -569,6 +569,13 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
             return [Cand("LOG080", None, 9, 0, reports[:3],
                          params={"what": "the launcher reports a worker that failed, and the worker's own error is not in "
                                          f"these logs: {reports[0].text[:160]}"})]
+        # A Python traceback whose exception line was cut from what was posted: the process raised.
+        tbs = getattr(m, "tracebacks", [])
+        if tbs:
+            who = sorted({e.rank for e in tbs if e.rank is not None})
+            return [Cand("LOG080", None, 9, 0, tbs[:3], ranks=set(who), params={
+                "what": (f"rank(s) {', '.join(map(str, who))} raised" if who else "a process raised")
+                        + ": a Python traceback whose exception line is not in these logs"})]
     if not rest or any(c.tier <= 6 and not c.weak for c in found):
         return []
     per: dict[Any, Any] = {}
@@ -801,6 +808,14 @@ SIGNATURES = (
        alts=[("other", "if every rank has its own GPU, another job or a stale process holds it "
                        "(nvidia-smi lists the processes; nvidia-smi -q | grep 'Compute Mode')"),
              ("hardware_fault", "a GPU that fell into an error state is also unavailable: dmesg shows Xid errors")]),
+    # GDRCopy's library (gdrapi.c) returns the errno of its ioctl to gdrdrv: UCX prints "gdr_pin_buffer failed. length
+    # :%lu ret:%d" (uct/cuda/gdr_copy), NCCL "GDRCOPY failure %d" (gdrwrap.h). ENOTTY (25) is a driver that does not
+    # know the request: a libgdrapi of another GDRCopy release than the host's gdrdrv module (the 2.0 ABI change).
+    sig("gdrcopy_abi", ("gdr_pin_buffer", "GDRCOPY failure"),
+       r"gdr_pin_buffer(?:_v2)? failed\. length ?:\s?\d{1,20} ret:\s?(?P<ret>25)\b|GDRCOPY failure (?P<ret2>25)\b",
+       "version_mismatch", ROOT, 2, "GDRCopy's library and the host's gdrdrv module are different releases",
+       code="LOG097", params=lambda hs: {"what": "gdrdrv refused the library's pin request as an unknown ioctl (errno 25, "
+                                                 "ENOTTY)"}),
     sig("gpu_hw", ("Xid", "fallen off the bus", "ECC", "GPU is lost", "NVLink error", "uncorrectable"),
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",
@@ -909,6 +924,11 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG097", "gdrcopy-mismatch", E, "GDRCopy's library and the host's gdrdrv kernel module differ: {what}",
+         "Use the GDRCopy release of the host's gdrdrv module inside the job (container images carry their own "
+         "libgdrapi), or leave GDRCopy out: UCX_TLS without gdr_copy, NCCL_GDRCOPY_ENABLE=0",
+         cause="version_mismatch", steps=("modinfo gdrdrv (the host's module) and the libgdrapi.so version in the "
+                                          "container or environment: their major versions must match",)),
     Code("LOG088", "hca-resource-limit", E, "the RDMA adapter refused {cmd}: it has no more of that resource for another process",
          "Run fewer processes per adapter (or per node), or raise the adapter's limit with its driver settings "
          "(mlx5: the UAR/queue counts in the firmware configuration); ulimit -l does not change this",

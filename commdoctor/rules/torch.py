@@ -645,7 +645,7 @@ SIGNATURES = (
     # addresses the full-mesh rendezvous waited for.
     sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput", "Wait timeout for key"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
-       r"|waitForInput: socket \S{1,200} timed out after (?P<ms2>\d+) ?ms|Wait timeout for key\(s\): (?P<gkeys>[^\n]{0,200})",
+       r"|waitForInput: socket (?:SocketImpl\([^)\n]{0,200}\)|\S{1,200}) timed out after (?P<ms2>\d+) ?ms|Wait timeout for key\(s\): (?P<gkeys>[^\n]{0,200})",
        "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
        code="LOG055", exclude=("store_get_timeout", "agent_keys_wait"),
        params=lambda hs: {"what": f"keys {group(hs, 'keys', 'gkeys')}" if group(hs, "keys", "gkeys") else "the store read timed out"},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from commdoctor.parsing.lines import classify, raw_owner
+from commdoctor.parsing.lines import classify, clean, raw_owner
 from logs.test_corpus import diagnose_file
 from logs.test_rule_rows import check_row
 
@@ -25,6 +25,28 @@ ROWS = [
     # Ray's memory monitor (python/ray/exceptions.py OutOfMemoryError): the node's host memory, not the GPU's.
     ("worker_pool_died", "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
      "ray.exceptions.RayTaskError: the task raised, the node has memory to spare"),
+    # the raylet's report wrapped by the post after "tasks /" (vllm-project/vllm#1160); none killed for memory is none
+    ("worker_pool_died", " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node",
+     "(raylet) 0 Workers (tasks / actors) killed due to memory pressure (OOM), 2 Workers crashed due to other reasons"),
+    # UCX's gdr_copy transport (NVIDIA/gdrcopy#113): ENOTTY from gdrdrv is another GDRCopy release; EINVAL is not
+    ("gdrcopy_abi", "[1583370992.161735] [gn0101:301910:0]    gdr_copy_md.c:113  UCX  ERROR gdr_pin_buffer failed. "
+                    "length :3735552 ret:25",
+     "[1583370992.161735] [gn0101:301910:0]    gdr_copy_md.c:113  UCX  ERROR gdr_pin_buffer failed. length :3735552 ret:22"),
+    # NCCL's argcheck.cc (NVIDIA/nccl#276); the same collective's INFO trace is no rejection
+    ("nccl_argcheck", "YYY:2396:2428 [0] misc/argcheck.cc:40 NCCL WARN Reduce : invalid root 0 (root should be in the "
+                      "0..0 range)",
+     "YYY:2396:2428 [0] NCCL INFO Reduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 1 datatype 7 op 0 root 0"),
+    ("nccl_argcheck", "h:1:2 [1] misc/argcheck.cc:24 NCCL WARN AllReduce : sendbuff allocated on device 0 mismatchs "
+                      "with NCCL device 1",
+     "h:1:2 [1] NCCL INFO AllReduce: opCount 3 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0"),
+    # MPICH's error stack through its CMA copy (pmodels/mpich#7653); the IPC frame above it says no more than IPC
+    ("mpich_cma_failed", "MPIDI_CMA_copy_data(54): ", "MPIDI_IPC_rndv_cb(172).: "),
+    # torch's store socket read timing out, with its SocketImpl description (axolotl-ai-cloud/axolotl#2684); the
+    # poll note before it is no timeout of the read itself
+    ("store_wait_timeout", "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+                           "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms",
+     "[rank1]:[W516 14:34:56.853490829 socket.cpp:464] [c10d] waitForInput: poll for socket SocketImpl(fd=79, "
+     "addr=[localhost]:41170, remote=[localhost]:29500) returned 0, likely a timeout"),
 ]
 
 
@@ -127,3 +149,64 @@ def test_one_mpi_job_over_two_hosts_and_two_pasted_runs_are_no_such_launch(tmp_p
     two = HEAD + "".join(_row(r, 798, "hw14") for r in range(8)) + RESULT
     two += HEAD + "".join(_row(r, 905, "hw14") for r in range(8)) + RESULT
     assert _causes(tmp_path, two) == []
+
+
+def test_argcheck_names_what_the_caller_passed(tmp_path: Path) -> None:
+    # NVIDIA/nccl#276: torch 1.3's DataParallel called NCCL on a communicator it had not finished creating
+    found = _causes(tmp_path, "YYY:2396:2428 [0] misc/argcheck.cc:40 NCCL WARN Reduce : invalid root 0 (root should be "
+                              "in the 0..0 range)\n"
+                              "YYY:2396:2428 [0] init.cc:840 NCCL WARN comm 0x7fdee40000c0 has already been destroyed\n"
+                              "terminate called after throwing an instance of 'std::runtime_error'\n"
+                              "  what():  NCCL Error 4: invalid argument\nAborted (core dumped)\n")
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG098", "other")
+    assert "no longer exists" in found[0]["title"]
+    # the reason is in the log: not "the reason line is not in the logs" (LOG066), and the abort is its echo
+    assert "LOG066" not in [f["code"] for f in found]
+    assert all(f["consequence_of"] == "LOG098" for f in found if f["code"] == "LOG060")
+    found = _causes(tmp_path, "h:1:2 [1] misc/argcheck.cc:24 NCCL WARN AllReduce : sendbuff allocated on device 0 "
+                              "mismatchs with NCCL device 1\n")
+    assert found[0]["title"].endswith("AllReduce's sendbuff is on GPU 0, the communicator on GPU 1")
+
+
+def test_syslog_escapes_are_colour_codes_and_cut_lines_still_read(tmp_path: Path) -> None:
+    # vllm-project/vllm#1160 as syslog stored it ("#033[2m" is ESC [2m) and the post wrapped it
+    text, _flags = clean(b"#033[2m#033[33m(raylet)#033[0m [DATE] (raylet) node_manager.cc:3007: 2 Workers (tasks /")
+    assert text == "(raylet) [DATE] (raylet) node_manager.cc:3007: 2 Workers (tasks /"
+    found = _causes(tmp_path, "#033[2m#033[33m(raylet)#033[0m [DATE] (raylet) node_manager.cc:3007: 2 Workers (tasks /\n"
+                              " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node\n")
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG060", "peer_process_died")
+
+
+def test_a_programs_own_error_head_and_an_mpi_error_stack_are_failures(tmp_path: Path) -> None:
+    # Marian (marian-nmt/marian-dev#899): "Error: " after its timestamp; a metric named Error is not one
+    p = tmp_path / "train.log"
+    p.write_text("[2022-01-13 14:50:23] Error: NCCL error 2 'unhandled system error' - "
+                 "/marian/src/training/communicator_nccl.h:43: ncclGroupEnd()\n")
+    assert diagnose_file(p)["findings"], "an error report read as healthy"
+    p.write_text("[2022-01-13 14:50:23] Ep. 1 : Up. 500 : Sen. 64,000 : Cost 2.1\nError: 0.0523 (validation)\n")
+    assert diagnose_file(p)["findings"] == []
+    # mpi4py raising MPICH's error string (pmodels/mpich#7653): bare "Exception" is an exception type
+    r = classify("mpi4py.MPI.Exception: Other MPI error, error stack:")
+    assert (r.kind, r.exc_type) == ("exception", "Exception")
+    assert classify("Exceptional results: 3").kind == "text"
+    found = _causes(tmp_path, "mpi4py.MPI.Exception: Other MPI error, error stack:\n"
+                              "internal_Mrecv_c(301)..: MPI_Mrecv_c(buf=0x5, count=8348, MPI_BYTE) failed\n"
+                              "MPIDI_IPC_rndv_cb(172).: \nMPIDI_CMA_copy_data(54): \n")
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG083", "other") and "MPIR_CVAR_CH4_CMA_ENABLE" in found[0]["detail"]
+
+
+def test_a_traceback_cut_before_its_exception_is_a_failure(tmp_path: Path) -> None:
+    tb = ("[rank1]: Traceback (most recent call last):\n"
+          "[rank1]:   File \"/home/u/train.py\", line 124, in <module>\n[rank1]:     fire.Fire(do_cli)\n")
+    # alone: the process raised, never healthy
+    p = tmp_path / "job.log"
+    p.write_text(tb)
+    found = diagnose_file(p)["findings"]
+    assert found[0]["code"] == "LOG080" and "rank(s) 1 raised" in found[0]["title"]
+    # with torch's store read timing out before it (axolotl-ai-cloud/axolotl#2684), that timeout is the reading
+    warn = ("[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, "
+            "addr=[localhost]:41170, remote=[localhost]:29500) timed out after 1800000ms\n")
+    found = _causes(tmp_path, warn + tb)
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG055", "collective_timeout_straggler")
+    # the same warning in a log that shows no failure names no cause
+    assert _causes(tmp_path, warn + "[rank1]: step 10 loss 0.1\n") == []
