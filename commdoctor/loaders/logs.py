@@ -434,8 +434,6 @@ class _Builder:
         if kind == "version":
             self.version(rec.version or "", src, line_no, rec, self._last_host.get(ctx), ri)
             return
-        if kind == "traceback" and len(self.m.tracebacks) < 4:
-            self.m.tracebacks.append(self.ev(src, line_no, rec, rank))
         if kind == "nccl":
             self.nccl(rec, src, line_no, rank, ri)
         elif kind in ("c10d", "text", "exception"):
@@ -461,6 +459,8 @@ class _Builder:
             if text.startswith(quiet):
                 return  # the rest of a harmless record (logger.exception's traceback under the same head)
             del self._quiet[src]
+        if kind == "traceback" and len(self.m.tracebacks) < 4:
+            self.m.tracebacks.append(self.ev(src, line_no, rec, rank))
         matched = self.signatures(subject)
         if any(s.harmless for s, _ in matched):
             rec_head = _RECORD_HEAD.match(text)
