@@ -816,6 +816,20 @@ SIGNATURES = (
        "version_mismatch", ROOT, 2, "GDRCopy's library and the host's gdrdrv module are different releases",
        code="LOG097", params=lambda hs: {"what": "gdrdrv refused the library's pin request as an unknown ioctl (errno 25, "
                                                  "ENOTTY)"}),
+    # graph/paths.cc (2.12 on): NVML reports P2P read/write not OK between two GPUs joined by NVLink, and NCCL stops
+    # (ncclUnhandledCudaError) unless NCCL_IGNORE_DISABLED_P2P=1: "P2P is disabled between NVLINK connected GPUs %d
+    # and %d. This should not be the case given their connectivity, and is probably due to a hardware issue."
+    sig("nvlink_p2p_disabled", ("P2P is disabled between NVLINK connected GPUs",),
+       r"P2P is disabled between NVLINK connected GPUs (?P<a>\d{1,3}) and (?P<b>\d{1,3})",
+       "hardware_fault", ROOT, 2, "NVML reports peer-to-peer disabled between two GPUs joined by NVLink",
+       code="LOG037", params=lambda hs: {"what": f"NVML reports P2P disabled between NVLink-connected GPUs "
+                                                 f"{group(hs, 'a')} and {group(hs, 'b')}"},
+       detail="NCCL checks NVML's P2P status for every pair of GPUs it joins over NVLink and stops when it is not OK: "
+              "an NVLink or bridge that failed, or the driver refusing P2P on it. nvidia-smi nvlink -s shows each "
+              "link's state and nvidia-smi topo -p2p rw the P2P status; NCCL_IGNORE_DISABLED_P2P=1 runs without P2P "
+              "(slower) until the node is repaired.",
+       alts=[("fabric_manager_nvls", "on NVSwitch systems (HGX, DGX) NVLink P2P needs nvidia-fabricmanager running "
+                                     "and healthy: systemctl status nvidia-fabricmanager")]),
     sig("gpu_hw", ("Xid", "fallen off the bus", "ECC", "GPU is lost", "NVLink error", "uncorrectable"),
        r"\bXid\b|fallen off the bus|[Uu]ncorrectable ECC|ECC error|GPU is lost|NVLink error|uncorrectable (?:ECC|error)",
        "hardware_fault", ROOT, 1, "the GPU or its links reported a hardware error",

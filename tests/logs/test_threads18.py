@@ -39,6 +39,12 @@ ROWS = [
     ("nccl_argcheck", "h:1:2 [1] misc/argcheck.cc:24 NCCL WARN AllReduce : sendbuff allocated on device 0 mismatchs "
                       "with NCCL device 1",
      "h:1:2 [1] NCCL INFO AllReduce: opCount 3 sendbuff 0x7f00 recvbuff 0x7f00 count 1024 datatype 7 op 0 root 0"),
+    # NCCL's graph/paths.cc check of NVML's P2P status (2.12 on); its INFO note for PCIe-joined GPUs is no failure
+    ("nvlink_p2p_disabled", "node1:812:812 [0] graph/paths.cc:324 NCCL WARN P2P is disabled between NVLINK connected GPUs 1 "
+                            "and 0. This should not be the case given their connectivity, and is probably due to a hardware "
+                            "issue. If you still want to proceed, you can set NCCL_IGNORE_DISABLED_P2P=1.",
+     "node1:812:812 [0] NCCL INFO P2P is disabled between connected GPUs 1 and 0. You can repress this message with "
+     "NCCL_IGNORE_DISABLED_P2P=1."),
     # MPICH's error stack through its CMA copy (pmodels/mpich#7653); the IPC frame above it says no more than IPC
     ("mpich_cma_failed", "MPIDI_CMA_copy_data(54): ", "MPIDI_IPC_rndv_cb(172).: "),
     # torch's store socket read timing out, with its SocketImpl description (axolotl-ai-cloud/axolotl#2684); the
