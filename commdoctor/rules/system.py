@@ -573,7 +573,9 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
         tbs = getattr(m, "tracebacks", [])
         if tbs:
             who = sorted({e.rank for e in tbs if e.rank is not None})
-            return [Cand("LOG080", None, 9, 0, tbs[:3], ranks=set(who), params={
+            # Weak: a program may print a traceback and go on (a retry); when the logs show the job reached its end,
+            # the traceback is a note (engine.settle).
+            return [Cand("LOG080", None, 9, 0, tbs[:3], ranks=set(who), weak=True, params={
                 "what": (f"rank(s) {', '.join(map(str, who))} raised" if who else "a process raised")
                         + ": a Python traceback whose exception line is not in these logs"})]
     if not rest or any(c.tier <= 6 and not c.weak for c in found):

@@ -216,3 +216,18 @@ def test_a_traceback_cut_before_its_exception_is_a_failure(tmp_path: Path) -> No
     assert (found[0]["code"], found[0]["cause"]) == ("LOG055", "collective_timeout_straggler")
     # the same warning in a log that shows no failure names no cause
     assert _causes(tmp_path, warn + "[rank1]: step 10 loss 0.1\n") == []
+
+
+def test_frames_whose_header_was_cut_are_a_traceback_and_a_job_that_ended_is_not_failed_by_one(tmp_path: Path) -> None:
+    # facebookresearch/SlowFast#337: the post starts inside the traceback, which ends creating the TCPStore
+    p = tmp_path / "job.log"
+    p.write_text('  File "/env/lib/python3.7/site-packages/torch/distributed/rendezvous.py", line 133, in '
+                 '_tcp_rendezvous_handler\n    store = TCPStore(result.hostname, result.port, world_size, start_daemon)\n')
+    found = diagnose_file(p)["findings"]
+    assert found[0]["code"] == "LOG080" and "traceback" in found[0]["title"]
+    # a program that printed a traceback, retried and ran to its end did not fail of it: a note, no verdict
+    p.write_text('Traceback (most recent call last):\n  File "/app/retry.py", line 10, in fetch\n    conn.get()\n'
+                 "retrying in 5 s\nstep 100 loss 0.1\n[INFO] torch.distributed.elastic.agent.server.api: [default] "
+                 "worker group successfully finished. Waiting 300 seconds for other agents to finish.\n")
+    doc = diagnose_file(p)
+    assert [f["severity"] for f in doc["findings"] if f["code"] == "LOG080"] == ["info"]
