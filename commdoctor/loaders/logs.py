@@ -120,7 +120,7 @@ _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d{1,7}, in (?P<fn>[a-z_]
 #: A traceback frame of the program itself (not torch's, not the interpreter's): where it called into torch.
 _CODE_FRAME = re.compile(r'File "(?P<path>[^"<]{1,400}?(?P<file>[^"/\\]{1,120}\.py))", line (?P<line>\d{1,7}), in ')
 #: Any traceback frame: File "path", line N, in name.
-_ANY_FRAME = re.compile(r'File "[^"\n]{1,400}", line \d{1,7}, in \S')
+_ANY_FRAME = re.compile(r'\s{0,40}File "[^"\n]{1,400}", line \d{1,7}, in \S')
 _AGENT_FAIL = re.compile(r"failed \(exitcode: (?P<code>-?\d{1,5})\) local_rank: (?P<local>\d{1,6}) \(pid: (?P<pid>\d{1,10})\)")
 _SIGNAL = re.compile(r"Signal (?P<sig>\d{1,3}) \((?P<name>SIG\w{1,10})\)")
 _TOPO_ROW = re.compile(r"^\s*GPU(?P<gpu>\d{1,3})\s+(?P<cells>(?:(?:X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2})\s+){1,64})")
@@ -462,8 +462,8 @@ class _Builder:
             if text.startswith(quiet):
                 return  # the rest of a harmless record (logger.exception's traceback under the same head)
             del self._quiet[src]
-        if kind == "traceback" or (kind == "text" and src not in self._tb_files and text.lstrip().startswith("File \"")
-                                   and _ANY_FRAME.match(text.lstrip()) is not None):
+        if kind == "traceback" or (kind == "text" and src not in self._tb_files
+                                   and _ANY_FRAME.match(subject) is not None):
             # A header, or a frame of a traceback whose header was cut from the post (its first frame stands for it)
             self._tb_files.add(src)
             if len(self.m.tracebacks) < 4:

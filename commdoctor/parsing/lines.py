@@ -38,8 +38,11 @@ _ANSI_SYSLOG = re.compile(r"#033\[[0-9;?]{0,20}[A-Za-z]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # -- launcher prefixes ---------------------------------------------------------------
-#: What follows NCCL's "[dev] " on a line cut from its header: a "file:line" and the level, or the level alone.
-_NOT_MPI_RANK = r"[^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b"
+#: MPICH's and Intel MPI's mpiexec -prepend-rank (Intel MPI's I_MPI_DEBUG too): "[3] text". NCCL's own device field on a
+#: line cut from its header ("[3] include/shm.h:28 NCCL WARN", "[0] NCCL INFO ...") has the same shape: what follows
+#: it (a "file:line" and the level, or the level alone) leaves it to the NCCL reader. Read from text and from bytes.
+_MPI_PREPEND_RANK = (r"\[(?P<mprank>\d{1,6})\] (?=\S)"
+                     r"(?![^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b)")
 _PREFIXES = re.compile(
     r"^(?:"
     r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
@@ -49,10 +52,7 @@ _PREFIXES = re.compile(
     # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
     r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"
     r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
-    # MPICH's and Intel MPI's mpiexec -prepend-rank (Intel MPI's I_MPI_DEBUG too): "[3] text". NCCL's own device field
-    # on a line cut from its header ("[3] include/shm.h:28 NCCL WARN", "[0] NCCL INFO ...") has the same shape and
-    # is left to the NCCL reader.
-    rf"|\[(?P<mprank>\d{{1,6}})\] (?=\S)(?!{_NOT_MPI_RANK})"
+    r"|" + _MPI_PREPEND_RANK +  # mpiexec -prepend-rank
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
@@ -325,7 +325,7 @@ def classify(text: str) -> Record:
 RAW_HEAD = re.compile(
     rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
     rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|"
-    rb"\[(?P<mprank>\d{1,6})\] (?=\S)(?!" + _NOT_MPI_RANK.encode() + rb")|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
+    + _MPI_PREPEND_RANK.encode() + rb"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
     rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
     rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
     rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"

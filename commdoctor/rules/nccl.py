@@ -317,6 +317,20 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
                                          "lspci -vvv | grep ACSCtl")])]
 
 
+def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int]) -> list[Any]:
+    """In one file: a second header before any rank row or result, or one rank number from two processes with no
+    result between them. The two lines that show it; none when the file shows one job (or runs pasted one after
+    the other)."""
+    if len(heads) >= 2 and not any(x < heads[1].seq for x in [r.seq for r in rows] + done):
+        return heads[:2]
+    first: dict[str, Any] = {}
+    for r in rows:
+        seen = first.setdefault(str(r.groups.get("rank")), r)
+        if seen.groups.get("pid") != r.groups.get("pid") and not any(seen.seq < d < r.seq for d in done):
+            return [seen, r]
+    return []
+
+
 def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """nccl-tests started by mpirun, where each process ran the test as a job of its own.
 
@@ -329,18 +343,8 @@ def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     heads, rows = hits(m, "nccl_tests_header"), hits(m, "nccl_tests_rank")
     done = [h.seq for h in hits(m, "nccl_tests_row") + hits(m, "nccl_tests_passed")]
     why: list[Any] = []
-    for src in {h.ev.source for h in heads + rows}:
-        hs = [h for h in heads if h.ev.source == src]
-        rs = [h for h in rows if h.ev.source == src]
-        if len(hs) >= 2 and not any(r.seq < hs[1].seq for r in rs) and not any(d < hs[1].seq for d in done):
-            why = hs[:2]
-            break
-        first: dict[str, Any] = {}
-        for r in rs:
-            seen = first.setdefault(str(r.groups.get("rank")), r)
-            if seen.groups.get("pid") != r.groups.get("pid") and not any(seen.seq < d < r.seq for d in done):
-                why = [seen, r]
-                break
+    for src in sorted({h.ev.source for h in heads + rows}):
+        why = _jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done)
         if why:
             break
     if not why:
@@ -392,7 +396,7 @@ def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                               "rejected the same way: NCCL_DEBUG=WARN prints the reason")])]
 
 
-def _argcheck(hs: list[Any]) -> list[Cand]:
+def _argcheck(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL refused a call's arguments (argcheck.cc): name what the caller got wrong."""
     gone = [h for h in hs if h.groups.get("gone") or h.groups.get("corrupt") or h.groups.get("n") == "0"]
     dev = [h for h in hs if h.groups.get("dev") is not None]
@@ -981,10 +985,6 @@ SIGNATURES = (
         r"NCCL error[^\n]{0,300}?, invalid usage\b|\bncclInvalidUsage\b|'invalid usage\b|\bNCCL error: invalid usage\b"
         r"|\bnccl\w{2,40} failed: invalid usage\b|\bNCCL_ERROR_INVALID_USAGE\b",
         "NCCL's result code for a call it rejects (invalid usage), without the reason"),
-    # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
-    # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
-    # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
-    # Read by _invalid_argument when the reason line is missing.
     # misc/argcheck.cc checks each call's arguments before it is enqueued: "%s : invalid root %d (root should be in
     # the 0..%d range)" (the last number is nRanks: 0 is a communicator no longer alive), "%s : invalid type %d",
     # "%s : invalid reduction operation %d", "%s : %s %p is not a valid pointer", "%s : %s allocated on device %d
@@ -999,7 +999,11 @@ SIGNATURES = (
        r"NCCL device (?P<ncdev>-?\d{1,4})|\w{1,20} argument is NULL)"
        r"|(?P<corrupt>corrupted comm object detected)|comm (?:0x)?[0-9a-fA-F]{1,16} has already been (?P<gone>destroyed)",
        "other", ROOT, 3, "NCCL rejected the arguments of a call before running it",
-       code="LOG098", build=lambda m, hs, found: _argcheck(hs)),
+       code="LOG098", build=_argcheck),
+    # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
+    # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
+    # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
+    # Read by _invalid_argument when the reason line is missing.
     ctx("nccl_invalid_argument", ("invalid argument", "ncclInvalidArgument"),
         r"NCCL error[^\n]{0,300}?, invalid argument\b|\bncclInvalidArgument\b|NCCL Error 4: invalid argument"
         r"|\bNCCL error: invalid argument\b|Test NCCL failure \S{1,200}:\d{1,6} 'invalid argument\b"
@@ -1046,11 +1050,11 @@ SIGNATURES = (
     # last size, then "# Avg bus bandwidth": the test checked every result and found none wrong.
     ctx("nccl_tests_passed", ("Out of bounds values",), r"Out of bounds values\s{0,4}: 0 OK",
         "nccl-tests ran every size and found no wrong value: the test completed", harmless=True),
-    # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
-    # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
     # nccl-tests common.cu, once per job before its list of ranks: "# nThread %d nGpus %d minBytes %ld maxBytes %ld ...".
     ctx("nccl_tests_header", ("nThread",), r"^#\s{0,4}nThread\s{1,4}\d{1,4}\s{1,4}nGpus\s{1,4}\d{1,4}\b",
         "nccl-tests' header, printed once by each job it runs"),
+    # nccl-tests prints every rank of the job before the first size: "#  Rank %2d Group %2d Pid %6d on %10s
+    # device %2d [%s] %s" (older releases: no Group column). One host for every rank: a single-node job.
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
         r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}(?:\s{1,4}\[[^\]]{1,40}\]\s{1,4}(?P<gpu>\S.{0,79}?))?\s*$",
         "nccl-tests' list of the job's ranks with their host and GPU"),
