@@ -108,7 +108,9 @@ class LogInputsCheck(Check):
                 run.detail(note)
         for s in m.inputs:
             run.detail(f"{s.path}: {s.bytes} bytes, {s.lines} lines, {s.candidates} parsed"
-                       + (f", {s.compression}" if s.compression else ""))
+                       + (f", {s.compression}" if s.compression else "")
+                       + {"json-lines": ", read as JSON records (each record's line)",
+                          "escaped-newlines": ", its written-out line breaks (\\n) read as line breaks"}.get(s.unwrapped, ""))
             if s.error:
                 yield self.finding("LOG001", path=s.path, error=s.error,
                                    evidence=[Evidence(s.path, s.error)])

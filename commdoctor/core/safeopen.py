@@ -273,6 +273,118 @@ class Utf16ToUtf8(io.RawIOBase):
                 super().close()
 
 
+# -- logs saved in another format than lines of text -----------------------------------------------
+# A log collector's export (docker's json-file, Kubernetes log shippers, a structured logger) writes each line as a
+# JSON record; a log pasted from a Python string or a JSON field has its line breaks written out as "\\n". Read as
+# they are, their NCCL headers and glog heads sit inside a record or one long line and nothing is recognised.
+
+#: Fields that hold the line itself in one JSON record per line: docker/Kubernetes ("log"), structured loggers
+#: ("message", "msg"), journald's JSON export ("MESSAGE"), Google Cloud Logging ("textPayload").
+JSON_LOG_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload")
+_ESCAPE = re.compile(rb'\\(?:(n|r\\n)|(t)|(["\'\\])|(?:x1[bB]|u001[bB]|033|e))')
+#: The start of an escape at the end of a chunk, cut there.
+_ESCAPE_CUT = re.compile(rb'\\+(?:r\\?|u(?:0(?:01?)?)?|x1?|03?)?\Z')
+#: A JSON record longer than this without its newline is passed on as it is (memory stays bounded).
+_MAX_RECORD = 1 << 20
+
+
+def _json_line(line: bytes) -> bytes | None:
+    """The text one JSON record carries, or None when ``line`` is not such a record."""
+    import json
+
+    try:
+        doc = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    for k in JSON_LOG_FIELDS:
+        v = doc.get(k)
+        if isinstance(v, str):
+            out = v.encode("utf-8", "surrogatepass")
+            return out if out.endswith(b"\n") else out + b"\n"
+    return None
+
+
+def unwrap_kind(head: bytes) -> str:
+    """How the text of a log starting with ``head`` is wrapped: "json-lines", "escaped-newlines" or ""."""
+    body = head.lstrip()
+    if body[:1] == b"{":
+        first, nl, _ = body.partition(b"\n")
+        if nl and _json_line(first) is not None:
+            return "json-lines"
+    escaped = head.count(b"\\n")
+    if escaped >= 2 and escaped > 2 * head.count(b"\n"):
+        return "escaped-newlines"
+    return ""
+
+
+class Unwrapping(io.RawIOBase):
+    """The lines of a log saved as JSON records (``json-lines``) or with its line breaks escaped
+    (``escaped-newlines``), chunk by chunk: each record's text, or the text with its escapes undone."""
+
+    def __init__(self, inner: BinaryIO, kind: str) -> None:
+        self._inner = inner
+        self.kind = kind
+        self._pending = b""
+        self._out = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _convert(self, chunk: bytes) -> bytes:
+        data = self._pending + chunk
+        if self.kind == "json-lines":
+            end = len(data) if self._eof else data.rfind(b"\n") + 1
+            if end == 0 and len(data) > _MAX_RECORD:
+                end = len(data)
+            self._pending = data[end:]
+            out = []
+            for line in data[:end].splitlines(keepends=True):
+                text = _json_line(line) if line.lstrip()[:1] == b"{" else None
+                out.append(line if text is None else text)
+            return b"".join(out)
+        # escaped-newlines: keep back an escape the chunk may have cut (with the run of backslashes it ends), which
+        # the next chunk completes
+        end = len(data)
+        if not self._eof:
+            cut = _ESCAPE_CUT.search(data, max(0, len(data) - 6))
+            if cut is not None:
+                end = cut.start()
+                while end > 0 and data[end - 1:end] == b"\\":
+                    end -= 1
+        self._pending = data[end:]
+        return _ESCAPE.sub(_unescape, data[:end])
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._out and not self._eof:
+            chunk = self._inner.read(65536)
+            self._eof = not chunk
+            self._out = self._convert(chunk)
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._inner.close()
+            finally:
+                super().close()
+
+
+def _unescape(m: re.Match[bytes]) -> bytes:
+    if m.group(1):
+        return b"\n"
+    if m.group(2):
+        return b"\t"
+    if m.group(3):
+        return m.group(3)
+    return b"\x1b"
+
+
 # -- one way in for JSON documents (reports, saved stacks) ----------------------------------------
 
 #: A saved report is a few hundred kB; far more than this is not one (and would only cost memory).

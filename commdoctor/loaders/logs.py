@@ -31,7 +31,8 @@ from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import CXX_TERMINATE, SLURM_REPORT, Record, classify, clean
 from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
-from commdoctor.core.safeopen import Salvaging, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container
+from commdoctor.core.safeopen import (Salvaging, Unwrapping, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container,
+                                      unwrap_kind)
 
 #: Causes that stop a job while its processes connect (store, names, interfaces, ports).
 SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
@@ -109,7 +110,7 @@ _PG_IN_MSG = re.compile(r"PG GUID (?P<pg>\S{1,80}) Rank")
 _PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d{1,12}), last completed (?:NCCL )?work: (?P<done>-?\d{1,12})")
 _TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (?P<seq>\d{1,12})")
 _MEMBER = re.compile(r"GLOBAL_RANK: (?P<rank>\d{1,7}), MEMBER: (?P<member>\d{1,7})/(?P<world>\d{1,7})")
-_ELASTIC_FIELD = re.compile(r"^\s{1,8}(?P<key>host|rank|exitcode|traceback|error_file|time)\s*:\s?(?P<val>.*)$")
+_ELASTIC_FIELD = re.compile(r"^\s{0,8}(?P<key>host|rank|exitcode|traceback|error_file|time)\s*:\s?(?P<val>.*)$")
 _ELASTIC_RANK = re.compile(r"(?P<rank>-?\d{1,7})(?: \(local_rank: (?P<local>\d{1,6})\))?")
 _ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?")
 #: The head of one log record as torch's Python logger (torchrun) and glog print it: level, date, time to the
@@ -148,6 +149,7 @@ class InputStat:
     ansi: int = 0
     nul_bytes: int = 0
     compression: str = ""
+    unwrapped: str = ""  # "json-lines" (a collector's JSON records) or "escaped-newlines" (a pasted string)
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -735,7 +737,7 @@ class _Builder:
                 if d:
                     self.m.hosts.setdefault("?", HostInfo("?")).driver = d.group("v")
         if "GPU" in msg[:12]:
-            t = _TOPO_ROW.match(rec.text)
+            t = _TOPO_ROW.match(msg)
             if t:
                 for cell in t.group("cells").split():
                     if cell != "X":
@@ -764,7 +766,7 @@ class _Builder:
                 return
         if self._elastic_root is None:
             return
-        f = _ELASTIC_FIELD.match(rec.text if not rec.task else msg)
+        f = _ELASTIC_FIELD.match(msg)  # inside the summary's root-cause block, less any prefix or indentation
         if not f:
             return
         key, val = f.group("key"), f.group("val").strip()
@@ -990,6 +992,17 @@ def _open(path: str, st: InputStat) -> BinaryIO:
     return Salvaging(inner, None if path == "-" else raw)  # type: ignore[return-value]
 
 
+def _unwrap(stream: BinaryIO, st: InputStat) -> BinaryIO:
+    """``stream``, or its lines of text where its head shows a log saved as JSON records or with escaped line breaks."""
+    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)  # type: ignore[arg-type]
+    try:
+        head = buffered.peek(1 << 16)[:1 << 16]
+    except (OSError, ValueError):
+        return buffered
+    st.unwrapped = unwrap_kind(head)
+    return io.BufferedReader(Unwrapping(buffered, st.unwrapped)) if st.unwrapped else buffered
+
+
 def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,
               skipped: Iterable[tuple[str, str]] = (), on_bytes: Callable[[int], None] | None = None,
               jobs: int | None = None) -> RunModel:
@@ -1080,7 +1093,7 @@ def _read_input(path: str, st: InputStat, prefilter: Prefilter, on_line: Callabl
     stream: BinaryIO | None = None
     try:
         stream = _open(path, st)
-        for line_no, raw in scanner.scan(stream):
+        for line_no, raw in scanner.scan(_unwrap(stream, st)):
             on_line(line_no, raw)
     except (OSError, EOFError, ValueError, lzma.LZMAError, zlib_error()) as e:
         st.error = f"{e.strerror}" if isinstance(e, OSError) and e.strerror and not e.filename else f"{type(e).__name__}: {e}"

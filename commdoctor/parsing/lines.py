@@ -23,6 +23,7 @@ What a line can carry, outermost first:
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,9 @@ _ANSI_RESIDUE = re.compile(r"^(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?)+")
 # ... or written out by syslog, which escapes control characters as '#' and three octal digits ("#033[2m").
 _ANSI_SYSLOG = re.compile(r"#033\[[0-9;?]{0,20}[A-Za-z]")
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A log copied from a web page's source or an HTML export keeps its characters as entities: NCCL's "10.0.0.1&lt;0&gt;",
+# torch's "Cuda failure &#39;out of memory&#39;".
+_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
 
 # -- launcher prefixes ---------------------------------------------------------------
 #: MPICH's and Intel MPI's mpiexec -prepend-rank (Intel MPI's I_MPI_DEBUG too): "[3] text". NCCL's own device field on a
@@ -45,7 +49,10 @@ _MPI_PREPEND_RANK = (r"\[(?P<mprank>\d{1,6})\] (?=\S)"
                      r"(?![^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b)")
 _PREFIXES = re.compile(
     r"^(?:"
-    r"\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
+    # A post's own framing: indentation (a Markdown code block), e-mail or Markdown quote marks ("> > "), and a
+    # terminal colour code whose escape byte was lost ("[0m") after them.
+    r"[ \t]{1,64}|(?:>[ \t]?){1,8}|(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?){1,8}"
+    r"|\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
     # mpirun --tag-output: "[1,3]<stderr>:"; horovodrun: "[3]<stderr>:", with --prefix-output-with-timestamp after
@@ -56,7 +63,8 @@ _PREFIXES = re.compile(
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
-    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? "
+    # (containerd's log files add the stream and a partial/full tag: "2026-11-27T20:36:31.1Z stderr F ").
+    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?"
     r")"
 )
 
@@ -168,6 +176,8 @@ def clean(raw: bytes) -> tuple[str | None, int]:
     if "#033[" in text:
         text = _ANSI_SYSLOG.sub("", text)
         flags |= 4
+    if "&" in text and ";" in text:
+        text = _ENTITY.sub(_entity, text)
     text = text.rstrip("\r\n")
     if "\r" in text:  # progress bars: keep what was last drawn
         text = text.rsplit("\r", 1)[-1] if text.rsplit("\r", 1)[-1].strip() else text.replace("\r", "")
@@ -183,9 +193,14 @@ def clean(raw: bytes) -> tuple[str | None, int]:
     return text, flags
 
 
+def _entity(m: re.Match[str]) -> str:
+    c = html.unescape(m.group(0))
+    return " " if c == "\xa0" else c
+
+
 def strip_prefixes(text: str, rec: Record | None = None) -> str:
     """Remove launcher prefixes (any number, any order), noting rank/task/actor on ``rec``."""
-    for _ in range(4):
+    for _ in range(6):
         m = _PREFIXES.match(text)
         if not m or m.end() == 0:
             break
@@ -323,7 +338,7 @@ def classify(text: str) -> Record:
 
 #: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
 RAW_HEAD = re.compile(
-    rb"^\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
+    rb"^\s{0,8}(?:>[ \t]?){0,8}\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
     rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|"
     + _MPI_PREPEND_RANK.encode() + rb"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
     rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
