@@ -994,9 +994,9 @@ def _open(path: str, st: InputStat) -> BinaryIO:
 
 def _unwrap(stream: BinaryIO, st: InputStat) -> BinaryIO:
     """``stream``, or its lines of text where its head shows a log saved as JSON records or with escaped line breaks."""
-    buffered = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)  # type: ignore[arg-type]
+    buffered: Any = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
     try:
-        head = buffered.peek(1 << 16)[:1 << 16]
+        head: bytes = buffered.peek(1 << 16)[:1 << 16]
     except (OSError, ValueError):
         return buffered
     st.unwrapped = unwrap_kind(head)
