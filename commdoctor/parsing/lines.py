@@ -58,11 +58,17 @@ _PREFIXES = re.compile(
     # mpirun --tag-output: "[1,3]<stderr>:"; horovodrun: "[3]<stderr>:", with --prefix-output-with-timestamp after
     # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
     r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>: ?"
-    r"|\((?P<actor>[A-Za-z_][\w.]{0,80}) pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"  # Ray
+    # Ray: "(RayWorkerWrapper pid=12, ip=10.0.0.1) ", and Ray 1.x's "(pid=12) " with no actor name
+    r"|\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"
+    # pdsh (DeepSpeed's multi-node launcher) and pssh name the node a line came from: "worker-1: ", "10.0.0.12: ". A
+    # node name holds a digit; an exception's type ("RuntimeError: ", "mpi4py.MPI.Exception: ") is not one.
+    r"|(?=[\w.\-]{0,62}\d)(?![\w.\-]{0,62}(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout): )"
+    r"[A-Za-z0-9][\w.\-]{0,62}: "
     r"|" + _MPI_PREPEND_RANK +  # mpiexec -prepend-rank
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
-    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? "
+    # syslog and journalctl add the host and the process: "Nov 27 20:36:31 node1 python[1234]: ".
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? (?:[\w.\-]{1,63} (?:[\w.\-/@]{1,63}\[\d{1,10}\]|kernel): )?"
     # (containerd's log files add the stream and a partial/full tag: "2026-11-27T20:36:31.1Z stderr F ").
     r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?"
     r")"
@@ -215,9 +221,10 @@ def strip_prefixes(text: str, rec: Record | None = None) -> str:
                 rec.task = int(m.group("task"))
             elif m.group("local") is not None and rec.task is None:
                 rec.task = int(m.group("local"))
-            elif m.group("actor") is not None:
+            elif m.group("apid") is not None:
                 rec.actor_ip = m.group("aip")
-                rec.actor = f"{m.group('actor')} pid={m.group('apid')}" + (f" ip={rec.actor_ip}" if rec.actor_ip else "")
+                rec.actor = (f"{m.group('actor')} " if m.group("actor") else "") + f"pid={m.group('apid')}" \
+                    + (f" ip={rec.actor_ip}" if rec.actor_ip else "")
         text = text[m.end():]
     return text
 

@@ -1,6 +1,6 @@
 """A log reads the same whatever form it reached us in.
 
-People post logs quoted in a reply ("> "), indented as a Markdown code block, copied from a web page's source
+People post logs with pdsh's or syslog's prefix on every line, quoted in a reply ("> "), indented as a Markdown code block, copied from a web page's source
 (``&lt;0&gt;``, ``&#39;``), exported by a log collector as one JSON record per line (docker's json-file, Kubernetes
 shippers), with containerd's stream tags, or pasted from a Python string with its line breaks written out ("\\n").
 Each form of a real capture must give the verdict the capture gives as it was written.
@@ -50,7 +50,15 @@ def _escaped(s: str) -> str:
     return s.replace("\n", "\\n")
 
 
-FORMS = {"quote": _quote, "indent": _indent, "html": _html, "k8s-json": _k8s_json, "containerd": _containerd,
+def _pdsh(s: str) -> str:
+    return "".join("worker-1: " + ln for ln in s.splitlines(True))
+
+
+def _syslog(s: str) -> str:
+    return "".join("Nov 28 10:00:00 node1 python[1234]: " + ln for ln in s.splitlines(True))
+
+
+FORMS = {"pdsh": _pdsh, "syslog": _syslog, "quote": _quote, "indent": _indent, "html": _html, "k8s-json": _k8s_json, "containerd": _containerd,
          "escaped-newlines": _escaped}
 
 
@@ -115,6 +123,13 @@ def test_a_posts_framing_is_a_prefix_and_entities_are_characters() -> None:
     assert (rec.kind, rec.host, rec.msg) == ("nccl", "ip-1", "Using network Socket")
     rec = classify("2026-11-28T10:00:00.1Z stderr F h:1:2 [0] NCCL INFO x")
     assert (rec.kind, rec.host) == ("nccl", "h")
+    rec = classify("(pid=4242) h:1:2 [0] NCCL INFO x")  # Ray 1.x names no actor
+    assert (rec.kind, rec.actor) == ("nccl", "pid=4242")
+    # pdsh's node name holds a digit; an exception's type, even one with a digit, is no node
+    assert classify("10.0.0.12: [rank3]:[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] x").rank == 3
+    rec = classify("mpi4py.MPI.Exception: Other MPI error")
+    assert (rec.kind, rec.exc_type) == ("exception", "Exception")
+    assert classify("RuntimeError: NCCL error").exc_type == "RuntimeError"
     assert raw_owner(b"> [rank3]: text").rank == 3
     text, _ = clean(b"h:1:2 [0] NCCL WARN Cuda failure &#39;out of memory&#39; at 10.0.0.1&lt;0&gt;")
     assert text == "h:1:2 [0] NCCL WARN Cuda failure 'out of memory' at 10.0.0.1<0>"
