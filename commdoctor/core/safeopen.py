@@ -306,8 +306,22 @@ def _json_line(line: bytes) -> bytes | None:
     return None
 
 
+def common_indent(head: bytes) -> bytes:
+    """The indentation every line of ``head`` starts with (a Markdown code block's four spaces, a tab), or b"".
+
+    Only the complete lines count, at least two that are not blank; a log's own indentation (traceback code lines,
+    the launcher's summary fields) is on some lines only, so it is never common to all."""
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip()]
+    if len(lines) < 2:
+        return b""
+    lead = [ln[:len(ln) - len(ln.lstrip(b" \t"))] for ln in lines]
+    first = min(lead, key=len)
+    common = first if all(x.startswith(first) for x in lead) else b""
+    return common if len(common) >= 2 or common == b"\t" else b""
+
+
 def unwrap_kind(head: bytes) -> str:
-    """How the text of a log starting with ``head`` is wrapped: "json-lines", "escaped-newlines" or ""."""
+    """How the text of a log starting with ``head`` is wrapped: "json-lines", "escaped-newlines", "indented" or ""."""
     body = head.lstrip()
     if body[:1] == b"{":
         first, nl, _ = body.partition(b"\n")
@@ -316,16 +330,20 @@ def unwrap_kind(head: bytes) -> str:
     escaped = head.count(b"\\n")
     if escaped >= 2 and escaped > 2 * head.count(b"\n"):
         return "escaped-newlines"
+    if common_indent(head):
+        return "indented"
     return ""
 
 
 class Unwrapping(io.RawIOBase):
-    """The lines of a log saved as JSON records (``json-lines``) or with its line breaks escaped
-    (``escaped-newlines``), chunk by chunk: each record's text, or the text with its escapes undone."""
+    """The lines of a log saved as JSON records (``json-lines``), with its line breaks escaped (``escaped-newlines``)
+    or indented as a whole (``indented``), chunk by chunk: each record's text, the text with its escapes undone, or
+    each line less the indentation all of them have."""
 
-    def __init__(self, inner: BinaryIO, kind: str) -> None:
+    def __init__(self, inner: BinaryIO, kind: str, indent: bytes = b"") -> None:
         self._inner = inner
         self.kind = kind
+        self._indent = indent  # "indented": what every line starts with, removed
         self._pending = b""
         self._out = b""
         self._eof = False
@@ -335,12 +353,17 @@ class Unwrapping(io.RawIOBase):
 
     def _convert(self, chunk: bytes) -> bytes:
         data = self._pending + chunk
-        if self.kind == "json-lines":
+        if self.kind in ("json-lines", "indented"):
             end = len(data) if self._eof else data.rfind(b"\n") + 1
             if end == 0 and len(data) > _MAX_RECORD:
                 end = len(data)
             self._pending = data[end:]
             out = []
+            if self.kind == "indented":
+                n = len(self._indent)
+                for line in data[:end].splitlines(keepends=True):
+                    out.append(line[n:] if line.startswith(self._indent) else line)
+                return b"".join(out)
             for line in data[:end].splitlines(keepends=True):
                 text = _json_line(line) if line.lstrip()[:1] == b"{" else None
                 out.append(line if text is None else text)

@@ -32,7 +32,7 @@ from commdoctor.parsing.lines import CXX_TERMINATE, SLURM_REPORT, Record, classi
 from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import (Salvaging, Unwrapping, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container,
-                                      unwrap_kind)
+                                      common_indent, unwrap_kind)
 
 #: Causes that stop a job while its processes connect (store, names, interfaces, ports).
 SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
@@ -70,9 +70,12 @@ _CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
 _MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in P?MPI_\w{1,40}"
-                        r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d"
+                        r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d|^internal ABORT - process \d"
                         # MPICH's error string with its stack ("Other MPI error, error stack:"), as mpi4py raises it
-                        r"|\b[A-Z][\w ]{2,60} error, error stack:")
+                        r"|\b[A-Z][\w ]{2,60} error, error stack:"
+                        # MPICH Hydra's error report (HYDU_error_printf: "[mpiexec@host] func (file:line): msg", "at"
+                        # for "@" before 3.3, "[proxy:0:1@host]" on a node); its other output names no function and file
+                        r"|^\[(?:mpiexec|proxy:[\d:]{1,20})(?:@| at )[^\]\s]{1,255}\] \w{1,80} \([^()\s]{1,300}:\d{1,6}\):")
 #: Python logging at ERROR or CRITICAL, in the formats of the tools around a job (the timestamp may already be cut
 #: off as a prefix): logging's default "ERROR:root:msg", DeepSpeed's "[2024-05-01 10:00:00,123] [ERROR] [launch.py:325:
 #: sigkill_handler] msg" (pdsh puts "host: " first), vLLM's "ERROR 04-06 20:46:48 [core.py:238] msg", the common
@@ -1000,7 +1003,9 @@ def _unwrap(stream: BinaryIO, st: InputStat) -> BinaryIO:
     except (OSError, ValueError):
         return buffered
     st.unwrapped = unwrap_kind(head)
-    return io.BufferedReader(Unwrapping(buffered, st.unwrapped)) if st.unwrapped else buffered
+    if not st.unwrapped:
+        return buffered
+    return io.BufferedReader(Unwrapping(buffered, st.unwrapped, common_indent(head) if st.unwrapped == "indented" else b""))
 
 
 def load_logs(paths: Iterable[str], engine: str = "auto", progress: Any = None,

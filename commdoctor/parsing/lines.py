@@ -49,9 +49,10 @@ _MPI_PREPEND_RANK = (r"\[(?P<mprank>\d{1,6})\] (?=\S)"
                      r"(?![^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b)")
 _PREFIXES = re.compile(
     r"^(?:"
-    # A post's own framing: indentation (a Markdown code block), e-mail or Markdown quote marks ("> > "), and a
-    # terminal colour code whose escape byte was lost ("[0m") after them.
-    r"[ \t]{1,64}|(?:>[ \t]?){1,8}|(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?){1,8}"
+    # A post's own framing: e-mail or Markdown quote marks ("> > ", with any indentation after them), and a terminal
+    # colour code whose escape byte was lost ("[0m") after them. (A log indented as a whole, a Markdown code block, is
+    # read less that indentation: commdoctor.core.safeopen.Unwrapping; a line's own indentation is the log's.)
+    r"(?:>[ \t]*){1,8}|(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?){1,8}"
     r"|\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "

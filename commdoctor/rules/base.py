@@ -282,6 +282,18 @@ def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     return out
 
 
+#: Context rows whose line says the job reached its end (a communicator destroyed normally, nccl-tests' final
+#: check passed, the launcher saw its workers exit 0).
+ENDED = ("nccl_destroyed", "nccl_tests_passed", "agent_succeeded")
+
+
+def completed(m: Any) -> list[Any]:
+    """Lines that say the job reached its end, unless a communicator was aborted or failed to start."""
+    if any(c.state in ("Abort COMPLETE", "Init FAILED") for c in getattr(m, "comms", ())):
+        return []
+    return [m.hits[s][0].ev for s in ENDED if m.hits.get(s)]
+
+
 def single_node(m: Any) -> str | None:
     """The host every rank of the job ran on, when the logs list them all there (nccl-tests' table of ranks);
     None when the job spans hosts or the logs do not say."""

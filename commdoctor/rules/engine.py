@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commdoctor.rules import MODEL_RULES, SIGNATURES
-from commdoctor.rules.base import CONTEXT, Cand, Code, W, hits, own_reading
+from commdoctor.rules.base import CONTEXT, Cand, Code, W, completed, hits, own_reading
 
 #: Shown after the verdict: another cause the same lines support, and what tells them apart.
 ALSO_POSSIBLE = Code("LOG090", "also-possible", W, "the same signature is also explained by {alt}", "{tell}", cause="other")
@@ -58,18 +58,6 @@ def diagnose(m: Any) -> list[Cand]:
     for _phase, _i, step in STEPS:
         out.extend(step(m, out))
     return settle(m, order(merge(out)))
-
-
-#: Context rows whose line says the job reached its end (a communicator destroyed normally, nccl-tests' final
-#: check passed, the launcher saw its workers exit 0).
-ENDED = ("nccl_destroyed", "nccl_tests_passed", "agent_succeeded")
-
-
-def completed(m: Any) -> list[Any]:
-    """Lines that say the job reached its end, unless a communicator was aborted or failed to start."""
-    if any(c.state in ("Abort COMPLETE", "Init FAILED") for c in getattr(m, "comms", ())):
-        return []
-    return [m.hits[s][0].ev for s in ENDED if m.hits.get(s)]
 
 
 def recovered(m: Any) -> list[Any]:

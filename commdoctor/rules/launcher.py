@@ -154,6 +154,33 @@ def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     return out
 
 
+#: Causes of a rank that could not join the rendezvous (its store, its address): what a launch that started fewer
+#: nodes than the job expects looks like from the nodes that did start.
+_RENDEZVOUS_FAILED = ("rendezvous_unreachable", "firewall_or_port_blocked", "hostname_resolution")
+
+
+def _local_only(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """DeepSpeed's launcher found no hostfile and started this node's processes alone, and the rendezvous failed.
+
+    deepspeed/launcher/runner.py (fetch_hostfile) warns "Unable to find hostfile, will proceed with training with local
+    resources only" and launches on this node only: on a single node that is every run's harmless note. When the same
+    log shows the rendezvous failing (a store timeout, a traceback through init_process_group's rendezvous), the
+    program expected ranks of other nodes that the launcher never started (EleutherAI/gpt-neox#671)."""
+    hs = hits(m, "ds_no_hostfile")
+    if not hs:
+        return []
+    rdzv = [c for c in found if c.cause in _RENDEZVOUS_FAILED]
+    frames = hits(m, "rendezvous_frame")
+    # Another cause (a port already in use, a rank that died) explains a failed rendezvous on one node as well.
+    if (not rdzv and not frames) or any(c.cause and not c.weak and c.cause not in _RENDEZVOUS_FAILED for c in found):
+        return []
+    return [cand("LOG066", "launcher_misconfig", 1, hs + frames[:1],
+                 params={"what": "DeepSpeed's launcher found no hostfile and started this node's processes only, while "
+                                 "the job waits in its rendezvous for ranks of other nodes"},
+                 detail="Pass the hostfile to the deepspeed launcher (--hostfile, default /job/hostfile) on the node "
+                        "that starts the job; the world size the program expects then starts on every node it names.")]
+
+
 def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
     g = hs[0].groups
     try:
@@ -304,6 +331,19 @@ SIGNATURES = (
     sig("hydra_execvp", ("execvp error on file",),
        r"execvp error on file (?P<file>\S{1,400}?) \((?P<err>[^)]{1,60})",
        "launcher_misconfig", ROOT, 2, "MPICH's launcher could not execute a file it needed", build=_hydra_execvp),
+    # Hydra's mpiexec reading a node proxy's control socket (pm/pmiserv/pmiserv_cb.c control_cb, proxy_init_cb:
+    # HYDU_ASSERT(!closed)): the connection closed, so that node's hydra_pmi_proxy exited before or while starting its
+    # ranks. Posts often wrap the line after "assert". execvp's line, when there, says which file; else the proxy could
+    # not start there for a reason of that node (pmodels/mpich#1872: the working directory missing on it).
+    sig("hydra_proxy_closed", ("): assert",),
+       r"(?:control_cb|proxy_init_cb) \([^()\s]{1,300}:\d{1,6}\): assert(?: \(!closed\) failed|\s*$)",
+       "other", ROOT, 3, "a node's Hydra proxy closed its connection to mpiexec before its ranks ran",
+       code="LOG066", params=lambda hs: {"what": "a node's MPI proxy (hydra_pmi_proxy) exited before its ranks ran"},
+       detail="mpiexec lost the connection to the proxy it starts on each node. The proxy could not run there: "
+              "the current directory (mpiexec starts every rank in it, unless -wdir says otherwise) or the program "
+              "does not exist on that node, its MPICH install differs, or it was killed. Run mpiexec from a directory "
+              "every node has (a shared file system), or pass -wdir; mpiexec -verbose shows the proxy's own error.",
+       exclude=("hydra_execvp",)),
     sig("invalid_device", ("invalid device ordinal", "InvalidDevice", "INVALID_DEVICE"),
        r"invalid device ordinal|cudaErrorInvalidDevice|CUDA_ERROR_INVALID_DEVICE",
        "launcher_misconfig", ROOT, 1, "a rank asked for a GPU that does not exist: more ranks per node than GPUs, or a wrong local rank",
@@ -525,6 +565,15 @@ SIGNATURES = (
     # torch/distributed/elastic/agent/server/api.py, at INFO (torchrun's LOGLEVEL=INFO): "[%s] worker group
     # successfully finished. Waiting %s seconds for other agents to finish." once every worker of the node exited 0,
     # and from the exit barrier "Local worker group finished (WorkerState.SUCCEEDED). ...".
+    # deepspeed/launcher/runner.py fetch_hostfile: no hostfile at the path given (default /job/hostfile), so the launcher
+    # runs on this node only. Harmless on one node; read by _local_only.
+    ctx("ds_no_hostfile", ("Unable to find hostfile",),
+        r"Unable to find hostfile, will proceed with training with local resources only",
+        "DeepSpeed's launcher found no hostfile and runs this node's processes only", harmless=True),
+    # The code line of a traceback through init_process_group's rendezvous (distributed_c10d.py:
+    # "store, rank, world_size = next(rendezvous_iterator)"): the process failed or was stopped while joining.
+    ctx("rendezvous_frame", ("rendezvous_iterator",), r"= next\(rendezvous_iterator\)",
+        "a traceback through init_process_group's rendezvous (the process was joining the job)"),
     ctx("lightning_all_registered", ("All distributed processes registered",),
         r"All distributed processes registered\. Starting with (?P<n>\d{1,7}) processes",
         "Lightning's rank 0: every rank of the world joined the process group"),
@@ -550,6 +599,7 @@ SIGNATURES = (
 
 MODEL_RULES = (
     ModelRule("ranks_missing", _ranks_missing, "global ranks that never started"),
+    ModelRule("local_only", _local_only, "DeepSpeed's launcher started one node of a multi-node job"),
 )
 
 CODES = (

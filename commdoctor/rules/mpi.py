@@ -405,6 +405,13 @@ SIGNATURES = (
     # MPICH's CMA module (ch4/shm/ipc/cma, on by default since MPICH 4.3's pmodels/mpich#7639) fails the copy inside
     # its error stack ("MPIDI_CMA_copy_data(54): ", "copy_iovs(201).........: process_vm_readv ..."); the kernel's Yama
     # ptrace_scope (1 on most distributions) or a container without CAP_SYS_PTRACE refuses it (pmodels/mpich#7653).
+    # MPICH's MPIR_Assert_fail (src/util/mpir_assert.c): "Assertion failed in file %s at line %d: %s", then MPID_Abort's
+    # "internal ABORT - process %d". The library found its own state inconsistent: an argument it did not validate
+    # (a root or rank beyond the communicator, an object already freed: pmodels/mpich#5443) or a defect of the release.
+    sig("mpich_assert", ("Assertion failed in file",),
+       r"Assertion failed in file (?P<file>\S{1,300}) at line (?P<line>\d{1,7}): (?P<cond>[^\n]{1,200})",
+       "other", ROOT, 4, "the MPI library stopped on one of its own consistency checks",
+       code="LOG100", params=lambda hs: {"what": f"'{group(hs, 'cond') or '?'}' failed in {group(hs, 'file') or '?'}"}),
     sig("mpich_cma_failed", ("MPIDI_CMA_copy", "process_vm_"),
        r"\bMPIDI_CMA_copy_\w{1,20}\(\d{1,6}\)|\bcopy_iovs\(\d{1,6}\)\.{0,40}: {0,4}process_vm_(?:readv|writev)",
        "other", ROOT, 2, "MPICH's shared-memory transport failed the cross-process copy (CMA, process_vm_readv)",
@@ -489,6 +496,10 @@ CODES = (
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
+    Code("LOG100", "mpi-internal-assertion", E, "the MPI library stopped on its own consistency check: {what}",
+         "Check the arguments of the MPI call that ran last against what the failed condition names (a root or rank "
+         "below the communicator's size, objects not yet freed); when they are right, try another MPI release",
+         cause="other", steps=("rerun with a debug build of MPICH (--enable-g=all) for the call's stack",)),
     Code("LOG083", "mpi-cma-denied", E, "the kernel refused the MPI library's cross-process memory copy (CMA)",
          "Allow process_vm_readv between the ranks (docker run --cap-add=SYS_PTRACE or a seccomp profile that permits "
          "it; kernel.yama.ptrace_scope=0), or turn single-copy off: Open MPI --mca btl_vader_single_copy_mechanism none "

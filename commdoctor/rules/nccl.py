@@ -429,7 +429,7 @@ def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     run; with none completed and nothing else named, the launch is the likeliest reading. A weak reading (tier 7):
     any rule that names a cause comes first."""
     hs = hits(m, "nccl_invalid_argument")
-    if not hs or hits(m, "nccl_argcheck") or not _network_failed_early(m, found):
+    if not hs or hits(m, "nccl_argcheck") or hits(m, "ofi_tuner_refused") or not _network_failed_early(m, found):
         return []
     return [cand("LOG066", "launcher_misconfig", 7, hs, params={"what": "NCCL rejected an argument at start-up (invalid "
                                                                        "argument) and the reason line is not in the logs"},
@@ -752,6 +752,19 @@ SIGNATURES = (
        "version_mismatch", ROOT, 1, "the program was built against another NCCL than the one it loaded",
        code="LOG040", params=lambda hs: {"what": f"the program was built against NCCL {group(hs, 'built') or '?'} "
                                                  f"and loaded {group(hs, 'run') or 'another'}"}),
+    # A stack dump (py-spy, gdb, lldb) of a hung process with a thread inside NCCL's communicator abort: ncclCommAbort
+    # (commReclaim, commFree joining NCCL's threads) or torch's ProcessGroupNCCL::abort waiting on it. The abort itself
+    # did not return: NCCL releases with abort defects (2.18's multithreaded abort, NVIDIA/nccl#992; 2.25.1's,
+    # pytorch/pytorch#149153) do this after whatever error made torch abort.
+    sig("comm_abort_stuck", ("ncclCommAbort", "ProcessGroupNCCL::abort", "commReclaim"),
+       r"(?:^|[\s`])(?:c10d::ProcessGroupNCCL::abort|(?:c10d::NCCLComm::)?ncclCommAbort|commReclaim)(?: ?\(| \+ \d)",
+       "nccl_internal_bug", ROOT, 5, "a thread of the hung process is inside NCCL's communicator abort, which did not return",
+       code="LOG070", params=lambda hs: {"what": "a thread is stuck in the communicator's abort (ncclCommAbort never "
+                                                 "returned)"},
+       detail="A stack taken while the process hung shows it aborting its NCCL communicator and waiting there. Aborting "
+              "is how torch ends a communicator after an error or a timeout; an abort that never returns is a defect of "
+              "that NCCL release (fixed abort hangs: 2.19.1, 2.26.2). Look above the abort for the error that started it, "
+              "and move to a newer NCCL."),
     sig("ring_broken", ("does not loop back to start", "does not contain rank"),
        r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
        "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)",
@@ -948,6 +961,17 @@ SIGNATURES = (
        detail="aws-ofi-nccl checks the libfabric it loaded. Update the EFA installer on the node (it ships "
               "libfabric), or use the plugin release that came with the installed libfabric; a container must see "
               "the host's or its own matching copy (LD_LIBRARY_PATH, /opt/amazon/efa)."),
+    # aws-ofi-nccl's tuner through the v1 tuner interface, the one NCCL 2.19 and 2.20 load: it refuses to start when
+    # NCCL_ALGO or NCCL_PROTO is set and returns ncclInvalidArgument, so communicator creation fails ("NCCL Error 4:
+    # invalid argument"). Through the v2 interface and later (NCCL 2.21 on) the plugin logs the same words at INFO,
+    # with "Defaulting to internal tuner", and the job runs: only the WARN is a failure (aws/aws-ofi-nccl#982; the
+    # plugin itself sets NCCL_PROTO on some platforms).
+    sig("ofi_tuner_refused", ("tuner plugin can not be loaded",),
+       r"The tuner plugin can not be loaded when explicitly choosing an algorithm or protocol(?!.{0,80}Defaulting)",
+       "version_mismatch", ROOT, 1, "the OFI plugin's tuner refused an NCCL too old for its fallback while NCCL_ALGO or "
+                                    "NCCL_PROTO was set",
+       code="LOG099", params=lambda hs: {"what": "aws-ofi-nccl's tuner, loaded through the interface of NCCL 2.19-2.20, "
+                                                 "refuses NCCL_ALGO/NCCL_PROTO instead of handing back to NCCL's tuner"}),
     # aws-ofi-nccl: fi_av_insert of the peer's EFA address failed ("Unable to insert remote address into address
     # vector for device %d. RC: %s"; "CM: ..." in newer releases), and a request that completed with an error
     # ("NET/OFI Request %p completed with error. RC: %d", libfabric efa's "rxr_cq_write_tx_error ... prov_err"). EFA
@@ -1118,6 +1142,11 @@ CODES = (
          "Unset NCCL_ALGO and NCCL_PROTO (let NCCL choose), or allow more than one value (NCCL_PROTO=^LL128 excludes "
          "one instead of forcing one)",
          cause="other", steps=("env | grep -E 'NCCL_(ALGO|PROTO)' on every node, and in the job's launcher config",)),
+    Code("LOG099", "nccl-plugin-mismatch", E, "NCCL's plugin does not work with this NCCL release: {what}",
+         "Use NCCL 2.21 or later with this plugin, or a plugin release that hands back to NCCL's tuner; until then "
+         "unset NCCL_ALGO and NCCL_PROTO in the job's environment",
+         cause="version_mismatch", steps=("NCCL_DEBUG=INFO: the 'NCCL version' line and the plugin's 'NET/OFI' version line",
+                                          "env | grep -E 'NCCL_(ALGO|PROTO|TUNER)'")),
     Code("LOG098", "nccl-call-rejected", E, "NCCL rejected a call's arguments: {what}",
          "Fix the call the line names (the program's, or the framework's NCCL wrapper: a version with the fix)",
          cause="other", env={"NCCL_DEBUG": "WARN (names the call and the argument)"}),

@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
-    ModelRule, after_restart, after_store_host_failed, cand, ctx, group, hits, own_reading, sig, single_node,
+    ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, own_reading, sig, single_node,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -534,6 +534,24 @@ def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _nvls_bind_last(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL's last words in a log are its NVLS multicast bind, and nothing failed or finished.
+
+    transport/nvls.cc logs "NVLS Bind mem %p UC handle ... MC handle ... size %zu" once cuMulticastBindMem returned; the
+    next steps map that memory and connect NVLS. A log that stops there, with no error and no end, is a job hung in
+    NVLink SHARP setup: the NVSwitch fabric (fabric manager) side (NVIDIA/nccl-tests#216: NCCL_NVLS_ENABLE=0 ran)."""
+    hs = hits(m, "nvls_bind")
+    last = [h for h in hs if m.last_ok.get(h.ev.source) == h.ev.line]
+    if not last or completed(m) or any(c.cause and not c.weak for c in found) or m.unmatched_errors:
+        return []
+    return [cand("LOG033", "fabric_manager_nvls", 6, last[:2],
+                 detail="NCCL's last line is its NVLink SHARP (NVLS) multicast bind: the job stopped while setting up "
+                        "NVLS, which runs through the NVSwitch fabric. Check nvidia-fabricmanager and the GPUs' fabric "
+                        "state; NCCL_NVLS_ENABLE=0 avoids the path until it is fixed.",
+                 alts=[("nccl_internal_bug", "NCCL releases with NVLS setup defects hang the same way on a healthy "
+                                             "fabric: try another NCCL")])]
+
+
 def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """GPUs joined only through PCIe (no NVLink): where ACS/IOMMU can block peer traffic; a risk, not a failure."""
     pcie = {k for k in m.topology if k in ("PIX", "PXB", "PHB", "NODE")}
@@ -776,6 +794,10 @@ SIGNATURES = (
     # Without it NVSwitch systems cannot run CUDA across GPUs (802 'system not yet initialized', NVLS failures).
     ctx("systemd_unit_header", (".service - ",), r"^\W{0,4}(?P<unit>[\w@.\-]{1,100})\.service - ",
         "the header of a unit in `systemctl status` output"),
+    # transport/nvls.cc after cuMulticastBindMem: "NVLS Bind mem %p UC handle 0x%llx MC handle 0x%llx size %zu".
+    # Read by _nvls_bind_last.
+    ctx("nvls_bind", ("NVLS Bind mem",), r"NVLS Bind mem \S{1,40} UC handle",
+        "NCCL bound GPU memory to an NVLS multicast object (a step of its NVLink SHARP setup)"),
     sig("fabric_manager_down", ("match with driver version", "nvidia-fabricmanager.service:", "nv-fabricmanager", "Active: "),
        r"GPU driver interface version \S{1,40} do(?:n't|esn't|n\u2019t) match with driver version"
        r"|nvidia-fabricmanager\.service: (?:(?:Main|Control) process exited, code=exited, status=[1-9]\d{0,2}/FAILURE"
@@ -935,6 +957,7 @@ MODEL_RULES = (
     ModelRule("subnets_differ", _subnets, "hosts bootstrapping over addresses in different networks"),
     ModelRule("nccl_connect_retries", _connect_retries, "NCCL's connect retries with no communicator completing after them",
               phase=PHASE_LAST),
+    ModelRule("nvls_bind_last", _nvls_bind_last, "NCCL's log ending at its NVLS multicast bind, with no error"),
     ModelRule("pcie_topology", _pcie_topology, "GPUs joined only through PCIe, where ACS/IOMMU can interfere"),
     ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_UNRECOGNISED),
 )

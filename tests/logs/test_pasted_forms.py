@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from commdoctor.core.safeopen import Unwrapping, unwrap_kind
+from commdoctor.core.safeopen import Unwrapping, common_indent, unwrap_kind
 from commdoctor.parsing.lines import classify, clean, raw_owner
 from logs.test_corpus import diagnose_file
 
@@ -80,11 +80,23 @@ def test_each_pasted_form_of_a_capture_gives_its_verdict(tmp_path: Path, capture
 
 def test_the_input_line_says_how_it_was_read(tmp_path: Path) -> None:
     text = (FIXTURES / "nccl-dupgpu" / "torchrun.log").read_text(encoding="utf-8")
-    for form, kind in ((_k8s_json, "json-lines"), (_escaped, "escaped-newlines"), (_quote, "")):
+    for form, kind in ((_k8s_json, "json-lines"), (_escaped, "escaped-newlines"), (_indent, "indented"), (_quote, "")):
         p = tmp_path / "x.log"
         p.write_text(form(text), encoding="utf-8")
         inputs = next(r for r in diagnose_file(p)["results"] if r["check"] == "logs.inputs")["data"]["inputs"]
         assert inputs[0]["unwrapped"] == kind
+
+
+def test_only_an_indentation_every_line_has_is_the_posts() -> None:
+    log = b"".join(b"    node1:1:2 [0] NCCL INFO Channel %02d/02 :    0   1\n" % i for i in range(4))
+    assert (unwrap_kind(log), common_indent(log)) == ("indented", b"    ")
+    data = log + b"\n      Traceback (most recent call last):\n"
+    assert io.BufferedReader(Unwrapping(io.BytesIO(data), "indented", b"    ")).read() == \
+        log.replace(b"    node1", b"node1") + b"\n  Traceback (most recent call last):\n"
+    # a log's own indentation, on some of its lines (a traceback's code lines, torchrun's summary fields), stays
+    own = (b'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    main()\n'
+           b"RuntimeError: NCCL error\n  host      : node1\n  rank      : 0 (local_rank: 0)\n")
+    assert (unwrap_kind(own), common_indent(own)) == ("", b"")
 
 
 def test_logs_that_only_hold_json_or_escapes_are_read_as_they_are() -> None:
@@ -119,7 +131,7 @@ def test_unwrapping_does_not_depend_on_where_reads_cut_the_stream(kind: str, dat
 def test_a_posts_framing_is_a_prefix_and_entities_are_characters() -> None:
     rec = classify("> > [rank3]:[E415 21:17:08.996 ProcessGroupNCCL.cpp:552] Watchdog caught collective operation timeout")
     assert (rec.kind, rec.level, rec.rank) == ("c10d", "E", 3)
-    rec = classify("    [0m ip-1:2:3 [0] NCCL INFO Using network Socket")
+    rec = classify(">   [0m ip-1:2:3 [0] NCCL INFO Using network Socket")
     assert (rec.kind, rec.host, rec.msg) == ("nccl", "ip-1", "Using network Socket")
     rec = classify("2026-11-28T10:00:00.1Z stderr F h:1:2 [0] NCCL INFO x")
     assert (rec.kind, rec.host) == ("nccl", "h")
