@@ -240,17 +240,17 @@ class Salvaging(io.RawIOBase):
                 super().close()
 
 
-class Utf16ToUtf8(io.RawIOBase):
-    """A UTF-16 byte stream (with its BOM) read as UTF-8, chunk by chunk (PowerShell's ``>`` writes UTF-16)."""
+class _Converting(io.RawIOBase):
+    """A byte stream read through a conversion, chunk by chunk: subclasses say what one chunk becomes (``_eof`` is
+    set when the chunk given is the last, empty one)."""
 
-    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None) -> None:
-        import codecs
-
+    def __init__(self, inner: BinaryIO) -> None:
         self._inner = inner
-        self._under = under
-        self._dec = codecs.getincrementaldecoder("utf-16")("replace")
         self._out = b""
         self._eof = False
+
+    def _convert(self, chunk: bytes) -> bytes:
+        raise NotImplementedError
 
     def readable(self) -> bool:
         return True
@@ -259,7 +259,7 @@ class Utf16ToUtf8(io.RawIOBase):
         while not self._out and not self._eof:
             chunk = self._inner.read(65536)
             self._eof = not chunk
-            self._out = self._dec.decode(chunk, final=self._eof).encode("utf-8", "replace")
+            self._out = self._convert(chunk)
         n = min(len(b), len(self._out))
         b[:n] = self._out[:n]
         self._out = self._out[n:]
@@ -271,6 +271,20 @@ class Utf16ToUtf8(io.RawIOBase):
                 self._inner.close()
             finally:
                 super().close()
+
+
+class Utf16ToUtf8(_Converting):
+    """A UTF-16 byte stream (with its BOM) read as UTF-8, chunk by chunk (PowerShell's ``>`` writes UTF-16)."""
+
+    def __init__(self, inner: BinaryIO, under: BinaryIO | None = None) -> None:
+        import codecs
+
+        super().__init__(inner)
+        self._under = under
+        self._dec = codecs.getincrementaldecoder("utf-16")("replace")
+
+    def _convert(self, chunk: bytes) -> bytes:
+        return self._dec.decode(chunk, final=self._eof).encode("utf-8", "replace")
 
 
 # -- logs saved in another format than lines of text -----------------------------------------------
@@ -335,21 +349,16 @@ def unwrap_kind(head: bytes) -> str:
     return ""
 
 
-class Unwrapping(io.RawIOBase):
+class Unwrapping(_Converting):
     """The lines of a log saved as JSON records (``json-lines``), with its line breaks escaped (``escaped-newlines``)
     or indented as a whole (``indented``), chunk by chunk: each record's text, the text with its escapes undone, or
     each line less the indentation all of them have."""
 
     def __init__(self, inner: BinaryIO, kind: str, indent: bytes = b"") -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.kind = kind
         self._indent = indent  # "indented": what every line starts with, removed
         self._pending = b""
-        self._out = b""
-        self._eof = False
-
-    def readable(self) -> bool:
-        return True
 
     def _convert(self, chunk: bytes) -> bytes:
         data = self._pending + chunk
@@ -379,23 +388,6 @@ class Unwrapping(io.RawIOBase):
                     end -= 1
         self._pending = data[end:]
         return _ESCAPE.sub(_unescape, data[:end])
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._out and not self._eof:
-            chunk = self._inner.read(65536)
-            self._eof = not chunk
-            self._out = self._convert(chunk)
-        n = min(len(b), len(self._out))
-        b[:n] = self._out[:n]
-        self._out = self._out[n:]
-        return n
-
-    def close(self) -> None:
-        if not self.closed:
-            try:
-                self._inner.close()
-            finally:
-                super().close()
 
 
 def _unescape(m: re.Match[bytes]) -> bytes:
