@@ -55,6 +55,7 @@ _PREFIXES = re.compile(
     r"(?:>[ \t]*){1,8}|(?:\[\d{1,3}(?:;\d{1,3}){0,4}m ?){1,8}"
     r"|\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
+    r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? "  # a clock, bare or bracketed (before srun's "3: ", which "20:" also is)
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
     # mpirun --tag-output: "[1,3]<stderr>:"; horovodrun: "[3]<stderr>:", with --prefix-output-with-timestamp after
     # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
@@ -68,6 +69,9 @@ _PREFIXES = re.compile(
     r"|" + _MPI_PREPEND_RANK +  # mpiexec -prepend-rank
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").
+    # Other loggers' times: Go's and glog's "2026/11/27 20:36:31 ", seconds since the epoch in brackets
+    # ("[1764275791.123456] ", UCX's and dmesg's shape). A bare or bracketed clock ("[20:36:31] ") is read above.
+    r"|\d{4}/\d\d/\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})? |\[ {0,12}\d{1,10}\.\d{1,9}\] "
     # syslog and journalctl add the host and the process: "Nov 27 20:36:31 node1 python[1234]: ".
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? (?:[\w.\-]{1,63} (?:[\w.\-/@]{1,63}\[\d{1,10}\]|kernel): )?"
     # (containerd's log files add the stream and a partial/full tag: "2026-11-27T20:36:31.1Z stderr F ").

@@ -58,7 +58,19 @@ def _syslog(s: str) -> str:
     return "".join("Nov 28 10:00:00 node1 python[1234]: " + ln for ln in s.splitlines(True))
 
 
-FORMS = {"pdsh": _pdsh, "syslog": _syslog, "quote": _quote, "indent": _indent, "html": _html, "k8s-json": _k8s_json, "containerd": _containerd,
+def _go_time(s: str) -> str:
+    return "".join("2026/11/28 10:00:00 " + ln for ln in s.splitlines(True))
+
+
+def _clock(s: str) -> str:
+    return "".join("[10:00:00] " + ln for ln in s.splitlines(True))
+
+
+def _epoch(s: str) -> str:
+    return "".join("[1764324000.123456] " + ln for ln in s.splitlines(True))
+
+
+FORMS = {"go-time": _go_time, "clock": _clock, "epoch": _epoch, "pdsh": _pdsh, "syslog": _syslog, "quote": _quote, "indent": _indent, "html": _html, "k8s-json": _k8s_json, "containerd": _containerd,
          "escaped-newlines": _escaped}
 
 
@@ -135,6 +147,10 @@ def test_a_posts_framing_is_a_prefix_and_entities_are_characters() -> None:
     assert (rec.kind, rec.host, rec.msg) == ("nccl", "ip-1", "Using network Socket")
     rec = classify("2026-11-28T10:00:00.1Z stderr F h:1:2 [0] NCCL INFO x")
     assert (rec.kind, rec.host) == ("nccl", "h")
+    # a bare clock is a time, not srun's task number ("12:" of "12:00:00")
+    rec = classify("12:00:00.5 RuntimeError: x")
+    assert (rec.kind, rec.task, rec.exc_type) == ("exception", None, "RuntimeError")
+    assert classify("3: h:1:2 [0] NCCL WARN x y").task == 3
     rec = classify("(pid=4242) h:1:2 [0] NCCL INFO x")  # Ray 1.x names no actor
     assert (rec.kind, rec.actor) == ("nccl", "pid=4242")
     # pdsh's node name holds a digit; an exception's type, even one with a digit, is no node
