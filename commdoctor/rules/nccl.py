@@ -765,6 +765,17 @@ SIGNATURES = (
               "is how torch ends a communicator after an error or a timeout; an abort that never returns is a defect of "
               "that NCCL release (fixed abort hangs: 2.19.1, 2.26.2). Look above the abort for the error that started it, "
               "and move to a newer NCCL."),
+    # NCCL's misc/nvmlwrap.cc: "nvmlDeviceGetHandleByIndex() failed: %s" / "...ByPciBusId() failed: %s". NVML does
+    # not know the GPU CUDA gave NCCL: the NCCL 2.5 preview's index lookup under CUDA_VISIBLE_DEVICES (NVIDIA/nccl#255),
+    # fixed in the release; or a container exposing the device to CUDA and not to NVML.
+    sig("nvml_handle_failed", ("nvmlDeviceGetHandleBy",),
+       r"nvmlDeviceGetHandleBy(?:Index|PciBusId)(?:_v2)?\(\) failed: (?P<err>[^\n]{1,80})",
+       "nccl_internal_bug", ROOT, 3, "NCCL could not find its GPU in NVML",
+       code="LOG070", params=lambda hs: {"what": f"NVML does not know the GPU CUDA gave NCCL ({(group(hs, 'err') or 'failed').strip()})"},
+       detail="NCCL asks NVML for the GPU it runs on. An NCCL release that looks GPUs up by index (the 2.5 preview) "
+              "gets the wrong one under CUDA_VISIBLE_DEVICES; the released version looks them up by PCI bus id.",
+       alts=[("other", "in a container, NVML must see the same GPUs as CUDA: expose the device nodes and "
+                       "/usr/lib libnvidia-ml of the host's driver (nvidia-container-toolkit)")]),
     sig("ring_broken", ("does not loop back to start", "does not contain rank"),
        r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
        "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)",

@@ -552,6 +552,28 @@ def _nvls_bind_last(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
                                              "fabric: try another NCCL")])]
 
 
+def _gdr_no_module(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL found no GPU peer-memory module, so its InfiniBand/RoCE transport stages GPU data through host memory.
+
+    transport/net_ib (NCCL <= 2.12: "NET/IB : GPU Direct RDMA Disabled for HCA %d '%s' (no module)") checks for
+    /sys/kernel/mm/memory_peers/nv_mem/version, .../nv_mem_nc/version or /sys/module/nvidia_peermem/version; a post
+    often shows the check failing by hand ("cat: /sys/kernel/mm/memory_peers/nv_mem/version: No such file"). The job
+    runs, slower: a risk and the reason for low bandwidth, never a failure's cause (NVIDIA/nccl#1939: nvidia_peermem
+    in lsmod but never registered with the OFED stack of a newer kernel)."""
+    hs = hits(m, "gdr_no_module") + hits(m, "peer_memory_missing")
+    if not hs:
+        return []
+    return [Cand("LOG101", "other", 7, 10**9, [h.ev for h in hs][:3], weak=True,
+                 params={"what": group(hs, "hca") and f"HCA {group(hs, 'hca')}" or "this node's HCAs"},
+                 detail="NCCL looks for a GPU peer-memory client before it lets the NIC read and write GPU memory: "
+                        "nvidia_peermem (or the older nv_peer_mem) registered with the RDMA stack, or DMA-BUF. Without "
+                        "it every transfer is staged through host memory. lsmod showing nvidia_peermem is not enough: "
+                        "it must be built for the running kernel and the installed MLNX_OFED/DOCA (the files under "
+                        "/sys/kernel/mm/memory_peers/ or /sys/module/nvidia_peermem/ exist).",
+                 alts=[("p2p_acs_iommu", "where the module is there, ACS/IOMMU on the PCIe path makes NCCL or the NIC "
+                                         "avoid GPUDirect: NCCL_NET_GDR_LEVEL and lspci -vvv | grep ACSCtl")])]
+
+
 def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """GPUs joined only through PCIe (no NVLink): where ACS/IOMMU can block peer traffic; a risk, not a failure."""
     pcie = {k for k in m.topology if k in ("PIX", "PXB", "PHB", "NODE")}
@@ -794,6 +816,16 @@ SIGNATURES = (
     # Without it NVSwitch systems cannot run CUDA across GPUs (802 'system not yet initialized', NVLS failures).
     ctx("systemd_unit_header", (".service - ",), r"^\W{0,4}(?P<unit>[\w@.\-]{1,100})\.service - ",
         "the header of a unit in `systemctl status` output"),
+    # NCCL's transport/net_ib.cc (2.4-2.12) when no peer-memory module is found: "NET/IB : GPU Direct RDMA Disabled
+    # for HCA %d '%s' (no module)"; graph/paths.cc's "GPU Direct RDMA Disabled for GPU %lx / HCA %d (distance %d > %d)"
+    # is a topology choice (NCCL_NET_GDR_LEVEL), not this. The files NCCL checks, read by hand and missing. Read by
+    # _gdr_no_module.
+    ctx("gdr_no_module", ("GPU Direct RDMA Disabled for HCA",),
+        r"GPU Direct RDMA Disabled for HCA (?P<dev>\d{1,3}) '(?P<hca>[^'\s]{1,64})'",
+        "NCCL found no GPU peer-memory module for this HCA (GPUDirect RDMA off)"),
+    ctx("peer_memory_missing", ("memory_peers/nv_mem", "nvidia_peermem/version"),
+        r"(?:/sys/kernel/mm/memory_peers/nv_mem(?:_nc)?/version|/sys/module/nvidia_peermem/version): No such file",
+        "the file that says a GPU peer-memory module is registered does not exist"),
     # transport/nvls.cc after cuMulticastBindMem: "NVLS Bind mem %p UC handle 0x%llx MC handle 0x%llx size %zu".
     # Read by _nvls_bind_last.
     ctx("nvls_bind", ("NVLS Bind mem",), r"NVLS Bind mem \S{1,40} UC handle",
@@ -958,11 +990,17 @@ MODEL_RULES = (
     ModelRule("nccl_connect_retries", _connect_retries, "NCCL's connect retries with no communicator completing after them",
               phase=PHASE_LAST),
     ModelRule("nvls_bind_last", _nvls_bind_last, "NCCL's log ending at its NVLS multicast bind, with no error"),
+    ModelRule("gdr_no_module", _gdr_no_module, "NCCL without a GPU peer-memory module (GPUDirect RDMA off)"),
     ModelRule("pcie_topology", _pcie_topology, "GPUs joined only through PCIe, where ACS/IOMMU can interfere"),
     ModelRule("unrecognised", _unrecognised, "errors that no rule explains", phase=PHASE_UNRECOGNISED),
 )
 
 CODES = (
+    Code("LOG101", "gdr-unavailable", W, "GPUDirect RDMA is off for {what}: NCCL found no GPU peer-memory module",
+         "Load nvidia_peermem built for this kernel and this MLNX_OFED/DOCA on every node (modprobe nvidia_peermem; "
+         "the driver package ships it), or use NCCL 2.13+ with DMA-BUF (kernel 5.12+); then NCCL_DEBUG=INFO shows "
+         "'GPU Direct RDMA Enabled'",
+         cause="other", steps=("ls /sys/kernel/mm/memory_peers/ /sys/module/nvidia_peermem/", "lsmod | grep peer")),
     Code("LOG097", "gdrcopy-mismatch", E, "GDRCopy's library and the host's gdrdrv kernel module differ: {what}",
          "Use the GDRCopy release of the host's gdrdrv module inside the job (container images carry their own "
          "libgdrapi), or leave GDRCopy out: UCX_TLS without gdr_copy, NCCL_GDRCOPY_ENABLE=0",

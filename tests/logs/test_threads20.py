@@ -44,6 +44,15 @@ ROWS = [
     ("comm_abort_stuck", "    ncclCommAbort (init.cc:1931)", "    ncclAllReduce (collectives.cc:87)"),
     ("comm_abort_stuck", "    frame #3: 0x00007fb090db1068 libtorch_cuda.so`c10d::ProcessGroupNCCL::abort() + 664",
      "    frame #3: 0x00007fb090db1068 libtorch_cuda.so`c10d::ProcessGroupNCCL::allreduce(std::vector<at::Tensor>&) + 664"),
+    # net_ib.cc's no-module note (NVIDIA/nccl#1939); paths.cc's distance choice is NCCL_NET_GDR_LEVEL's, not this
+    ("gdr_no_module", "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)",
+     "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 5 > 4)"),
+    ("peer_memory_missing", "cat: /sys/kernel/mm/memory_peers/nv_mem_nc/version: No such file or directory",
+     "cat /sys/kernel/mm/memory_peers/nv_mem/version\n1.1-0"),
+    # misc/nvmlwrap.cc (NVIDIA/nccl#255); NVML's init failing is the driver's, another row
+    ("nvml_handle_failed", "chainer-dev2:645:645 [1] misc/nvmlwrap.cc:174 NCCL WARN nvmlDeviceGetHandleByIndex() failed: "
+                           "Invalid Argument",
+     "chainer-dev2:645:645 [1] misc/nvmlwrap.cc:60 NCCL WARN nvmlInit() failed: Driver/library version mismatch"),
     # transport/nvls.cc after cuMulticastBindMem (NVIDIA/nccl-tests#216); NVLS's buffer note is another step
     ("nvls_bind", "c2ce1c877ea3:1023:1032 [0] NCCL INFO NVLS Bind mem 0xac0000000 UC handle 0x7f3310ccb240 MC handle "
                   "0x7f3310ccaa20 size 1073741824",
@@ -117,12 +126,31 @@ def test_a_stack_stuck_in_ncclS_abort_is_ncclS_defect(tmp_path: Path) -> None:
     assert _found(tmp_path, 'Thread 1 (idle): "MainThread"\n    ncclAllReduce (collectives.cc:87)\n') == []
 
 
+_NVLS_BIND = next(r[1] for r in ROWS if r[0] == "nvls_bind")
+
+
 def test_a_log_ending_at_ncclS_nvls_bind_is_the_fabric(tmp_path: Path) -> None:
     head = ("h1:1023:1023 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
             "h1:1023:1032 [0] NCCL INFO NVLS multicast support is available on dev 0\n")
-    found = _found(tmp_path, head + ROWS[-1][1] + "\n")
+    found = _found(tmp_path, head + _NVLS_BIND + "\n")
     assert [(f["code"], f["cause"]) for f in found] == [("LOG033", "fabric_manager_nvls"), ("LOG090", "nccl_internal_bug")]
     # the same bind followed by the rest of NCCL's setup and the job's end is a run that worked
-    assert _found(tmp_path, head + ROWS[-1][1] + "\nh1:1023:1032 [0] NCCL INFO Connected NVLS\n"
+    assert _found(tmp_path, head + _NVLS_BIND + "\nh1:1023:1032 [0] NCCL INFO Connected NVLS\n"
                                                  "h1:1023:1023 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 "
                                                  "busId 18000 - Destroy COMPLETE\n") == []
+
+
+def test_gpudirect_off_is_a_risk_that_names_the_module_and_a_note_once_the_job_ended(tmp_path: Path) -> None:
+    lines = ("cat: /sys/kernel/mm/memory_peers/nv_mem_nc/version: No such file or directory\n"
+             + next(r[1] for r in ROWS if r[0] == "gdr_no_module") + "\n")
+    found = _found(tmp_path, lines)
+    assert [(f["code"], f["cause"]) for f in found][:1] == [("LOG101", "other")]
+    assert "mlx5_0" in found[0]["title"]
+    ended = lines + "h:1:1 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1b000 - Destroy COMPLETE\n"
+    assert _found(tmp_path, ended) == []
+
+
+def test_ncclS_gpu_unknown_to_nvml_is_ncclS_lookup(tmp_path: Path) -> None:
+    found = _found(tmp_path, next(r[1] for r in ROWS if r[0] == "nvml_handle_failed") + "\n")
+    assert [(f["code"], f["cause"]) for f in found][:1] == [("LOG070", "nccl_internal_bug")]
+    assert "Invalid Argument" in found[0]["title"]
