@@ -18,6 +18,7 @@ from commdoctor.core.backends import FALLBACK
 from commdoctor.core.errors import SkipCheck
 from commdoctor.core.ifvars import LIBRARIES, applies_to, iface_env
 from commdoctor.facts import interface_from_log, shm_from_log
+from commdoctor.core.safeopen import UNWRAPPED
 from commdoctor.core.model import ALIASES, Evidence, Finding, Severity, Stage, canonical_code
 from commdoctor.core.context import CheckRun
 from commdoctor.rules import CODES, FAMILY_OF, SIGNATURES
@@ -109,8 +110,7 @@ class LogInputsCheck(Check):
         for s in m.inputs:
             run.detail(f"{s.path}: {s.bytes} bytes, {s.lines} lines, {s.candidates} parsed"
                        + (f", {s.compression}" if s.compression else "")
-                       + {"json-lines": ", read as JSON records (each record's line)",
-                          "escaped-newlines": ", its written-out line breaks (\\n) read as line breaks"}.get(s.unwrapped, ""))
+                       + (f", {UNWRAPPED[s.unwrapped]}" if s.unwrapped else ""))
             if s.error:
                 yield self.finding("LOG001", path=s.path, error=s.error,
                                    evidence=[Evidence(s.path, s.error)])

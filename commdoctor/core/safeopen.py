@@ -298,6 +298,10 @@ JSON_LOG_FIELDS = ("log", "message", "msg", "MESSAGE", "textPayload")
 _ESCAPE = re.compile(rb'\\(?:(n|r\\n)|(t)|(["\'\\])|(?:x1[bB]|u001[bB]|033|e))')
 #: The start of an escape at the end of a chunk, cut there.
 _ESCAPE_CUT = re.compile(rb'\\+(?:r\\?|u(?:0(?:01?)?)?|x1?|03?)?\Z')
+#: How an input was unwrapped, as the input line of `commdoctor logs` says it.
+UNWRAPPED = {"json-lines": "read as JSON records (each record's line)",
+             "escaped-newlines": "its written-out line breaks (\\n) read as line breaks",
+             "indented": "read less the indentation all its lines have"}
 #: A JSON record longer than this without its newline is passed on as it is (memory stays bounded).
 _MAX_RECORD = 1 << 20
 
@@ -360,23 +364,21 @@ class Unwrapping(_Converting):
         self._indent = indent  # "indented": what every line starts with, removed
         self._pending = b""
 
+    def _line(self, line: bytes) -> bytes:
+        """One whole line of a ``json-lines`` or ``indented`` input, unwrapped."""
+        if self.kind == "indented":
+            return line[len(self._indent):] if line.startswith(self._indent) else line
+        text = _json_line(line) if line.lstrip()[:1] == b"{" else None
+        return line if text is None else text
+
     def _convert(self, chunk: bytes) -> bytes:
         data = self._pending + chunk
-        if self.kind in ("json-lines", "indented"):
+        if self.kind != "escaped-newlines":  # line by line: keep back the line the chunk cut
             end = len(data) if self._eof else data.rfind(b"\n") + 1
             if end == 0 and len(data) > _MAX_RECORD:
                 end = len(data)
             self._pending = data[end:]
-            out = []
-            if self.kind == "indented":
-                n = len(self._indent)
-                for line in data[:end].splitlines(keepends=True):
-                    out.append(line[n:] if line.startswith(self._indent) else line)
-                return b"".join(out)
-            for line in data[:end].splitlines(keepends=True):
-                text = _json_line(line) if line.lstrip()[:1] == b"{" else None
-                out.append(line if text is None else text)
-            return b"".join(out)
+            return b"".join(self._line(ln) for ln in data[:end].splitlines(keepends=True))
         # escaped-newlines: keep back an escape the chunk may have cut (with the run of backslashes it ends), which
         # the next chunk completes
         end = len(data)

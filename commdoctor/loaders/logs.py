@@ -152,7 +152,7 @@ class InputStat:
     ansi: int = 0
     nul_bytes: int = 0
     compression: str = ""
-    unwrapped: str = ""  # "json-lines" (a collector's JSON records) or "escaped-newlines" (a pasted string)
+    unwrapped: str = ""  # how the input was unwrapped: a key of commdoctor.core.safeopen.UNWRAPPED, or ""
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -996,7 +996,8 @@ def _open(path: str, st: InputStat) -> BinaryIO:
 
 
 def _unwrap(stream: BinaryIO, st: InputStat) -> BinaryIO:
-    """``stream``, or its lines of text where its head shows a log saved as JSON records or with escaped line breaks."""
+    """``stream``, or its lines of text where its head shows a log saved as JSON records, with escaped line breaks or
+    indented as a whole."""
     buffered: Any = stream if hasattr(stream, "peek") else io.BufferedReader(stream, 1 << 16)
     try:
         head: bytes = buffered.peek(1 << 16)[:1 << 16]

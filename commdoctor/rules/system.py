@@ -563,8 +563,9 @@ def _gdr_no_module(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     hs = hits(m, "gdr_no_module") + hits(m, "peer_memory_missing")
     if not hs:
         return []
+    hca = group(hs, "hca")
     return [Cand("LOG101", "other", 7, 10**9, [h.ev for h in hs][:3], weak=True,
-                 params={"what": group(hs, "hca") and f"HCA {group(hs, 'hca')}" or "this node's HCAs"},
+                 params={"what": f"HCA {hca}" if hca else "this node's HCAs"},
                  detail="NCCL looks for a GPU peer-memory client before it lets the NIC read and write GPU memory: "
                         "nvidia_peermem (or the older nv_peer_mem) registered with the RDMA stack, or DMA-BUF. Without "
                         "it every transfer is staged through host memory. lsmod showing nvidia_peermem is not enough: "
