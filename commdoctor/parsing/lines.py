@@ -47,8 +47,8 @@ _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|nbsp|#\d{1,7}|#[xX][0-9a-fA-F]{1,
 #: it (a "file:line" and the level, or the level alone) leaves it to the NCCL reader. Read from text and from bytes.
 _MPI_PREPEND_RANK = (r"\[(?P<mprank>\d{1,6})\] (?=\S)"
                      r"(?![^\s:\[\]]{1,200}:\d{0,7} (?:NCCL )?(?:WARN|INFO|TRACE)\b|(?:NCCL )?(?:WARN|INFO|TRACE)\b)")
-_PREFIXES = re.compile(
-    r"^(?:"
+#: The prefixes as alternatives; ``_PREFIXES`` reads them from text, ``RAW_HEAD`` below from bytes.
+_PREFIX_ALTS = (
     # A post's own framing: e-mail or Markdown quote marks ("> > ", with any indentation after them), and a terminal
     # colour code whose escape byte was lost ("[0m") after them. (A log indented as a whole, a Markdown code block, is
     # read less that indentation: commdoctor.core.safeopen.Unwrapping; a line's own indentation is the log's.)
@@ -76,8 +76,8 @@ _PREFIXES = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? (?:[\w.\-]{1,63} (?:[\w.\-/@]{1,63}\[\d{1,10}\]|kernel): )?"
     # (containerd's log files add the stream and a partial/full tag: "2026-11-27T20:36:31.1Z stderr F ").
     r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? (?:std(?:out|err) [FP] )?"
-    r")"
 )
+_PREFIXES = re.compile(r"^(?:" + _PREFIX_ALTS + r")")
 
 # -- NCCL --------------------------------------------------------------------------
 # Optional timestamp (NCCL_DEBUG_TIMESTAMP_FORMAT, default "[%F %T] " on WARN since 2.26),
@@ -348,12 +348,10 @@ def classify(text: str) -> Record:
 # They use these, so a prefix commdoctor knows is known everywhere (``classify`` reads the same prefixes
 # from text).
 
-#: Launcher prefixes (up to four, any order), NCCL's optional timestamp, then NCCL's "host:pid:tid [".
+#: The launcher and capture prefixes ``classify`` strips from text (the same alternatives, up to six, any order), after
+#: the indentation of a pasted block, then NCCL's optional timestamp and its "host:pid:tid [".
 RAW_HEAD = re.compile(
-    rb"^\s{0,8}(?:>[ \t]?){0,8}\s{0,8}(?:(?:\[rank(?P<rank>\d{1,6})\]:|\[default(?P<local>\d{1,6})\]:|(?P<task>\d{1,6}): |"
-    rb"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(?:\d{1,9},)?(?P<mpirank>\d{1,6})\]<std(?:out|err)>:|"
-    + _MPI_PREPEND_RANK.encode() + rb"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d{1,9})? |"
-    rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ) ?){0,4}"
+    rb"^\s{0,8}(?:(?:" + _PREFIX_ALTS.encode() + rb") ?){0,6}"
     rb"(?:\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,20}\] )?"
     rb"(?:(?P<host>[A-Za-z0-9][\w.\-]{0,254}):(?P<pid>\d{1,10}):\d{1,10} \[)?"
 )

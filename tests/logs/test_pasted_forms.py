@@ -165,3 +165,26 @@ def test_a_posts_framing_is_a_prefix_and_entities_are_characters() -> None:
     assert clean(b"AT&T &foo; a&b;")[0] == "AT&T &foo; a&b;"
     rec = classify("[3] include/shm.h:28 NCCL WARN Error while creating shared memory segment")
     assert (rec.kind, rec.dev, rec.rank) == ("nccl", 3, None)
+
+
+# Every form with a per-line prefix: the TUI's log view and the report's excerpts (raw_owner, from bytes) must know
+# the same owner of a line that the log reader (classify, from text) knows.
+LINE_FORMS = {"go-time": _go_time, "clock": _clock, "epoch": _epoch, "pdsh": _pdsh, "syslog": _syslog, "quote": _quote,
+              "containerd": _containerd, "ray": lambda s: "(RayWorkerWrapper pid=12, ip=10.0.0.1) " + s,
+              "ray-1": lambda s: "(pid=12) " + s, "ansi-residue": lambda s: "[0m " + s}
+
+
+@pytest.mark.parametrize("form", sorted(LINE_FORMS))
+@pytest.mark.parametrize("line, rank, host", [
+    ("[rank3]:[E1128 10:00:00.1 ProcessGroupNCCL.cpp:552] Watchdog caught collective operation timeout", 3, None),
+    ("[1,5]<stderr>:node1:22:33 [1] NCCL INFO Using network Socket", 5, "node1"),
+    ("7: gpu-a12:100:200 [3] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer", 7, "gpu-a12"),
+    ("ip-172-31-0-137:14605:14673 [0] NCCL INFO Bootstrap : Using ens5:172.31.0.137<0>", None, "ip-172-31-0-137"),
+])
+def test_the_raw_reader_knows_a_lines_owner_in_every_form(form: str, line: str, rank: int | None,
+                                                           host: str | None) -> None:
+    text = LINE_FORMS[form](line + "\n").rstrip("\n")
+    rec = classify(text)
+    who = raw_owner(text.encode())
+    assert (rec.rank if rec.rank is not None else rec.task, rec.host) == (rank, host)
+    assert (who.rank, who.host.decode() if who.host else None) == (rank, host)
