@@ -87,8 +87,11 @@ _NCCL_HEAD = re.compile(
     r"(?P<host>[^\s:\[\]()]{1,255}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) "
     r"(?:\[(?P<dev>-?\d{1,5})\] )?"
 )
+# A network plugin's WARN names its function where NCCL names a file: aws-ofi-nccl logs __PRETTY_FUNCTION__, a C++
+# signature ("ncclResult_t nccl_ofi_tuner_init_v1(size_t, size_t, ncclDebugLogger_t):270 NCCL WARN ...").
 _NCCL_WARN = re.compile(
-    r"(?P<file>[^\s:]{1,200}):(?P<line>\d{0,7})(?: \((?P<func>[^()\s]{1,120})\))? (?:NCCL )?WARN(?![A-Za-z]) ?(?P<msg>.*)"
+    r"(?P<file>[^\s:]{1,200}|[A-Za-z_][^:()]{0,200}\([^()]{0,300}\)):(?P<line>\d{0,7})(?: \((?P<func>[^()\s]{1,120})\))?"
+    r" (?:NCCL )?WARN(?![A-Za-z]) ?(?P<msg>.*)"
 )
 _NCCL_INFO = re.compile(r"(?:NCCL )?INFO ?(?P<msg>.*)")
 _NCCL_TRACE = re.compile(r"(?P<ts>[\d.]{1,30}) (?P<func>\S{1,120}):(?P<line>\d{1,7}) NCCL TRACE ?(?P<msg>.*)")

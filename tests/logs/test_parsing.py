@@ -207,3 +207,13 @@ def test_ncclS_repeated_connected_note_is_read_a_bounded_number_of_times_per_inp
         verdicts.append([{k: v[k] for k in ("code", "cause", "host")}
                          for v in (r["data"].get("verdict") for r in doc["results"]) if v])
     assert verdicts[0] == verdicts[1] and verdicts[0], verdicts
+
+
+def test_a_plugin_warn_that_names_its_function_keeps_its_host() -> None:
+    # aws-ofi-nccl (aws/aws-ofi-nccl#982) logs __PRETTY_FUNCTION__ where NCCL writes file:line
+    from commdoctor.parsing.lines import classify
+    rec = classify("a100-st-p4de24xlarge-668:789818:790167 [6] ncclResult_t nccl_ofi_tuner_init_v1(size_t, size_t, "
+                   "ncclDebugLogger_t):270 NCCL WARN NET/OFI The tuner plugin can not be loaded")
+    assert (rec.kind, rec.level, rec.host, rec.pid, rec.dev, rec.line) == ("nccl", "WARN", "a100-st-p4de24xlarge-668",
+                                                                          789818, 6, 270)
+    assert rec.msg == "NET/OFI The tuner plugin can not be loaded"
