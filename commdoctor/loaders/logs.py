@@ -37,6 +37,7 @@ from commdoctor.core.safeopen import (Salvaging, Unwrapping, Utf16ToUtf8, guarde
 #: Causes that stop a job while its processes connect (store, names, interfaces, ports).
 SETUP_CAUSES = frozenset({"rendezvous_unreachable", "port_conflict", "hostname_resolution", "wrong_interface",
                           "firewall_or_port_blocked"})
+TRACED_KEPT = 4  # collectives kept per rank from ProcessGroupWrapper's trace (RunModel.traced)
 MAX_HITS_PER_SIG = 64  # evidence kept per signature (the count goes on)
 MAX_COMMS = 4096
 MAX_RANKS = 65536
@@ -109,6 +110,11 @@ _WORK = re.compile(
 )
 _WORK_TAIL = re.compile(r"^\s*(?:Timeout\(ms\)=(?P<tmo>\d{1,12})\))?(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?")
 _RANK_IN_MSG = re.compile(r"\[(?:PG ID \S{1,40} PG GUID \S{1,80} )?Rank (?P<rank>\d{1,7})\]|\[rank(?P<rank2>\d{1,7})\]|^\[(?P<rank3>\d{1,7})\] is ")
+# ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL, TORCH_CPP_LOG_LEVEL=INFO) traces every collective before it
+# checks it against the other ranks: "[Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3,
+# OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=...)" (no SequenceNumber before torch 2.0).
+_TRACED = re.compile(r"Rank (?P<rank>\d{1,7})\] Running collective: CollectiveFingerPrint\("
+                     r"(?:SequenceNumber=(?P<seq>\d{1,12}), )?(?P<fp>OpType=[^\n]{1,2000}?)(?:, TensorDeviceTypes=|\)?$)")
 _PG_IN_MSG = re.compile(r"PG GUID (?P<pg>\S{1,80}) Rank")
 _PROGRESS = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (?P<enq>-?\d{1,12}), last completed (?:NCCL )?work: (?P<done>-?\d{1,12})")
 _TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (?P<seq>\d{1,12})")
@@ -301,6 +307,10 @@ class RunModel:
     #: Per input, the number of its last line that the job wrote going on normally (read, not an error, not the
     #: launcher's): whether a job went on after its launcher restarted the workers.
     last_ok: dict[str, int] = field(default_factory=dict)
+    #: Global rank -> the last collectives ProcessGroupWrapper traced on it (TORCH_DISTRIBUTED_DEBUG=DETAIL), oldest
+    #: first, up to TRACED_KEPT: (sequence number or None, "OpType=..., TensorShape=..., TensorDtypes=...", the line,
+    #: order read).
+    traced: dict[int, list[tuple[int | None, str, Evidence, int]]] = field(default_factory=dict)
     #: (input, line) of an exception -> the torch.distributed call its traceback was in (the innermost
     #: ``distributed_c10d.py ... in all_reduce`` frame before it): which collective each rank waited in.
     raised_in: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -709,6 +719,15 @@ class _Builder:
                     wd.timeout_ms = int(t.group("tmo"))
                 if t.group("ran"):
                     wd.ran_ms, wd.timed_out = int(t.group("ran")), True
+        if "Running collective: CollectiveFingerPrint" in msg:
+            t = _TRACED.search(msg)
+            if t is not None and (int(t.group("rank")) in self.m.traced or len(self.m.traced) < 65536):
+                r = int(t.group("rank"))
+                kept = self.m.traced.setdefault(r, [])
+                kept.append((int(t.group("seq")) if t.group("seq") else None, t.group("fp"),
+                             self.ev(src, line_no, rec, r), self.seq))
+                if len(kept) > TRACED_KEPT:
+                    del kept[0]
         if msg.rstrip().endswith("Watchdog caught collective operation timeout:"):
             self._watchdog_head[src] = (line_no, rank)
         if "ast enqueued" in msg and rank is not None:

@@ -669,6 +669,18 @@ SIGNATURES = (
        r"|Detected mixed local (?:Coll)?Net device counts across ranks \(min (?P<min>\d+), max (?P<max>\d+)\)",
        "ib_misconfig", ROOT, 2, "the ranks' RDMA NICs do not match (link types mixed, or a different NIC count per node)",
        build=_ib_incompatible),
+    # misc/ibvwrap.cc: "Call to ibv_reg_dmabuf_mr failed with error Cannot allocate memory". A DMA-BUF registration
+    # pins no pages of the process (the kernel's ib_umem_dmabuf_get, unlike ib_umem_get, is not charged to
+    # RLIMIT_MEMLOCK): ENOMEM is the GPU's exported aperture (BAR1) or the NIC's translation tables running out for
+    # the size NCCL registers (vllm-project/vllm#19613: an oversized NCCL_BUFFSIZE; the default fixed it).
+    sig("ib_reg_dmabuf_nomem", ("ibv_reg_dmabuf_mr",),
+       r"ibv_reg_dmabuf_mr\w* failed with error (?:Cannot allocate memory|ENOMEM)",
+       "other", ROOT, 2, "the NIC could not map that much GPU memory through DMA-BUF",
+       code="LOG102",
+       detail="NCCL registers its buffers with the NIC through DMA-BUF, which pins nothing in the process, so the "
+              "locked-memory limit is not what ran out: the GPU's BAR1 aperture or the NIC's memory translation "
+              "tables could not take the registration. It grows with NCCL_BUFFSIZE, the channel count "
+              "(NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS) and buffers a program registers itself."),
     sig("ib_reg_mr", ("ibv_reg_mr", "ibv_reg_dmabuf_mr"),
        r"(?:Call to )?ibv_reg_(?:dmabuf_)?mr\w* failed with error (?P<err>Bad address|Invalid argument|Operation not permitted|Operation not supported)",
        "p2p_acs_iommu", ROOT, 3, "registering GPU memory with the NIC (GPUDirect RDMA) failed",
@@ -1153,6 +1165,11 @@ CODES = (
          "Unset NCCL_ALGO and NCCL_PROTO (let NCCL choose), or allow more than one value (NCCL_PROTO=^LL128 excludes "
          "one instead of forcing one)",
          cause="other", steps=("env | grep -E 'NCCL_(ALGO|PROTO)' on every node, and in the job's launcher config",)),
+    Code("LOG102", "dmabuf-registration-nomem", E, "the NIC could not register NCCL's GPU buffers (DMA-BUF, out of memory)",
+         "Unset NCCL buffer and channel overrides (NCCL_BUFFSIZE, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS) or lower "
+         "them; check the GPU's BAR1 memory in use and, for the NIC, its firmware's translation limits",
+         cause="other", steps=("env | grep -E 'NCCL_(BUFFSIZE|M(IN|AX)_NCHANNELS|NCHANNELS)'",
+                               "nvidia-smi -q -d MEMORY: BAR1 Memory Usage (Total, Used) on the failing node")),
     Code("LOG099", "nccl-plugin-mismatch", E, "NCCL's plugin does not work with this NCCL release: {what}",
          "Use NCCL 2.21 or later with this plugin, or a plugin release that hands back to NCCL's tuner; until then "
          "unset NCCL_ALGO and NCCL_PROTO in the job's environment",

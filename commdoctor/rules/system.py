@@ -914,7 +914,7 @@ SIGNATURES = (
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
     sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
-       r"(?:ibv_(?!open_device)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error| to create \w{1,8})?:? ?"
+       r"(?:ibv_(?!open_device|reg_dmabuf_mr)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error| to create \w{1,8})?:? ?"
        r"(?:Cannot allocate memory|ENOMEM|12\b)"
        r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",

@@ -16,7 +16,7 @@ from typing import Any
 
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand,
-    ctx, group, hits, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
+    completed, ctx, group, hits, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
 )
 
 
@@ -719,8 +719,74 @@ SIGNATURES = (
        None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
 )
 
+def _traces_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """The ranks' last collectives as ProcessGroupWrapper traced them (TORCH_DISTRIBUTED_DEBUG=DETAIL with
+    TORCH_CPP_LOG_LEVEL=INFO) are not the same one, and the log goes no further.
+
+    Ranks that run the same program trace the same collectives in the same order, so a job that ends in step leaves
+    each rank's last trace equal. Where the log stops with ranks at different collectives and nothing else failing:
+    - a rank's collective #N traced differently on another rank (operation, shape, dtype) is a mismatch;
+    - a rank behind, whose last collective the ranks ahead traced the same way, is only behind (a job still running,
+      a late rank): no finding;
+    - a rank behind whose number the log does not show on the ranks ahead (a post of the last lines only) is read as
+      ranks at different collectives, with the late rank as the alternative
+      (Lightning-AI/pytorch-lightning#19106: metrics logged under different keys per rank, so a different number of
+      object broadcasts)."""
+    traced = {r: t for r, t in getattr(m, "traced", {}).items() if t}
+    if len(traced) < 2 or completed(m) or any(c.cause and not c.weak for c in found):
+        return []
+    last = {r: t[-1] for r, t in traced.items()}
+    groups: dict[tuple[int | None, str], list[int]] = {}
+    for r, (seq, fp, _ev, _order) in sorted(last.items()):
+        groups.setdefault((seq, fp), []).append(r)
+    if len(groups) < 2:
+        return []
+    # The same number traced differently on two ranks, in what the log kept of each.
+    at: dict[int, tuple[str, int]] = {}
+    by: dict[int, set[int]] = {}  # collective number -> the ranks that traced it
+    differs = None
+    for r, kept in sorted(traced.items()):
+        for seq, fp, _ev, _order in kept:
+            if seq is None:
+                continue
+            by.setdefault(seq, set()).add(r)
+            seen = at.setdefault(seq, (fp, r))
+            if seen[0] != fp and differs is None:
+                differs = (seq, seen[1], seen[0], r, fp)
+    if differs is None and all(k[0] is not None for k in groups):
+        top = max(k[0] for k in groups if k[0] is not None)
+        behind = [k for k in groups if k[0] != top]
+        if all(by.get(k[0] or 0, set()) - set(groups[k]) for k in behind):
+            return []  # every rank behind is at a collective a rank ahead traced alike: behind, not apart
+
+    def where(key: tuple[int | None, str]) -> str:
+        seq, fp = key
+        ranks = groups[key]
+        who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks[:8]))}"
+        return f"{who} at {'#' + str(seq) + ' ' if seq is not None else ''}{fp}"
+
+    keys = sorted(groups, key=lambda k: (len(groups[k]), k[0] or 0))
+    evs = [last[groups[k][0]][2] for k in keys][:4]
+    order = min(t[3] for t in last.values())
+    if differs is not None:
+        seq, r1, fp1, r2, fp2 = differs
+        return [Cand("LOG050", "collective_mismatch", 3, order, evs, ranks=set(last),
+                     detail=f"ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) traced collective #{seq} as {fp1} on "
+                            f"rank {r1} and as {fp2} on rank {r2}: the ranks issued different collectives. Where the log "
+                            f"stops: {'; '.join(where(k) for k in keys[:4])}.")]
+    return [Cand("LOG050", "collective_mismatch", 5, order, evs, ranks=set(last),
+                 detail="The ranks' last traced collectives (ProcessGroupWrapper, TORCH_DISTRIBUTED_DEBUG=DETAIL) are "
+                        f"not the same: {'; '.join(where(k) for k in keys[:4])}. Ranks running the same code trace "
+                        "the same collectives in the same order; where the log stops they were at different ones. "
+                        "Look for a collective issued under a rank-dependent condition (metrics or objects that differ "
+                        "per rank, an early exit, evaluation on one rank).",
+                 alts=[("collective_timeout_straggler", "if the ranks at lower numbers were still busy and the "
+                                                         "log was cut before they caught up, this is a late rank")])]
+
+
 MODEL_RULES = (
     ModelRule("torch_versions_differ", _torch_versions, "ranks that run different torch versions", phase=0),
+    ModelRule("wrapper_traces_differ", _traces_differ, "ranks whose last traced collectives differ where the log stops"),
 )
 
 CODES = (
