@@ -205,6 +205,7 @@ def two_nodes_firewalled(lab: Lab3) -> tuple[dict[str, Job], float]:
         lab.reset()
 
 
+@needs_tool("iptables")  # the fixture's firewall
 def test_two_nodes_one_firewalled_reports_in_time(two_nodes_firewalled: tuple[dict[str, Job], float]) -> None:
     out, wall = two_nodes_firewalled
     print(f"\ntwo nodes, b firewalled: {wall:.1f} s wall; node 0 printed after {out['cdmma'].elapsed:.1f} s")
