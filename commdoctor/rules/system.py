@@ -17,6 +17,7 @@ from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
     ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, own_reading, sig, single_node,
+    version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -289,6 +290,8 @@ def _cuda_failure_kind(h: Any) -> str:
     # code has no kernels this GPU can run. NCCL meets it first in ncclInitKernelsForDevice (enqueue.cc,
     # cudaFuncGetAttributes on each kernel), so a build without the GPU's sm_XX (a cu11x wheel on Hopper/Blackwell,
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
+    if "is a stub library" in text or "cudaErrorStubLibrary" in text:
+        return "stub"
     if _NO_KERNEL_IMAGE.search(text):
         return "noimg"
     if _HIP_NO_BINARY.search(text):
@@ -298,11 +301,36 @@ def _cuda_failure_kind(h: Any) -> str:
 
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
-    kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": []}
+    kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": [], "stub": []}
     for h in hs:
         kinds[_cuda_failure_kind(h)].append(h)
-    init, nvls, unknown, noimg, nobin, rest = kinds.values()
+    init, nvls, unknown, noimg, nobin, rest, stub = kinds.values()
     out = []
+    if stub:
+        # cudaErrorStubLibrary (34) 'CUDA driver is a stub library': the libcuda.so the process loaded is the toolkit's
+        # stub (lib64/stubs), which only exists to link against. NCCL 2.12 added an "enhanced compatibility" layer
+        # (enhcompat.cc) that answers CUDA's driver entry points itself and returns this same error when NCCL is
+        # built or linked with a shared CUDA runtime, with the real driver loaded (NVIDIA/nccl#658: CUDARTLIB=cudart;
+        # horovod#3831: a static NCCL in a program using the shared cudart).
+        own = [h for h in stub if h.rec is not None and h.rec.kind == "nccl"]
+        old = bool(m.versions) and all(version_tuple(v) < (2, 12) for v in m.versions)
+        if own and not old:
+            out.append(cand("LOG070", "nccl_internal_bug", 3, own, params={
+                "what": "its CUDA compatibility layer (2.12+) reports the driver as a stub library"},
+                detail="Since 2.12 NCCL carries a compatibility layer for CUDA's driver calls that returns "
+                       "'CUDA driver is a stub library' when NCCL runs on a shared CUDA runtime (built with "
+                       "CUDARTLIB=cudart, or a static libnccl linked into a program that uses libcudart.so), even with "
+                       "the real driver loaded. Build NCCL with the default static runtime, link NCCL shared "
+                       "(HOROVOD_NCCL_LINK=SHARED), or use NCCL's own packages.",
+                alts=[("other", "if LD_LIBRARY_PATH (or ldconfig) lists a CUDA 'stubs' directory, the process really "
+                                "loaded the toolkit's stub libcuda.so: remove it from the path")]))
+        else:
+            out.append(cand("LOG081", "other", 3, stub, params={"what": "the process loaded the CUDA toolkit's stub "
+                                                                        "libcuda.so instead of the driver's"},
+                            detail="libcuda.so under the toolkit's lib64/stubs exists to link against; a process that "
+                                   "loads it at run time has no driver. Remove the stubs directory from LD_LIBRARY_PATH "
+                                   "(and ldconfig), or in a container, mount the host's driver (NVIDIA Container "
+                                   "Toolkit, --gpus)."))
     if nobin:
         out.append(cand("LOG081", "other", 2, nobin, params={"what": "the build has no code for this GPU's architecture"},
                         detail="HIP found no code object for this GPU's architecture (gfx...) in the program or in RCCL: "

@@ -712,6 +712,11 @@ SIGNATURES = (
        None, CONTEXT, 9, "CUDA graphs are in use"),
     # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
     # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".
+    # A traceback's frame inside transformers' / accelerate's main_process_first(): the other ranks wait in a barrier
+    # there while the main process prepares data alone (tokenising, map(), caching). Read by _waited_for_main.
+    ctx("main_first_frame", ("main_process_first",),
+        r'File "[^"\n]{1,400}", line \d{1,7}, in main_process_first\b',
+        "a rank raised while waiting for the main process inside main_process_first()"),
     sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Checkpoint", "Saving",
                       "valuat", "map "),
        r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:[\w-]{1,20} ){0,2}checkpoint"
@@ -784,8 +789,34 @@ def _traces_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                                          "log was cut before they caught up, this is a late rank")])]
 
 
+def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """A rank's traceback runs through main_process_first() (transformers' TrainingArguments, accelerate), and nothing
+    else explains the failure.
+
+    main_process_first() makes every other rank wait in a barrier until the main process has done the work alone
+    (tokenising, dataset.map, caching) and joined the barrier itself. A rank can leave that barrier with an error in two
+    ways: the main process died (its own error, another rule) or it took longer than the process group's timeout (30
+    minutes by default): a straggler by design (hiyouga/ChatGLM-Efficient-Tuning#137: a 6.8M-example tokenisation at
+    30:11 when the waiting rank failed)."""
+    hs = hits(m, "main_first_frame")
+    failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
+    if not hs or not failed or completed(m) or any(c.cause and not c.weak for c in found):
+        return []
+    busy = [h for h in hits(m, "busy_hint") if "main_process_first" not in h.ev.text][:1]
+    return [cand("LOG051", "collective_timeout_straggler", 5, hs + busy,
+                 params={"op": "the barrier in main_process_first()", "timeout": "the process group's timeout",
+                         "who": "the main process was still preparing data alone while this rank waited"},
+                 detail="main_process_first() holds every other rank in a barrier until the main process has finished "
+                        "its data preparation (tokenising, map(), caching). Work that takes longer than the process "
+                        "group's timeout (30 minutes by default) fails the waiting ranks"
+                        + (f"; the log shows it: '{busy[0].ev.text[:120]}'." if busy else "."),
+                 alts=[("peer_process_died", "if the main process died during the preparation (out of memory), its own "
+                                             "error is the cause: look for it in rank 0's output")])]
+
+
 MODEL_RULES = (
     ModelRule("torch_versions_differ", _torch_versions, "ranks that run different torch versions", phase=0),
+    ModelRule("waited_for_main", _waited_for_main, "a rank that failed waiting for the main process in main_process_first()"),
     ModelRule("wrapper_traces_differ", _traces_differ, "ranks whose last traced collectives differ where the log stops"),
 )
 
