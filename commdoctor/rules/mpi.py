@@ -14,6 +14,18 @@ from typing import Any
 from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, sig
 
 
+def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    devs = sorted({str(h.groups.get("dev")) for h in hs if h.groups.get("dev")})
+    return [cand("LOG036", "ib_misconfig", 2, hs,
+                 detail=f"UCX could not create an address handle for a peer on {', '.join(devs[:4]) or 'an RDMA device'}: "
+                        "the GID it used (sgid_index) and the peer's address do not go together on that port. UCX uses "
+                        "every RDMA device it finds: pin the one set up for this network (UCX_NET_DEVICES=mlx5_0:1; "
+                        "show_gids lists each port's GIDs) and, on RoCE, a GID index of the same kind on every node "
+                        "(UCX_IB_GID_INDEX).",
+                 alts=[("hardware_fault", "if the device named is the intended one and its GIDs match the peers', check "
+                                          "the port (ibv_devinfo: state, link layer)")])]
+
+
 def _signal_name(num: str | None) -> str:
     try:
         return signal.Signals(int(num or "")).name
@@ -230,6 +242,27 @@ SIGNATURES = (
                                  "reach: pin it with --mca oob_tcp_if_include <iface>")]),
     # MPICH's ch3:nem tcp netmod (MPID_nem_tcp_get_business_card): "gethostbyname failed, %s (errno %d)" -- this
     # node's own host name does not resolve.
+    # MPICH's simple PMI client (src/pmi/simple, PMII_Connect_to_pm): "Unable to get host entry for %s" -- the host of
+    # PMI_PORT ("host:port", Hydra's -pmi-port, written from `hostname`) does not resolve from this process
+    # (pmodels/mpich#6621: a Mac whose name resolves to no address). Its next line, "Unable to connect to %s on %d",
+    # follows from it.
+    sig("pmi_host_entry", ("Unable to get host entry for",),
+       r"Unable to get host entry for (?P<host>[\w.\-]{1,255})",
+       "hostname_resolution", ROOT, 1, "MPICH's PMI client could not resolve the launcher's host name",
+       code="LOG015", params=lambda hs: {"what": f"the host name {group(hs, 'host') or '?'} (the launcher's PMI_PORT)"},
+       detail="The process manager published its address as a host name this process cannot resolve. Make the name "
+              "resolve on every node (/etc/hosts) or let the launcher use an address."),
+    # Hydra's utils/sock/sock.c HYDU_sock_connect: "unable to get host address for %s" -- a proxy (or mpiexec) could
+    # not resolve the host it must connect to: the node names mpiexec advertises are its own `hostname`, which other
+    # nodes may know under another name (pmodels/mpich#4712: laptops known as manager/worker in /etc/hosts).
+    sig("hydra_host_address", ("unable to get host address for",),
+       r"unable to get host address for (?P<host>[\w.\-]{1,255})",
+       "hostname_resolution", ROOT, 1, "Hydra could not resolve the host name it must connect to",
+       code="LOG015", params=lambda hs: {"what": f"the host name {group(hs, 'host') or '?'} (Hydra's connection back to "
+                                                 "mpiexec)"},
+       detail="Hydra's proxies connect back to mpiexec by the name mpiexec's machine calls itself (`hostname`), which "
+              "must resolve to its address on every node: add that name to /etc/hosts everywhere, or rename the "
+              "machines to the names the host list uses."),
     sig("mpich_gethostbyname", ("gethostbyname failed",),
        r"gethostbyname failed, (?P<host>[\w.\-]{1,255}) \(errno \d{1,4}\)",
        "hostname_resolution", ROOT, 1, "MPICH could not resolve this node's host name",
@@ -383,6 +416,18 @@ SIGNATURES = (
               "node lacks (show_gids on each); a fabric without the lossless settings RoCE expects drops them too.",
        alts=[("peer_process_died", "if the peer process died or hung first, nothing acknowledges: read its own log"),
              ("hardware_fault", "with matching GIDs on every node, a port or cable dropping packets: check the counters")]),
+    # uct/ib/base/ib_device.c uct_ib_device_create_ah: "ibv_create_ah(%s) on %s failed: %m" -- the RDMA device refused an
+    # address handle for a peer: on RoCE the GID index (sgid_index) and the peer's GID (dgid) must be of one kind
+    # (both RoCE v2 IPv4-mapped) on a port with that address configured. UCX uses every device it finds unless
+    # UCX_NET_DEVICES says which, so a second port that is up but not set up for this network fails like this
+    # (open-mpi/ompi#9881: a 25G RoCE port chosen beside the intended ConnectX-6). Then ud_iface: "failed to get
+    # peer address".
+    sig("ucx_create_ah", ("ibv_create_ah",),
+       r"ibv_create_ah\((?P<args>[^)]{0,300})\) on (?P<dev>[\w.\-]{1,64}) failed: (?P<err>Invalid argument|Network is "
+       r"unreachable|No route to host|Connection timed out)",
+       "ib_misconfig", ROOT, 2, "an RDMA device refused an address handle for a peer (RoCE GID or device choice)",
+       code="LOG036",
+       build=_ucx_create_ah),
     sig("ucx_unreachable", ("Destination is unreachable", "transport to", "ucp_ep_create"),
        r"no (?P<what>[\w ]{1,40}) transport to (?P<peer>[^:]{1,120}):|ucp_ep_create\((?:proc=(?P<proc>\d+)[^)]{0,20})?\) failed(?!: Shared memory error)"
        r"|Destination is unreachable",

@@ -163,6 +163,18 @@ def _network_failed_early(m: Any, found: list[Cand]) -> bool:
     return not ran
 
 
+_TRANSPORT_FILES = ("net_socket", "net.h", "net.cc", "net_ib")
+
+
+def _closed_in_transport(m: Any, h: Any) -> bool:
+    """A closed connection of the host's network transport: NCCL's error trace on that host runs through the transport's
+    files and not through its bootstrap."""
+    if "closed by" not in h.ev.text or not h.ev.host:
+        return False
+    files = {f for k, fs in m.retcode_files.items() if k.startswith(h.ev.host + ":") for f in fs}
+    return any(f.startswith(_TRANSPORT_FILES) for f in files) and not any("bootstrap" in f for f in files)
+
+
 def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """NCCL's ncclSystemError ("unhandled system error") or ncclRemoteError with nothing that says why.
 
@@ -187,6 +199,11 @@ def _system_error(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     # A connection reset (ECONNRESET) was established first: the peer's host dropped it (its process exited, a link
     # failed). An address that leads to the wrong place is refused, times out or is closed during bootstrap instead.
     if any("reset by peer" in h.ev.text or "ECONNRESET" in h.ev.text for h in hits(m, "conn_lost")):
+        return []
+    # So was a connection NCCL's network transport closed mid-transfer ("Connection closed by remote peer" with the
+    # trace through net_socket.cc / net.h, not bootstrap.cc): transport connections exist only once the communicator
+    # was set up, so the peer's process went away (pytorch/elastic#134: workers killed on purpose).
+    if any(_closed_in_transport(m, h) for h in hits(m, "conn_lost")):
         return []
     sysc = [h for h in hs if h.groups.get("sys") or h.sig.id == "nccl_proxy_failed" or h.groups.get("code") == "2"]
     remote = [h for h in hs if not h.groups.get("sys") and h.groups.get("code") != "2"]

@@ -1,9 +1,10 @@
-"""Public failure threads, rounds 22-23.
+"""Public failure threads, rounds 22-25.
 
 A DMA-BUF registration that ran out of memory (not the locked-memory limit); ranks whose last collectives, as
 ProcessGroupWrapper traced them under TORCH_DISTRIBUTED_DEBUG=DETAIL, are not the same one where the log stops; a rank
 that failed waiting for the main process in main_process_first(); and CUDA's "stub library" error from NCCL's own
-compatibility layer.
+compatibility layer; MPICH's PMI client and Hydra not resolving a host name, UCX refused an address handle on a RoCE
+port, and NCCL's transport connection closed by a peer that was killed.
 """
 
 from __future__ import annotations
@@ -19,8 +20,21 @@ _DMABUF = ("[2025-06-16 17:17:39] kilo:318:3584 [5] misc/ibvwrap.cc:183 NCCL WAR
            "error Cannot allocate memory")
 _MAIN_FIRST = ('File "/mnt/data/envs/chatglm_etuning/lib/python3.9/site-packages/transformers/training_args.py", line '
                '1891, in main_process_first')
+_AH = ("[1641998540.196336] [erchpctmpcpu01:31658:0]       ib_device.c:1319 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 "
+       "port=1 src_path_bits=0 dgid=::ffff:172.17.22.101 sgid_index=1 traffic_class=106) on rocep33s0f1 failed: Invalid "
+       "argument")
+_HYDRA = ("[proxy:0:1@gunavaran-HP-Pavilion-Notebook] HYDU_sock_connect (utils/sock/sock.c:113): unable to get host address "
+          "for gunavaran-HP-ENVY-15-Notebook-PC")
 ROWS = [
     # (rule id, real line, near-miss)
+    # MPICH's simple PMI client (pmodels/mpich#6621); the connect failure after it is its consequence
+    ("pmi_host_entry", "[unset]: Unable to get host entry for MAC-140753", "[unset]: Unable to connect to MAC-140753 on 54163"),
+    # Hydra's HYDU_sock_connect (pmodels/mpich#4712); a refused connection to a resolved name is another failure
+    ("hydra_host_address", _HYDRA,
+     "[proxy:0:1@gunavaran-HP-Pavilion-Notebook] main (pm/pmiserv/pmip.c:181): unable to connect to server "
+     "gunavaran-HP-ENVY-15-Notebook-PC at port 41849 (check for firewalls!)"),
+    # UCX's address handle refused (open-mpi/ompi#9881); out of memory creating it is a resource, not the setup
+    ("ucx_create_ah", _AH, _AH.replace("Invalid argument", "Cannot allocate memory")),
     # a frame inside transformers' main_process_first (hiyouga/ChatGLM-Efficient-Tuning#137); the code line calling
     # it is in the caller's frame, not a rank waiting inside it
     ("main_first_frame", _MAIN_FIRST, '    with training_args.main_process_first(desc="dataset map pre-processing"):'),
@@ -103,3 +117,36 @@ def test_ncclS_stub_library_error_is_its_compatibility_layer_from_2_12(tmp_path:
     # before 2.12 there was no such layer: the process loaded the toolkit's stub libcuda.so
     assert _found(tmp_path, "NCCL version 2.11.4+cuda11.4\n" + _STUB) == [("LOG081", "other")]
     assert _found(tmp_path, "RuntimeError: CUDA error: CUDA driver is a stub library\n") == [("LOG081", "other")]
+
+
+def test_mpi_host_names_that_do_not_resolve_are_the_cause(tmp_path: Path) -> None:
+    pmi = ("[unset]: Unable to get host entry for MAC-140753\n[unset]: Unable to connect to MAC-140753 on 54163\n"
+           "Abort(739366159): Fatal error in internal_Init_thread: Other MPI error, error stack:\n"
+           "MPIR_pmi_init(126)......: PMI_Init returned -1\n")
+    assert _found(tmp_path, pmi)[:1] == [("LOG015", "hostname_resolution")]
+    # ssh's complaint beside it is a side issue
+    hydra = (_HYDRA + "\n[proxy:0:1@gunavaran-HP-Pavilion-Notebook] main (pm/pmiserv/pmip.c:181): unable to connect to "
+             "server gunavaran-HP-ENVY-15-Notebook-PC at port 41849 (check for firewalls!)\nHost key verification failed.\n")
+    assert _found(tmp_path, hydra)[:1] == [("LOG015", "hostname_resolution")]
+
+
+def test_ucx_address_handle_refused_on_a_roce_port_is_the_setup(tmp_path: Path) -> None:
+    found = _found(tmp_path, _AH + "\n[erchpctmpcpu01:31658:0:31658]    ud_iface.c:48   Fatal: iface 0xb32050: failed to get "
+                             "peer address\n")
+    assert found[:1] == [("LOG036", "ib_misconfig")]
+    p = tmp_path / "job.log"
+    assert "rocep33s0f1" in next(f for f in diagnose_file(p)["findings"] if f["code"] == "LOG036")["detail"]
+
+
+_CLOSED = "multigpu:141:158 [0] include/socket.h:416 NCCL WARN Net : Connection closed by remote peer\n"
+_RAISED = "RuntimeError: NCCL error: unhandled system error, NCCL version 2.7.8\n"
+
+
+def test_a_transport_connection_closed_by_its_peer_is_the_peer_not_the_interface(tmp_path: Path) -> None:
+    # pytorch/elastic#134: workers killed on purpose; the survivor's Socket transport saw its connection closed
+    transport = ("multigpu:141:158 [0] NCCL INFO transport/net_socket.cc:405 -> 2\n"
+                 "multigpu:141:158 [0] NCCL INFO include/net.h:28 -> 2\n")
+    assert _found(tmp_path, _CLOSED + transport + _RAISED)[:1] == [("LOG061", "peer_process_died")]
+    # closed while NCCL bootstraps, before any transport connection exists: the address may lead to the wrong process
+    boot = "multigpu:141:158 [0] NCCL INFO bootstrap.cc:80 -> 2\n"
+    assert _found(tmp_path, _CLOSED + boot + _RAISED)[0][1] != "peer_process_died"
