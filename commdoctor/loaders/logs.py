@@ -23,6 +23,7 @@ import re
 import stat
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
@@ -310,7 +311,7 @@ class RunModel:
     #: Global rank -> the last collectives ProcessGroupWrapper traced on it (TORCH_DISTRIBUTED_DEBUG=DETAIL), oldest
     #: first, up to TRACED_KEPT: (sequence number or None, "OpType=..., TensorShape=..., TensorDtypes=...", the line,
     #: order read).
-    traced: dict[int, list[tuple[int | None, str, Evidence, int]]] = field(default_factory=dict)
+    traced: dict[int, deque[tuple[int | None, str, Evidence, int]]] = field(default_factory=dict)
     #: (input, line) of an exception -> the torch.distributed call its traceback was in (the innermost
     #: ``distributed_c10d.py ... in all_reduce`` frame before it): which collective each rank waited in.
     raised_in: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -721,13 +722,11 @@ class _Builder:
                     wd.ran_ms, wd.timed_out = int(t.group("ran")), True
         if "Running collective: CollectiveFingerPrint" in msg:
             t = _TRACED.search(msg)
-            if t is not None and (int(t.group("rank")) in self.m.traced or len(self.m.traced) < 65536):
+            if t is not None and (int(t.group("rank")) in self.m.traced or len(self.m.traced) < MAX_RANKS):
                 r = int(t.group("rank"))
-                kept = self.m.traced.setdefault(r, [])
-                kept.append((int(t.group("seq")) if t.group("seq") else None, t.group("fp"),
-                             self.ev(src, line_no, rec, r), self.seq))
-                if len(kept) > TRACED_KEPT:
-                    del kept[0]
+                self.m.traced.setdefault(r, deque(maxlen=TRACED_KEPT)).append(
+                    (int(t.group("seq")) if t.group("seq") else None, t.group("fp"), self.ev(src, line_no, rec, r),
+                     self.seq))
         if msg.rstrip().endswith("Watchdog caught collective operation timeout:"):
             self._watchdog_head[src] = (line_no, rank)
         if "ast enqueued" in msg and rank is not None:

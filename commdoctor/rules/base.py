@@ -322,6 +322,14 @@ def local_ranks_only(m: Any) -> bool:
     return not any(getattr(h.rec, "actor_ip", None) for hs in m.hits.values() for h in hs)
 
 
+def trace_files(m: Any, host: str | None) -> set[str]:
+    """The NCCL source files in ``host``'s error traces ("file:line -> N"), all its processes together; empty when the
+    host is unknown."""
+    if not host:
+        return set()
+    return {f for k, fs in getattr(m, "retcode_files", {}).items() if k.startswith(host + ":") for f in fs}
+
+
 def version_tuple(v: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in v.split(".")[:3])

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits,
-                                   local_ranks_only, own_reading, sig, single_node, version_tuple)
+                                   local_ranks_only, own_reading, sig, single_node, trace_files, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -169,9 +169,9 @@ _TRANSPORT_FILES = ("net_socket", "net.h", "net.cc", "net_ib")
 def _closed_in_transport(m: Any, h: Any) -> bool:
     """A closed connection of the host's network transport: NCCL's error trace on that host runs through the transport's
     files and not through its bootstrap."""
-    if "closed by" not in h.ev.text or not h.ev.host:
+    if "closed by" not in h.ev.text:
         return False
-    files = {f for k, fs in m.retcode_files.items() if k.startswith(h.ev.host + ":") for f in fs}
+    files = trace_files(m, h.ev.host)
     return any(f.startswith(_TRANSPORT_FILES) for f in files) and not any("bootstrap" in f for f in files)
 
 

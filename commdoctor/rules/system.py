@@ -17,7 +17,7 @@ from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
     ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, own_reading, sig, single_node,
-    version_tuple,
+    trace_files, version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -402,8 +402,7 @@ def _conn_lost(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     h = hs or flush
     if not h:
         return []
-    in_bootstrap = any("bootstrap" in f for h_ in h for k, files in m.retcode_files.items() for f in files
-                       if h_.ev.host and k.startswith(h_.ev.host + ":")) or any("ootstrap" in x.ev.text for x in h)
+    in_bootstrap = any("bootstrap" in f for h_ in h for f in trace_files(m, h_.ev.host)) or any("ootstrap" in x.ev.text for x in h)
     if in_bootstrap and not any(c.tier <= 5 for c in found):
         return [cand("LOG022", "wrong_interface", 6, h, params={"how": "closed during NCCL's bootstrap"},
                      detail="Connections closed while ranks were still exchanging addresses. A rank that "

@@ -710,19 +710,20 @@ SIGNATURES = (
     sig("cudagraph_hint", ("graph", "Graph", "enforce_eager", "enforce-eager"),
        r"[Cc][Uu][Dd][Aa] ?[Gg]raph|cudagraph|CUDAGraph|enforce[_-]eager|graph capture",
        None, CONTEXT, 9, "CUDA graphs are in use"),
-    # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
-    # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".
     # A traceback's frame inside transformers' / accelerate's main_process_first(): the other ranks wait in a barrier
     # there while the main process prepares data alone (tokenising, map(), caching). Read by _waited_for_main.
     ctx("main_first_frame", ("main_process_first",),
         r'File "[^"\n]{1,400}", line \d{1,7}, in main_process_first\b',
         "a rank raised while waiting for the main process inside main_process_first()"),
+    # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
+    # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".
     sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Checkpoint", "Saving",
                       "valuat", "map "),
        r"Generating \w+ split|pre-?processing|[Tt]okeniz|main_process_first|[Ss]aving (?:[\w-]{1,20} ){0,2}checkpoint"
        r"|[Cc]heckpoint \S{1,80} is about to be saved|[Ee]valuat\w+",
        None, CONTEXT, 9, "a rank was busy outside collectives (data preparation, checkpointing, evaluation)"),
 )
+
 
 def _traces_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """The ranks' last collectives as ProcessGroupWrapper traced them (TORCH_DISTRIBUTED_DEBUG=DETAIL with
@@ -758,11 +759,12 @@ def _traces_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
             seen = at.setdefault(seq, (fp, r))
             if seen[0] != fp and differs is None:
                 differs = (seq, seen[1], seen[0], r, fp)
-    if differs is None and all(k[0] is not None for k in groups):
-        top = max(k[0] for k in groups if k[0] is not None)
-        behind = [k for k in groups if k[0] != top]
-        if all(by.get(k[0] or 0, set()) - set(groups[k]) for k in behind):
-            return []  # every rank behind is at a collective a rank ahead traced alike: behind, not apart
+    seqs = [k[0] for k in groups]
+    if differs is None and None not in seqs:
+        top = max(q for q in seqs if q is not None)
+        # every rank behind is at a collective a rank ahead traced alike: behind, not apart
+        if all(by.get(q, set()) - set(groups[(q, fp)]) for q, fp in groups if q is not None and q != top):
+            return []
 
     def where(key: tuple[int | None, str]) -> str:
         seq, fp = key
