@@ -122,6 +122,8 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG063": {"what": "<the runtime's error>"},
     "LOG064": {"what": "<the PMI error>"},
     "LOG070": {"what": "<NCCL's error>"},
+    "LOG103": {"who": "task <N>"},
+    "LOG104": {"barrier": "<barrier id>", "who": "task <N>"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},
     "HOOK005": {"what": "<op, shape, dtype or root>"},

@@ -142,7 +142,7 @@ def test_tables_hold_together() -> None:
             assert s.code in codes, f"{s.id} gives {s.code}, which no family declares"
         if s.role != CONTEXT:
             assert s.cause, f"{s.id}: a root or consequence row names its cause"
-    assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "launcher"}
+    assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "xla", "launcher"}
 
 
 def test_hostname_note_in_a_working_gloo_job_is_not_a_cause(tmp_path: Path) -> None:

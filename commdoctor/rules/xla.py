@@ -1,0 +1,137 @@
+"""Rules for JAX and XLA's distributed runtime on GPUs, in the same causes as torch's store and NCCL's.
+
+Promise: rule rows only (see commdoctor.rules.base), written from the coordination service that
+``jax.distributed.initialize`` starts (xla/tsl/distributed_runtime/coordination/coordination_service.cc:
+CheckHeartbeatTimeout, CheckBarrierTimeout, RegisterTaskAsync) and the PjRt client's missed-heartbeat callback
+(xla/pjrt/distributed/client.h). XLA reports NCCL's own failures as "NCCL operation X failed: <NCCL's error
+string>", which the NCCL and system rows already read.
+
+A JAX job's processes are the service's *tasks*, named ``/job:jax_worker/replica:0/task:N`` where N is the
+``process_id`` given to ``jax.distributed.initialize``. The service lists the tasks a message is about on the lines
+after it, at most three of them; ``xla_task_name`` reads those lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, sig
+
+_TASK = re.compile(r"/job:[\w-]{1,40}/replica:\d{1,4}/task:(\d{1,6})")
+#: Barriers the service and the PjRt client pass while processes connect (kClusterRegisterBarrierId, the client's
+#: connect barrier): a task missing there never started or never reached the coordinator.
+_CONNECT_BARRIERS = ("PjRT_Client_Connect", "Wait_for_all_tasks_to_register")
+
+
+def _tasks(m: Any, hs: list[Any]) -> list[int]:
+    """The task numbers the hits name: in their own text, and on the task-name lines the service prints under them."""
+    out: list[int] = []
+    where = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
+    listed = [t for t in hits(m, "xla_task_name")
+              if t.ev.line is not None and any((t.ev.source, t.ev.line - k) in where for k in range(1, 6))]
+    for h in hs + listed:
+        for n in _TASK.findall(h.ev.text.split("first task at the barrier")[0]):
+            if int(n) not in out:
+                out.append(int(n))
+    return out
+
+
+def _names(tasks: list[int]) -> str:
+    return ", ".join(f"task {t}" for t in tasks[:8]) + (" ..." if len(tasks) > 8 else "")
+
+
+def _task_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    tasks = _tasks(m, hs)
+    who = _names(tasks) if tasks else "a task the lines do not name"
+    return [cand("LOG103", "peer_process_died", 6, hs, consequence=True, params={"who": who},
+                 detail=f"The coordination service stopped hearing from {who} (task N is the process started with "
+                        "process_id=N). A process that exits, is killed (out of memory, preemption) or loses its host "
+                        "stops sending heartbeats; every other process is then terminated with this message. The cause "
+                        "is in the log of the task named, before its last line.",
+                 alts=[("collective_timeout_straggler",
+                        "a task that is alive but sends no heartbeat for heartbeat_timeout (a host stalled, a long "
+                        "blocking call) is reported the same: if the task named logged progress after the others "
+                        "stopped, raise heartbeat_timeout_seconds in jax.distributed.initialize")])]
+
+
+def _barrier_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    connect = [h for h in hs if any(b in str(h.groups.get("barrier")) for b in _CONNECT_BARRIERS)]
+    reached = hits(m, "xla_barrier_reached")
+    counts = f"{reached[0].groups['reached']} of {reached[0].groups['total']} tasks reached it" if reached else ""
+    if connect:
+        tasks = _tasks(m, connect)
+        what = ("JAX processes missing when the others connected to the coordination service"
+                + (f": {_names(tasks)}" if tasks else "") + (f" ({counts})" if counts else ""))
+        return [cand("LOG062", "launcher_misconfig", 3, connect, params={"what": what},
+                     detail="jax.distributed.initialize waits until num_processes processes have connected to "
+                            "coordinator_address. The tasks named never did: fewer processes were started than "
+                            "num_processes says, or two processes were given the same process_id.",
+                     alts=[("rendezvous_unreachable", "a process that cannot reach coordinator_address (a wrong host "
+                                                      "or port, a firewall) never connects either: its own log says so"),
+                           ("peer_process_died", "a process that crashed while starting never connects: look for its "
+                                                 "own error")])]
+    if hits(m, "xla_task_died"):
+        return []  # a task died: the barrier it never reached is its echo
+    tasks = _tasks(m, hs)
+    barrier = str(hs[0].groups.get("barrier") or "?").rstrip(".")
+    who = _names(tasks) if tasks else "tasks the lines do not name"
+    return [cand("LOG104", "collective_timeout_straggler", 5, hs,
+                 params={"barrier": barrier, "who": who + (f"; {counts}" if counts else "")},
+                 alts=[("peer_process_died", "a task that exited before the barrier never arrives: its own log, or "
+                                             "heartbeat errors in the others', says so"),
+                       ("collective_mismatch", "tasks that call barriers in a different order, or one only some of "
+                                               "them call (a rank-dependent branch), wait at different ids")])]
+
+
+SIGNATURES = (
+    # CheckHeartbeatTimeout ("Task %s heartbeat timeout. This indicates that the remote task has failed, got
+    # preempted, or crashed unexpectedly", then "The following tasks are unhealthy (stopped sending heartbeats):"
+    # with the tasks on the next lines), the PjRt client's QFATAL when it polls that error (two wordings across
+    # releases), and a task that registers again under a new incarnation (it restarted).
+    sig("xla_task_died", ("heartbeat timeout", "stopped sending heartbeats", "Terminating process because",
+                          "Incarnation ID mismatch", "different incarnation"),
+        r"Task /job:\S{1,80}/task:\d{1,6} heartbeat timeout"
+        r"|The following tasks are unhealthy \(stopped sending heartbeats\)"
+        r"|Terminating process because (?:the JAX distributed service detected fatal errors|the coordinator detected "
+        r"missing heartbeats|of missing heartbeat)"
+        r"|Heartbeat: Incarnation ID mismatch|unexpectedly tried to connect with a different incarnation",
+        "peer_process_died", CONSEQUENCE, 6, "JAX's coordination service lost a process: it stopped sending heartbeats "
+                                             "or came back as a new incarnation",
+        build=_task_died, phase=PHASE_ECHOES),
+    # CheckBarrierTimeout: "Barrier timed out. Id: %s. This usually happens because a task triggered the barrier too
+    # early or too slowly ... # of tasks that reached the barrier: %d/%d ..." (older releases: "Barrier timed out.
+    # Barrier_id: %s. Timed out task names:"), the timed-out tasks on the next lines. A timed-out *wait* for a key
+    # (GetKeyValue) is another message.
+    sig("xla_barrier_timeout", ("Barrier timed out",),
+        r"Barrier timed out\. (?:Id|Barrier_id): (?P<barrier>\S{1,200})",
+        "collective_timeout_straggler", ROOT, 5, "a coordination-service barrier expired before every JAX process "
+                                                 "reached it",
+        build=_barrier_timeout),
+    ctx("xla_barrier_reached", ("reached the barrier",), r"# of tasks that reached the barrier: (?P<reached>\d{1,6})/"
+                                                        r"(?P<total>\d{1,6})",
+        "how many tasks reached a barrier that timed out"),
+    ctx("xla_task_name", ("/job:",), r"^\s{0,8}/job:[\w-]{1,40}/replica:\d{1,4}/task:\d{1,6}\s*$",
+        "a task the line above is about (the coordination service lists them one a line)"),
+    # RegisterTaskAsync: a process whose task is not in the job the service was started for.
+    sig("xla_unexpected_task", ("Unexpected task registered",),
+        r"Unexpected task registered with task_name=(?P<task>\S{1,120})",
+        "launcher_misconfig", ROOT, 2, "a JAX process registered with a task the coordination service does not have",
+        code="LOG062", params=lambda hs: {"what": f"a process registered as {hs[0].groups.get('task')}, which the "
+                                                  "coordinator's job does not have (process_id not below "
+                                                  "num_processes, or two jobs on one coordinator port)"}),
+)
+
+CODES = (
+    Code("LOG103", "jax-task-died", E, "JAX's coordination service lost {who}",
+         "Read the log of the task named (process_id N) up to its end: its own error, an out-of-memory kill or a "
+         "preemption explains this; the other tasks only report it",
+         cause="peer_process_died",
+         steps=("jax.distributed.initialize(heartbeat_timeout_seconds=...) sets how long a silent task is waited for",)),
+    Code("LOG104", "jax-barrier-timeout", E, "JAX's coordination barrier {barrier} timed out waiting for {who}",
+         "Find what the tasks named were doing when the others reached the barrier (a rank-0-only step, loading, "
+         "compiling) and whether they called the same barrier; raise its timeout only for known-slow phases",
+         cause="collective_timeout_straggler"),
+)
+
+__all__ = ["CODES", "CONTEXT", "SIGNATURES"]
