@@ -55,15 +55,15 @@ def _task_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "stopped, raise heartbeat_timeout_seconds in jax.distributed.initialize")])]
 
 
-def _barrier_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    connect = [h for h in hs if any(b in str(h.groups.get("barrier")) for b in _CONNECT_BARRIERS)]
+def _barrier_timeout(m: Any, hs: list[Any], found: list[Cand], connect: bool = False) -> list[Cand]:
+    connect_hs = hs if connect else [h for h in hs if any(b in str(h.groups.get("barrier")) for b in _CONNECT_BARRIERS)]
     reached = hits(m, "xla_barrier_reached")
     counts = f"{reached[0].groups['reached']} of {reached[0].groups['total']} tasks reached it" if reached else ""
-    if connect:
-        tasks = _tasks(m, connect)
+    if connect_hs:
+        tasks = _tasks(m, connect_hs)
         what = ("JAX processes missing when the others connected to the coordination service"
                 + (f": {_names(tasks)}" if tasks else "") + (f" ({counts})" if counts else ""))
-        return [cand("LOG062", "launcher_misconfig", 3, connect, params={"what": what},
+        return [cand("LOG062", "launcher_misconfig", 3, connect_hs, params={"what": what},
                      detail="jax.distributed.initialize waits until num_processes processes have connected to "
                             "coordinator_address. The tasks named never did: fewer processes were started than "
                             "num_processes says, or two processes were given the same process_id.",
@@ -82,6 +82,34 @@ def _barrier_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                              "heartbeat errors in the others', says so"),
                        ("collective_mismatch", "tasks that call barriers in a different order, or one only some of "
                                                "them call (a rank-dependent branch), wait at different ids")])]
+
+
+def _unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """gRPC could not open a channel to the coordinator (or, in TensorFlow, another worker's server)."""
+    ep = next((str(h.groups["endpoint"]) for h in hs if h.groups.get("endpoint")), "")
+    how = next((str(h.groups["how"]).strip() for h in hs if h.groups.get("how")), "no address answered")
+    # gRPC clients (Ray's workers too) print this while a job comes down: after another failure it is its echo
+    echo = any(c.tier <= 5 and not c.consequence for c in found)
+    return [cand("LOG011", "rendezvous_unreachable", 7 if echo else 3, hs, consequence=echo,
+                 params={"endpoint": ep.split(":", 1)[1] if ep else "the coordinator", "how": how},
+                 detail="JAX and TensorFlow reach their coordinator (coordinator_address, process 0's service) over gRPC; "
+                        "no connection to it could be opened. 'Connection refused' means nothing listened there: a wrong "
+                        "host or port, or process 0 not (yet) running its service.",
+                 alts=[("firewall_or_port_blocked", "if the coordinator was running at that address and port, a "
+                                                    "firewall or security group between the hosts refuses or drops it"),
+                       ("wrong_interface", "an address process 0 is reachable at only from itself (a container's own "
+                                           "IP, loopback) fails the same way")])]
+
+
+def _controller(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The PjRt client's own line on a failed connect: what it adds is the status it failed with."""
+    waited = [h for h in hs if any(w in h.ev.text for w in ("waited too long", "DEADLINE_EXCEEDED", "Barrier timed out"))]
+    if waited and not any(c.code == "LOG062" for c in found):
+        return _barrier_timeout(m, waited, found, connect=True)
+    rest = [h for h in hs if h not in waited]
+    if rest and not hits(m, "xla_grpc_unreachable"):
+        return _unreachable(m, rest, found)
+    return []
 
 
 SIGNATURES = (
@@ -113,6 +141,20 @@ SIGNATURES = (
         "how many tasks reached a barrier that timed out"),
     ctx("xla_task_name", ("/job:",), r"^\s{0,8}/job:[\w-]{1,40}/replica:\d{1,4}/task:\d{1,6}\s*$",
         "a task the line above is about (the coordination service lists them one a line)"),
+    # The PjRt client's line when Connect() fails (xla/pjrt/distributed/client.cc): "Failed to connect to distributed
+    # JAX controller: waited too long for some tasks to show up ..." after a deadline, or the status it failed with.
+    sig("xla_controller", ("Failed to connect to distributed JAX controller",),
+        r"Failed to connect to distributed JAX controller: (?P<status>.{1,200})",
+        "launcher_misconfig", ROOT, 3, "a JAX process could not connect to the coordination service",
+        build=_controller, phase=PHASE_ECHOES),
+    # gRPC's channel error (src/core/.../pick_first: "failed to connect to all addresses; last error: CODE:
+    # ipv4:ADDR:PORT: Failed to connect to remote host: Connection refused"), which JAX and TensorFlow raise when the
+    # coordinator cannot be reached. Older gRPC releases print the bare first clause.
+    sig("xla_grpc_unreachable", ("failed to connect to all addresses",),
+        r"failed to connect to all addresses(?:; last error: [A-Z_]{1,30}: (?P<endpoint>ipv4:[\d.]{7,15}:\d{1,5}|"
+        r"ipv6:\[[\w:.%]{2,60}\]:\d{1,5})?:? ?(?:Failed to connect to remote host: )?(?P<how>[^;\n\"]{1,80}))?",
+        "rendezvous_unreachable", ROOT, 3, "gRPC could not open a connection to the coordinator",
+        build=_unreachable, phase=PHASE_ECHOES),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
         r"Unexpected task registered with task_name=(?P<task>\S{1,120})",

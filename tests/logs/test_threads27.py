@@ -30,6 +30,12 @@ _TERMINATING = ("F0926 17:26:32.075587  157988 client.h:77] Terminating process 
 _POLLED = ("E0926 17:26:32.075402  157988 coordination_service_agent.cc:332] Polled an error from coordination service "
            "(this can be an error from this or another task).")
 
+_GRPC = ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50135: Failed to connect to remote "
+         "host: Connection refused")
+_CONTROLLER = ("E0926 17:25:02.000000  157990 client.cc:110] Failed to connect to distributed JAX controller: waited too "
+               "long for some tasks to show up. This may be due to 1) some tasks crashed earlier before connecting, 2) "
+               "some tasks were never scheduled, or 3) scheduling delays.")
+
 ROWS = [
     # (rule id, real line, near-miss)
     # CheckBarrierTimeout's message; a timed-out key lookup is another wait (GetKeyValue), not a barrier
@@ -44,6 +50,11 @@ ROWS = [
     ("xla_task_died", "UNAVAILABLE: Task /job:jax_worker/replica:0/task:1 heartbeat timeout. This indicates that the "
                       "remote task has failed, got preempted, or crashed unexpectedly.",
      "/job:jax_worker/replica:0/task:1 has disconnected from coordination service."),
+    # gRPC's channel error as a client prints it when nothing listens at the address (a public write-up of a stopped
+    # gRPC server); the same words without gRPC's clause are a plain refused connection, read elsewhere
+    ("xla_grpc_unreachable", _GRPC, "Failed to connect to remote host: Connection refused"),
+    # the PjRt client's message after its connect deadline (xla/pjrt/distributed/client.cc); its success line is not
+    ("xla_controller", _CONTROLLER, "I0926 17:20:02.100000  157990 client.cc:134] Connected to distributed JAX controller"),
     # RegisterTaskAsync; a disconnect request from an unknown task is not a registration
     ("xla_unexpected_task", "INVALID_ARGUMENT: Unexpected task registered with task_name=/job:jax_worker/replica:0/task:8",
      "INVALID_ARGUMENT: Unexpected disconnect request with task_name=/job:jax_worker/replica:0/task:8"),
@@ -99,3 +110,26 @@ def test_the_services_progress_notes_carry_no_cause(tmp_path: Path) -> None:
         "/job:jax_worker/replica:0/task:1\n"
         "I0926 17:20:02.100000  157990 coordination_service_agent.cc:369] Coordination agent has successfully "
         "connected.\n")) == []
+
+
+def test_a_coordinator_nobody_listens_at_is_the_endpoint_named_unless_the_job_failed_first(tmp_path: Path) -> None:
+    line = f"jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: {_GRPC}\n"
+    got = _findings(tmp_path, line)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG011", "rendezvous_unreachable")
+    assert "127.0.0.1:50135 (Connection refused)" in got[0]["title"]
+    # before, a refused connection was read as the interface: that reading no longer comes first, nor at all
+    assert "wrong_interface" not in [f["cause"] for f in got[:1]]
+    # clients print the same while a job comes down after its own failure: then it follows that failure
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of "
+           "79.10 GiB of which 3.06 GiB is free.\n")
+    after = _findings(tmp_path, oom + line)
+    assert after[0]["cause"] == "cuda_oom"
+    assert [f["consequence_of"] for f in after if f["code"] == "LOG011"] == ["LOG031"]
+
+
+def test_the_clients_own_connect_timeout_is_the_launch_once(tmp_path: Path) -> None:
+    got = _findings(tmp_path, f"{_CONTROLLER}\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG062", "launcher_misconfig")
+    both = _findings(tmp_path, f"{_CONTROLLER}\n{_CONNECT}\n/job:jax_worker/replica:0/task:1\n")
+    assert [f["code"] for f in both].count("LOG062") == 1
+    assert "task 1" in both[0]["title"]
