@@ -128,8 +128,8 @@ class LogDiagnosisCheck(Check):
 
     What it checks:
         Every line that matches a known failure signature of NCCL (2.0 to
-        current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX
-        or JAX/XLA's coordination service, plus the model of the run built
+        current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX,
+        Horovod or JAX/XLA's coordination service, plus the model of the run built
         from NCCL_DEBUG=INFO output (versions, interfaces, transports,
         communicators, environment overrides, watchdog records). Findings come in causal order: the most specific failure
         first (by kind, then by time), other independent failures next, then

@@ -1,10 +1,12 @@
-"""Public failure threads, round 27: JAX and XLA's coordination service.
+"""Public failure threads, round 27: JAX and XLA's coordination service, and Horovod's stall inspector.
 
 ``jax.distributed.initialize`` starts XLA's coordination service on process 0 and connects every process to it. Its
 messages name processes as tasks (``/job:jax_worker/replica:0/task:N``, N = process_id) and list them on the lines
 after the message. Three readings: a connect barrier that expired (processes never started or never connected), a
 task that stopped sending heartbeats (it died; the others are terminated with that message), and any other barrier
-that expired (a task late or absent).
+that expired (a task late or absent). Horovod's stall inspector lists, under its warning, each rank that has not
+submitted tensors the others wait to reduce: ranks behind are named, ranks that submitted different tensors are a
+mismatch.
 """
 
 from __future__ import annotations
@@ -133,3 +135,66 @@ def test_the_clients_own_connect_timeout_is_the_launch_once(tmp_path: Path) -> N
     both = _findings(tmp_path, f"{_CONTROLLER}\n{_CONNECT}\n/job:jax_worker/replica:0/task:1\n")
     assert [f["code"] for f in both].count("LOG062") == 1
     assert "task 1" in both[0]["title"]
+
+
+# DEKHTIARJonathan/HVD_TF_Worker_Desync_BugReport (linked from a Horovod issue): a worker that desynchronised
+_HVD_WARN = ("[2021-02-02 21:19:07.345988: W /tmp/pip-install-dxtho7yu/horovod_0bde588442554cf4b80c76441efc4e03/horovod/"
+             "common/stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by "
+             "subset of ranks and are waiting for remainder of ranks for more than 10 seconds. This may indicate that "
+             "different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, "
+             "which will cause deadlock. ")
+_HVD_RANK0 = ("0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/then/_79/DistributedSGD_"
+              "Allreduce/cond/HorovodAllreduce_grads_0]")
+_HVD_SHUT = ("tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
+             "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
+             "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the "
+             "log before the first shutdown message.")
+
+HVD_ROWS = [
+    # the warning; Horovod's note that the shutdown time is ignored is configuration, not a stall
+    ("horovod_stall", _HVD_WARN, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS is less than HOROVOD_STALL_CHECK_TIME_SECONDS, "
+                                 "will not shutdown."),
+    # one line per rank under "Missing ranks:"; a line that goes on after the bracket is not one of them
+    ("horovod_missing_rank", _HVD_RANK0, "[2021-02-02 21:19:07.345988: W stall_inspector.cc:105] One or more tensors"),
+    # before 0.16.1, one line per tensor (horovod/horovod#1012); the older "ready ranks" form (horovod/horovod#530)
+    # names the ranks that are *not* missing
+    ("horovod_missing_old", "[1,0]<stderr>:[2019-04-13 13:53:31.851547: W horovod/common/operations.cc:588] "
+                            "HorovodBroadcast_global_step_0 [missing ranks: 1]",
+     "Stalled ops: HorovodBroadcast_InceptionV3_Logits_Conv2d_1c_1x1_weights_0 [ready ranks: 5, 6, 3, 1, 4, 0]"),
+    # the shut-down error (horovod/common/common.h); Horovod's elastic reset note is another message
+    ("horovod_shut_down", _HVD_SHUT, "Horovod has been shut down"),
+]
+
+
+@pytest.mark.parametrize("rule, line, near", HVD_ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(HVD_ROWS)])
+def test_horovod_row_matches_its_line_and_not_the_near_miss(rule: str, line: str, near: str) -> None:
+    check_row(rule, line, near)
+
+
+def test_a_horovod_stall_names_the_rank_the_others_wait_for_before_the_shutdown(tmp_path: Path) -> None:
+    got = _findings(tmp_path, "1/1 - 3s - loss: nan\nrank 0 completed step...\n\n\n" + _HVD_WARN + "\nMissing ranks:\n"
+                    + _HVD_RANK0 + "\n\n\n" + _HVD_SHUT + "\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG105", "collective_timeout_straggler")
+    assert got[0]["title"].startswith("Horovod waited over 10 s for rank(s) 0 to submit cond_1/")
+    assert got[0]["ranks"] == [0]
+    assert "collective_mismatch" in [f["cause"] for f in got[1:3]]
+    # the shut-down that follows is its consequence
+    assert [f["consequence_of"] for f in got if f["code"] == "LOG060"] == ["LOG105"]
+
+
+def test_ranks_that_each_lack_what_the_other_submitted_are_a_mismatch(tmp_path: Path) -> None:
+    got = _findings(tmp_path, _HVD_WARN + "\nMissing ranks:\n0: [allreduce.fc.weight]\n1: [allreduce.fc.bias]\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch")
+    assert "Rank 0 never submitted allreduce.fc.weight, which rank 1 did" in got[0]["detail"]
+    # ranks missing the same tensors are behind together, not in disagreement
+    same = _findings(tmp_path, _HVD_WARN + "\nMissing ranks:\n2: [allreduce.fc.weight]\n3: [allreduce.fc.weight]\n")
+    assert (same[0]["code"], same[0]["ranks"]) == ("LOG105", [2, 3])
+
+
+def test_the_per_tensor_lines_of_old_releases_name_the_rank(tmp_path: Path) -> None:
+    old = ("[1,0]<stderr>:[2019-04-13 13:53:31.851506: W horovod/common/operations.cc:588] HorovodBroadcast_dense_1_bias_"
+           "Momentum_0 [missing ranks: 1]\n[1,0]<stderr>:[2019-04-13 13:54:31.854655: W horovod/common/operations.cc:588] "
+           + _HVD_WARN.split("] ", 1)[1] + "\n")
+    got = _findings(tmp_path, old)
+    assert (got[0]["code"], got[0]["ranks"]) == ("LOG105", [1])
+    assert "HorovodBroadcast_dense_1_bias_Momentum_0" in got[0]["title"]

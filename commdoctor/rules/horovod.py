@@ -1,0 +1,121 @@
+"""Rules for Horovod's own messages, in the same causes as torch's.
+
+Promise: rule rows only (see commdoctor.rules.base), written from Horovod's stall inspector
+(horovod/common/stall_inspector.cc: CheckForStalledTensors) and its shut-down error (horovod/common/common.h,
+SHUT_DOWN_ERROR). NCCL's, MPI's and gloo's failures under Horovod are read by their own families.
+
+The stall inspector's message is one log record over several lines: the warning, "Missing ranks:", then one line per
+rank that has not submitted tensors the others have, ``R: [name, name ...]`` (``R!`` when that rank is past
+HOROVOD_STALL_SHUTDOWN_TIME_SECONDS and Horovod shuts down). ``horovod_missing_rank`` reads those lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, sig
+
+_RANK_LINE = re.compile(r"^\s{0,8}(?:\[?\d{1,6}\]?: ?)?(?P<rank>\d{1,6})?(?P<bang>!)?:? ?\[(?P<names>[^\[\]\n]{1,2000})\]\s*$")
+
+
+def _missing(m: Any, hs: list[Any]) -> dict[int, set[str]]:
+    """Rank -> the tensors it has not submitted, from the rank lines under each stall message (within 64 lines)."""
+    heads = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
+    out: dict[int, set[str]] = {}
+    for t in hits(m, "horovod_missing_rank"):
+        if t.ev.line is None or not any((t.ev.source, t.ev.line - k) in heads for k in range(2, 66)):
+            continue
+        g = _RANK_LINE.match(t.ev.text.split("]:", 1)[-1] if t.ev.text.startswith("[rank") else t.ev.text)
+        rank = g.group("rank") if g else None
+        if rank is None and t.ev.rank is not None:
+            rank = str(t.ev.rank)  # "1: [...]" was read as a launcher's rank prefix
+        if g and rank is not None:
+            out.setdefault(int(rank), set()).update(n.strip() for n in g.group("names").split(",") if n.strip() != "...")
+    return out
+
+
+def _missing_per_tensor(m: Any) -> dict[int, set[str]]:
+    """Rank -> tensors, from releases before 0.16.1, which print one line per stalled tensor."""
+    out: dict[int, set[str]] = {}
+    for t in hits(m, "horovod_missing_old"):
+        for r in re.findall(r"\d{1,6}", str(t.groups.get("ranks") or "")):
+            out.setdefault(int(r), set()).add(str(t.groups.get("name")))
+    return out
+
+
+def _stall(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    missing = _missing(m, hs)
+    for r, v in _missing_per_tensor(m).items():
+        missing.setdefault(r, set()).update(v)
+    secs = next((str(h.groups["secs"]) for h in hs if h.groups.get("secs")), "?")
+    ranks = sorted(missing)
+    names = sorted({n for v in missing.values() for n in v})
+    # Rank a lacks tensor X that rank b submitted, and b lacks Y that a submitted: they are not at the same step
+    # behind one another, they submitted different tensors.
+    differ = [(a, b) for a in ranks for b in ranks if a < b and missing[a] - missing[b] and missing[b] - missing[a]]
+    who = ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "") if ranks else "ranks the lines do not name"
+    if differ:
+        a, b = differ[0]
+        c = cand("LOG050", "collective_mismatch", 3, hs,
+                 detail=f"Rank {a} never submitted {sorted(missing[a] - missing[b])[0]}, which rank {b} did, and rank "
+                        f"{b} never submitted {sorted(missing[b] - missing[a])[0]}, which rank {a} did: the ranks reduce "
+                        "different tensors (a rank-dependent branch, parameters unused on some ranks, names that differ "
+                        "between ranks).",
+                 alts=[("collective_timeout_straggler", "if the names are the same tensors under names that differ by "
+                                                        "rank, the ranks are in step: name them alike")])
+    else:
+        tensor = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "") if names else "tensors"
+        c = cand("LOG105", "collective_timeout_straggler", 5, hs,
+                 params={"secs": secs, "who": who, "tensors": tensor},
+                 alts=[("collective_mismatch", "a rank that skips a step or runs fewer batches (uneven data per rank) "
+                                               "never submits those tensors: compare steps per epoch on each rank"),
+                       ("peer_process_died", "a rank that exited never submits them either: its own log ends with "
+                                             "why")])
+    if ranks:
+        c.ranks = set(ranks)  # the ranks named are the ones the others wait for, not the ones that printed it
+    return [c]
+
+
+def _shut_down(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    return [cand("LOG060", "peer_process_died", 6, hs, consequence=True,
+                 params={"what": "Horovod shut down after an exception on one of the ranks, or a rank that had "
+                                 "finished was asked for another collective"},
+                 alts=[("collective_mismatch", "if no rank logged an exception, one rank ran out of batches first "
+                                               "(uneven data per rank) and left while the others still reduced: "
+                                               "give every rank the same number of steps")])]
+
+
+SIGNATURES = (
+    sig("horovod_stall", ("waiting for remainder of ranks",),
+        r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks "
+        r"for more than (?P<secs>\d{1,9}) seconds",
+        "collective_timeout_straggler", ROOT, 5, "Horovod's stall inspector: some ranks have not submitted tensors the "
+                                                 "others are waiting to reduce",
+        build=_stall, fails=True),
+    # Needles: the names Horovod gives the tensors it reduces (TensorFlow's HorovodAllreduce_*, PyTorch's
+    # allreduce.<param> and allreduce.noname.N), not "]", which nearly every log line holds.
+    ctx("horovod_missing_rank", ("Horovod", "horovod", "allreduce.", "broadcast.", "allgather.", "alltoall.",
+                                 "reducescatter.", "noname"), r"^\s{0,8}(?:\d{1,6}!?: ?)?\[[^\[\]\n]{1,2000}\]\s*$",
+        "a rank and the tensors it has not submitted, under a stall message"),
+    # Before 0.16.1 (horovod#920) each stalled tensor had a line of its own, before or after the warning:
+    # "NAME [missing ranks: 1, 3]", the first after "Stalled ops:".
+    ctx("horovod_missing_old", ("[missing ranks: ",),
+        r"(?:Stalled ops: ?)?(?P<name>[^\s\[\]]{1,300}) \[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,200})\]",
+        "a tensor some ranks have not submitted (Horovod before 0.16.1)"),
+    sig("horovod_shut_down", ("Horovod has been shut down",),
+        r"Horovod has been shut down\. This (?:was|has been) caused by an exception on one of the ranks",
+        "peer_process_died", CONSEQUENCE, 6, "Horovod stopped every rank after one failed or finished early",
+        build=_shut_down, phase=PHASE_ECHOES),
+)
+
+CODES = (
+    Code("LOG105", "horovod-stall", E, "Horovod waited over {secs} s for rank(s) {who} to submit {tensors}",
+         "Find what the ranks named were doing (a rank-0-only step, fewer batches, an exception); every rank must "
+         "submit the same tensors each step",
+         cause="collective_timeout_straggler",
+         steps=("HOROVOD_STALL_CHECK_TIME_SECONDS sets when this is printed; HOROVOD_STALL_SHUTDOWN_TIME_SECONDS "
+                "when Horovod gives up",)),
+)
+
+__all__ = ["CODES", "SIGNATURES"]
