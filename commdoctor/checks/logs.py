@@ -129,18 +129,19 @@ class LogDiagnosisCheck(Check):
     What it checks:
         Every line that matches a known failure signature of NCCL (2.0 to
         current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX,
-        Horovod or JAX/XLA's coordination service, plus the model of the run built
-        from NCCL_DEBUG=INFO output (versions, interfaces, transports,
-        communicators, environment overrides, watchdog records). Findings come in causal order: the most specific failure
-        first (by kind, then by time), other independent failures next, then
-        other known causes of the same signature with what tells them apart,
-        and last the consequences ("Connection closed by remote peer", broken
-        pipes, watchdog timeouts on the ranks that waited), each naming the
-        finding it follows from. In a watchdog timeout, the rank with the
-        lowest SeqNum (or fewest enqueued collectives), or the rank that
-        never logged one, is named as the straggler. The result's data holds
-        a per-rank summary (rank, host, GPU, busId, interface, transports,
-        NCCL version, last state, first error).
+        Horovod or JAX/XLA's coordination service, plus the model of the run
+        built from NCCL_DEBUG=INFO output (versions, interfaces, transports,
+        communicators, environment overrides, watchdog records). Findings come
+        in causal order: the most specific failure first (by kind, then by
+        time), other independent failures next, then other known causes of the
+        same signature with what tells them apart, and last the consequences
+        ("Connection closed by remote peer", broken pipes, watchdog timeouts
+        on the ranks that waited), each naming the finding it follows from. In
+        a watchdog timeout, the rank with the lowest SeqNum (or fewest
+        enqueued collectives), or the rank that never logged one, is named as
+        the straggler. The result's data holds a per-rank summary (rank, host,
+        GPU, busId, interface, transports, NCCL version, last state, first
+        error).
     Why it matters:
         In a job of many ranks, most of the errors are echoes: the rank that
         ran out of memory logs one line, while every other rank logs closed
