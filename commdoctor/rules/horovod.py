@@ -16,9 +16,6 @@ from typing import Any
 
 from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, sig
 
-_RANK_LINE = re.compile(r"^\s{0,8}(?:\[?\d{1,6}\]?: ?)?(?P<rank>\d{1,6})?(?P<bang>!)?:? ?\[(?P<names>[^\[\]\n]{1,2000})\]\s*$")
-
-
 def _missing(m: Any, hs: list[Any]) -> dict[int, set[str]]:
     """Rank -> the tensors it has not submitted, from the rank lines under each stall message (within 64 lines)."""
     heads = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
@@ -26,12 +23,12 @@ def _missing(m: Any, hs: list[Any]) -> dict[int, set[str]]:
     for t in hits(m, "horovod_missing_rank"):
         if t.ev.line is None or not any((t.ev.source, t.ev.line - k) in heads for k in range(2, 66)):
             continue
-        g = _RANK_LINE.match(t.ev.text.split("]:", 1)[-1] if t.ev.text.startswith("[rank") else t.ev.text)
-        rank = g.group("rank") if g else None
-        if rank is None and t.ev.rank is not None:
-            rank = str(t.ev.rank)  # "1: [...]" was read as a launcher's rank prefix
-        if g and rank is not None:
-            out.setdefault(int(rank), set()).update(n.strip() for n in g.group("names").split(",") if n.strip() != "...")
+        # "R!: [...]" keeps its rank in the message; "R: [...]" is read as a launcher's "N: " prefix (the record's
+        # task), behind any other prefix (horovodrun's "[1,0]<stderr>:").
+        rank = t.groups.get("rank") or (str(t.rec.task) if t.rec.task is not None else None)
+        if rank is not None:
+            names = str(t.groups.get("names") or "").split(",")
+            out.setdefault(int(rank), set()).update(n.strip() for n in names if n.strip() not in ("", "..."))
     return out
 
 
@@ -96,7 +93,8 @@ SIGNATURES = (
     # Needles: the names Horovod gives the tensors it reduces (TensorFlow's HorovodAllreduce_*, PyTorch's
     # allreduce.<param> and allreduce.noname.N), not "]", which nearly every log line holds.
     ctx("horovod_missing_rank", ("Horovod", "horovod", "allreduce.", "broadcast.", "allgather.", "alltoall.",
-                                 "reducescatter.", "noname"), r"^\s{0,8}(?:\d{1,6}!?: ?)?\[[^\[\]\n]{1,2000}\]\s*$",
+                                 "reducescatter.", "noname"),
+        r"^\s{0,8}(?:(?P<rank>\d{1,6})!?: ?)?\[(?P<names>[^\[\]\n]{1,2000})\]\s*$",
         "a rank and the tensors it has not submitted, under a stall message"),
     # Before 0.16.1 (horovod#920) each stalled tensor had a line of its own, before or after the warning:
     # "NAME [missing ranks: 1, 3]", the first after "Stalled ops:".

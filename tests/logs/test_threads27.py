@@ -198,3 +198,13 @@ def test_the_per_tensor_lines_of_old_releases_name_the_rank(tmp_path: Path) -> N
     got = _findings(tmp_path, old)
     assert (got[0]["code"], got[0]["ranks"]) == ("LOG105", [1])
     assert "HorovodBroadcast_dense_1_bias_Momentum_0" in got[0]["title"]
+
+
+def test_rank_lines_behind_horovodrun_prefixes_keep_their_own_rank(tmp_path: Path) -> None:
+    # horovod/horovod#2640: horovodrun prefixes every line with the rank that printed it ("[0]<stderr>:"); the rank
+    # the line is about comes after that prefix (and "R!" marks one past the shutdown time)
+    lines = [f"[0]<stderr>:{_HVD_WARN}", "[0]<stderr>:Missing ranks:"] + [
+        f"[0]<stderr>:{r}: [allreduce.noname.222700]" for r in ("1", "2", "3!")]
+    got = _findings(tmp_path, "\n".join(lines) + "\n")
+    assert (got[0]["code"], got[0]["ranks"]) == ("LOG105", [1, 2, 3])
+    assert "rank(s) 1, 2, 3 to submit allreduce.noname.222700" in got[0]["title"]
