@@ -43,6 +43,16 @@ def _names(tasks: list[int]) -> str:
 
 def _task_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     tasks = _tasks(m, hs)
+    # The service runs inside process 0 and logs from coordination_service.cc; when it reports task 0 itself, the
+    # process that printed the line was alive: task 0's heartbeat thread was held up (a long allocation at start-up,
+    # a host stalled, the GIL held in native code), nothing died (jax-ml/jax#23599).
+    if tasks == [0] and any("coordination_service" in h.ev.text for h in hs):
+        return [cand("LOG106", "collective_timeout_straggler", 5, hs, params={"who": "task 0"},
+                     detail="The coordination service runs in process 0 and reported process 0 itself as silent: the "
+                            "process was alive, but sent no heartbeat for heartbeat_timeout. Something held it up (a "
+                            "long pinned-memory allocation while starting, a stalled host, a native call holding the "
+                            "GIL).",
+                     alts=[("peer_process_died", "if process 0 ended right after this line, read why in its log")])]
     who = _names(tasks) if tasks else "a task the lines do not name"
     return [cand("LOG103", "peer_process_died", 6, hs, consequence=True, params={"who": who},
                  detail=f"The coordination service stopped hearing from {who} (task N is the process started with "
@@ -170,6 +180,10 @@ CODES = (
          "preemption explains this; the other tasks only report it",
          cause="peer_process_died",
          steps=("jax.distributed.initialize(heartbeat_timeout_seconds=...) sets how long a silent task is waited for",)),
+    Code("LOG106", "jax-task-stalled", E, "JAX's coordination service stopped hearing from {who}, which was alive",
+         "Find what held the process up when it stopped sending heartbeats (a long allocation while starting, the host "
+         "swapping); raise heartbeat_timeout_seconds in jax.distributed.initialize if that phase is known to be slow",
+         cause="collective_timeout_straggler"),
     Code("LOG104", "jax-barrier-timeout", E, "JAX's coordination barrier {barrier} timed out waiting for {who}",
          "Find what the tasks named were doing when the others reached the barrier (a rank-0-only step, loading, "
          "compiling) and whether they called the same barrier; raise its timeout only for known-slow phases",

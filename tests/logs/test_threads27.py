@@ -208,3 +208,18 @@ def test_rank_lines_behind_horovodrun_prefixes_keep_their_own_rank(tmp_path: Pat
     got = _findings(tmp_path, "\n".join(lines) + "\n")
     assert (got[0]["code"], got[0]["ranks"]) == ("LOG105", [1, 2, 3])
     assert "rank(s) 1, 2, 3 to submit allreduce.noname.222700" in got[0]["title"]
+
+
+def test_the_service_reporting_its_own_process_silent_is_a_stall_not_a_death(tmp_path: Path) -> None:
+    # jax-ml/jax#23599: one process on one node, slow to start (pinned host memory); the service runs in process 0,
+    # so the process it reports was the one printing
+    own = ("2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc"
+           ":1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination service: UNAVAILABLE: Task "
+           "/job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got "
+           "preempted, or crashed unexpectedly. Check the task logs for an earlier error to debug further. "
+           "[type.googleapis.com/tensorflow.CoordinationServiceError='']")
+    got = _findings(tmp_path, own + "\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG106", "collective_timeout_straggler")
+    # the same report about another task is that task gone
+    other = _findings(tmp_path, own.replace("task:0", "task:2") + "\n")
+    assert (other[0]["code"], other[0]["title"]) == ("LOG103", "JAX's coordination service lost task 2")
