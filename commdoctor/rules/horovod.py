@@ -63,10 +63,16 @@ def _stall(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                         "rank, the ranks are in step: name them alike")])
     else:
         tensor = names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "") if names else "tensors"
-        c = cand("LOG105", "collective_timeout_straggler", 5, hs,
+        # Horovod's maintainers name an uneven split of the data (one rank runs more batches than another) as the
+        # most common cause (horovod/horovod#2420); a rank still busy elsewhere (validation on one rank) comes next.
+        c = cand("LOG105", "collective_mismatch", 5, hs,
                  params={"secs": secs, "who": who, "tensors": tensor},
-                 alts=[("collective_mismatch", "a rank that skips a step or runs fewer batches (uneven data per rank) "
-                                               "never submits those tensors: compare steps per epoch on each rank"),
+                 detail="The ranks named have not submitted what the others are waiting to reduce. Most often they "
+                        "ran out of batches first (the dataset split unevenly across ranks: shard() without "
+                        "drop_remainder, a sampler without padding), so the others are a step ahead, alone.",
+                 alts=[("collective_timeout_straggler", "a rank still busy elsewhere (validation or checkpointing on "
+                                                        "one rank, a slow input pipeline) arrives late the same way: "
+                                                        "if the warning stops and training goes on, it was late"),
                        ("peer_process_died", "a rank that exited never submits them either: its own log ends with "
                                              "why")])
     if ranks:
@@ -87,7 +93,7 @@ SIGNATURES = (
     sig("horovod_stall", ("waiting for remainder of ranks",),
         r"submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks "
         r"for more than (?P<secs>\d{1,9}) seconds",
-        "collective_timeout_straggler", ROOT, 5, "Horovod's stall inspector: some ranks have not submitted tensors the "
+        "collective_mismatch", ROOT, 5, "Horovod's stall inspector: some ranks have not submitted tensors the "
                                                  "others are waiting to reduce",
         build=_stall, fails=True),
     # Needles: the names Horovod gives the tensors it reduces (TensorFlow's HorovodAllreduce_*, PyTorch's
@@ -109,9 +115,10 @@ SIGNATURES = (
 
 CODES = (
     Code("LOG105", "horovod-stall", E, "Horovod waited over {secs} s for rank(s) {who} to submit {tensors}",
-         "Find what the ranks named were doing (a rank-0-only step, fewer batches, an exception); every rank must "
-         "submit the same tensors each step",
-         cause="collective_timeout_straggler",
+         "Give every rank the same number of steps (shard with drop_remainder, pad the sampler), then check what "
+         "the ranks named were doing (a rank-0-only step, an exception); every rank must submit the same tensors "
+         "each step",
+         cause="collective_mismatch",
          steps=("HOROVOD_STALL_CHECK_TIME_SECONDS sets when this is printed; HOROVOD_STALL_SHUTDOWN_TIME_SECONDS "
                 "when Horovod gives up",)),
 )
