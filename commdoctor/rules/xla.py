@@ -122,6 +122,22 @@ def _controller(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return []
 
 
+def _nccl_id_wait(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    g = hs[0].groups
+    devices = str(g.get("devices") or "").split(",")
+    root = str(g.get("root")) if g.get("root") else (devices[0] if devices[0] else "?")
+    return [cand("LOG107", "collective_timeout_straggler", 4, hs,
+                 params={"root": root, "n": str(len(devices)), "dur": str(g.get("dur") or "its timeout")},
+                 detail="XLA makes an NCCL communicator for each set of devices a collective runs on: the process of "
+                        "the root device creates NCCL's unique id and publishes it in the coordination service's "
+                        "key-value store, and the other processes wait for it. They waited in vain: that process had "
+                        "not reached this collective.",
+                 alts=[("peer_process_died", "a process that exited before the collective never publishes it: its "
+                                             "own log, or heartbeat errors, say so"),
+                       ("collective_mismatch", "a process running another step or program (a branch on "
+                                               "process_index) never joins this set of devices")])]
+
+
 SIGNATURES = (
     # CheckHeartbeatTimeout ("Task %s heartbeat timeout. This indicates that the remote task has failed, got
     # preempted, or crashed unexpectedly", then "The following tasks are unhealthy (stopped sending heartbeats):"
@@ -146,6 +162,14 @@ SIGNATURES = (
         "collective_timeout_straggler", ROOT, 5, "a coordination-service barrier expired before every JAX process "
                                                  "reached it",
         build=_barrier_timeout),
+    # The coordination agent's key-value wait (GetKeyValue) when the key is an NCCL clique's: XLA's NCCL id store
+    # (xla/pjrt/gpu) keys each clique's unique id by its devices and root, and non-root processes wait on it.
+    sig("xla_nccl_id_wait", ("GetKeyValue() timed out",),
+        r"GetKeyValue\(\) timed out with key: devices=\[(?P<devices>[\d,]{1,4000})\](?:[^\n]{0,400}?root_device=(?P<root>\d{1,6}))?"
+        r"(?:[^\n]{0,400}? and duration: (?P<dur>\w{1,20}))?",
+        "collective_timeout_straggler", ROOT, 4, "processes waited for an NCCL clique's unique id that its root "
+                                                 "process never published",
+        build=_nccl_id_wait),
     ctx("xla_barrier_reached", ("reached the barrier",), r"# of tasks that reached the barrier: (?P<reached>\d{1,6})/"
                                                         r"(?P<total>\d{1,6})",
         "how many tasks reached a barrier that timed out"),
@@ -183,6 +207,11 @@ CODES = (
     Code("LOG106", "jax-task-stalled", E, "JAX's coordination service stopped hearing from {who}, which was alive",
          "Find what held the process up when it stopped sending heartbeats (a long allocation while starting, the host "
          "swapping); raise heartbeat_timeout_seconds in jax.distributed.initialize if that phase is known to be slow",
+         cause="collective_timeout_straggler"),
+    Code("LOG107", "xla-nccl-id-wait", E, "processes waited {dur} for the NCCL id of a {n}-device clique: the process "
+                                          "of root device {root} never published it",
+         "Find what the process of that device was doing (a step the others had finished, a branch on "
+         "process_index, an error in its own log); every process must run the same collectives",
          cause="collective_timeout_straggler"),
     Code("LOG104", "jax-barrier-timeout", E, "JAX's coordination barrier {barrier} timed out waiting for {who}",
          "Find what the tasks named were doing when the others reached the barrier (a rank-0-only step, loading, "

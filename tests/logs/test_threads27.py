@@ -39,6 +39,12 @@ _CONTROLLER = ("E0926 17:25:02.000000  157990 client.cc:110] Failed to connect t
                "long for some tasks to show up. This may be due to 1) some tasks crashed earlier before connecting, 2) "
                "some tasks were never scheduled, or 3) scheduling delays.")
 
+_ID_WAIT = ("E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] Execution of replica 0 failed: "
+            "DEADLINE_EXCEEDED: GetKeyValue() timed out with key: devices=[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
+            "18,19,20,21,22,23,24,25,26,27,28,29]; stream=0; groups=[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
+            "20,21,22,23,24,25,26,27,28,29]]; root_device=0; num_local_participants=2 and duration: 10m "
+            "[type.googleapis.com/tensorflow.CoordinationServiceError='']")
+
 ROWS = [
     # (rule id, real line, near-miss)
     # CheckBarrierTimeout's message; a timed-out key lookup is another wait (GetKeyValue), not a barrier
@@ -58,6 +64,10 @@ ROWS = [
     ("xla_grpc_unreachable", _GRPC, "Failed to connect to remote host: Connection refused"),
     # the PjRt client's message after its connect deadline (xla/pjrt/distributed/client.cc); its success line is not
     ("xla_controller", _CONTROLLER, "I0926 17:20:02.100000  157990 client.cc:134] Connected to distributed JAX controller"),
+    # the wait for an NCCL clique's id (EnzymeAD/Enzyme-JAX#623, 8 processes on 8 nodes); the same wait for another key
+    # (the processes' topology at start-up) is not a clique
+    ("xla_nccl_id_wait", _ID_WAIT, "DEADLINE_EXCEEDED: GetKeyValue() timed out with key: jax_local_topology/1 and "
+                                   "duration: 5m"),
     # RegisterTaskAsync; a disconnect request from an unknown task is not a registration
     ("xla_unexpected_task", "INVALID_ARGUMENT: Unexpected task registered with task_name=/job:jax_worker/replica:0/task:8",
      "INVALID_ARGUMENT: Unexpected disconnect request with task_name=/job:jax_worker/replica:0/task:8"),
@@ -224,3 +234,10 @@ def test_the_service_reporting_its_own_process_silent_is_a_stall_not_a_death(tmp
     # the same report about another task is that task gone
     other = _findings(tmp_path, own.replace("task:0", "task:2") + "\n")
     assert (other[0]["code"], other[0]["title"]) == ("LOG103", "JAX's coordination service lost task 2")
+
+
+def test_a_wait_for_an_nccl_clique_id_names_the_root_process(tmp_path: Path) -> None:
+    got = _findings(tmp_path, _ID_WAIT + "\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG107", "collective_timeout_straggler")
+    assert got[0]["title"] == ("processes waited 10m for the NCCL id of a 30-device clique: the process of root device 0 "
+                               "never published it")
