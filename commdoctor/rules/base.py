@@ -270,6 +270,14 @@ def after_restart(m: Any, hs: list[Any]) -> list[Any]:
     return [h for h in hs if h.ev.source in first and h.ev.line > first[h.ev.source]]
 
 
+def lines_under(m: Any, sig_id: str, hs: list[Any], span: int) -> list[Any]:
+    """The hits of ``sig_id`` on the ``span`` lines below any of ``hs`` in the same file: the continuation lines of a
+    message printed over several lines (the tasks under a coordination-service error, the ranks under a stall)."""
+    heads = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
+    return [t for t in hits(m, sig_id)
+            if t.ev.line is not None and any((t.ev.source, t.ev.line - k) in heads for k in range(1, span + 1))]
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

@@ -14,15 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, sig
+from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, lines_under, sig
+
 
 def _missing(m: Any, hs: list[Any]) -> dict[int, set[str]]:
-    """Rank -> the tensors it has not submitted, from the rank lines under each stall message (within 64 lines)."""
-    heads = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
+    """Rank -> the tensors it has not submitted, from the rank lines under each stall message (within 65 lines)."""
     out: dict[int, set[str]] = {}
-    for t in hits(m, "horovod_missing_rank"):
-        if t.ev.line is None or not any((t.ev.source, t.ev.line - k) in heads for k in range(2, 66)):
-            continue
+    for t in lines_under(m, "horovod_missing_rank", hs, 65):
         # "R!: [...]" keeps its rank in the message; "R: [...]" is read as a launcher's "N: " prefix (the record's
         # task), behind any other prefix (horovodrun's "[1,0]<stderr>:").
         rank = t.groups.get("rank") or (str(t.rec.task) if t.rec.task is not None else None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, sig
+from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, lines_under, sig
 
 _TASK = re.compile(r"/job:[\w-]{1,40}/replica:\d{1,4}/task:(\d{1,6})")
 #: Barriers the service and the PjRt client pass while processes connect (kClusterRegisterBarrierId, the client's
@@ -27,10 +27,7 @@ _CONNECT_BARRIERS = ("PjRT_Client_Connect", "Wait_for_all_tasks_to_register")
 def _tasks(m: Any, hs: list[Any]) -> list[int]:
     """The task numbers the hits name: in their own text, and on the task-name lines the service prints under them."""
     out: list[int] = []
-    where = {(h.ev.source, h.ev.line) for h in hs if h.ev.line is not None}
-    listed = [t for t in hits(m, "xla_task_name")
-              if t.ev.line is not None and any((t.ev.source, t.ev.line - k) in where for k in range(1, 6))]
-    for h in hs + listed:
+    for h in hs + lines_under(m, "xla_task_name", hs, 5):
         for n in _TASK.findall(h.ev.text.split("first task at the barrier")[0]):
             if int(n) not in out:
                 out.append(int(n))
@@ -165,8 +162,8 @@ SIGNATURES = (
     # The coordination agent's key-value wait (GetKeyValue) when the key is an NCCL clique's: XLA's NCCL id store
     # (xla/pjrt/gpu) keys each clique's unique id by its devices and root, and non-root processes wait on it.
     sig("xla_nccl_id_wait", ("GetKeyValue() timed out",),
-        r"GetKeyValue\(\) timed out with key: devices=\[(?P<devices>[\d,]{1,4000})\](?:[^\n]{0,400}?root_device=(?P<root>\d{1,6}))?"
-        r"(?:[^\n]{0,400}? and duration: (?P<dur>\w{1,20}))?",
+        r"GetKeyValue\(\) timed out with key: devices=\[(?P<devices>[\d,]{1,4000})\]"
+        r"(?:[^\n]{0,400}?root_device=(?P<root>\d{1,6}))?(?:[^\n]{0,400}? and duration: (?P<dur>\w{1,20}))?",
         "collective_timeout_straggler", ROOT, 4, "processes waited for an NCCL clique's unique id that its root "
                                                  "process never published",
         build=_nccl_id_wait),
@@ -204,6 +201,10 @@ CODES = (
          "preemption explains this; the other tasks only report it",
          cause="peer_process_died",
          steps=("jax.distributed.initialize(heartbeat_timeout_seconds=...) sets how long a silent task is waited for",)),
+    Code("LOG104", "jax-barrier-timeout", E, "JAX's coordination barrier {barrier} timed out waiting for {who}",
+         "Find what the tasks named were doing when the others reached the barrier (a rank-0-only step, loading, "
+         "compiling) and whether they called the same barrier; raise its timeout only for known-slow phases",
+         cause="collective_timeout_straggler"),
     Code("LOG106", "jax-task-stalled", E, "JAX's coordination service stopped hearing from {who}, which was alive",
          "Find what held the process up when it stopped sending heartbeats (a long allocation while starting, the host "
          "swapping); raise heartbeat_timeout_seconds in jax.distributed.initialize if that phase is known to be slow",
@@ -213,10 +214,6 @@ CODES = (
          "Find what the process of that device was doing (a step the others had finished, a branch on "
          "process_index, an error in its own log); every process must run the same collectives",
          cause="collective_timeout_straggler"),
-    Code("LOG104", "jax-barrier-timeout", E, "JAX's coordination barrier {barrier} timed out waiting for {who}",
-         "Find what the tasks named were doing when the others reached the barrier (a rank-0-only step, loading, "
-         "compiling) and whether they called the same barrier; raise its timeout only for known-slow phases",
-         cause="collective_timeout_straggler"),
 )
 
-__all__ = ["CODES", "CONTEXT", "SIGNATURES"]
+__all__ = ["CODES", "SIGNATURES"]
