@@ -161,9 +161,12 @@ class InputStat:
     compression: str = ""
     unwrapped: str = ""  # how the input was unwrapped: a key of commdoctor.core.safeopen.UNWRAPPED, or ""
     error: str = ""
+    #: Its last line written by NCCL: number and text (where NCCL was when the log stops); 0 and "" when none.
+    last_nccl_line: int = 0
+    last_nccl_text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "last_nccl_text"}
 
 
 @dataclass
@@ -245,6 +248,10 @@ class RankInfo:
     first_error_seq: int | None = None
     last_seq: int = 0
     source: str | None = None  # the input this process's lines came from first
+    #: This process's last NCCL line (read or a transport line): where NCCL was when its log stops.
+    last_nccl: Evidence | None = None
+    devs: set[int] = field(default_factory=set)  # the GPUs its NCCL lines name ("[dev]"): more than one when it drives several
+    _last_nccl_at: tuple[str, int, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -454,6 +461,10 @@ class _Builder:
             self.version(rec.version or "", src, line_no, rec, self._last_host.get(ctx), ri)
             return
         if kind == "nccl":
+            if ri is not None:
+                ri._last_nccl_at = (src, line_no, rec)
+                if rec.dev is not None and len(ri.devs) < 16:
+                    ri.devs.add(rec.dev)
             self.nccl(rec, src, line_no, rank, ri)
         elif kind in ("c10d", "text", "exception"):
             self.torch_side(rec, src, line_no, rank, ri)
@@ -531,6 +542,16 @@ class _Builder:
         """Fold what the launcher's failure summary says into the per-rank records; let warnings count
         only in a job that failed."""
         m = self.m
+        for ri in m.ranks.values():
+            at, ri._last_nccl_at = ri._last_nccl_at, None
+            if at is not None:
+                src, line_no, what = at
+                rec = what
+                if isinstance(what, bytes):  # a transport line, classified only now (its own text, not its head's)
+                    text, _ = clean(what)
+                    rec = classify(text) if text is not None else None
+                if rec is not None:
+                    ri.last_nccl = self.ev(src, line_no, rec, ri.rank)
         said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
         failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said) \
             or any(hs and hs[0].sig.fails for hs in m.warn_hits.values()) or bool(m.tracebacks)
@@ -849,8 +870,10 @@ class _Builder:
         if label not in self.m.transports and len(self.m.transports) < 4096:
             self.m.transports[label] = self.ev(src, line_no, rec, rank)
         self.m.transport_kinds[kind] = self.m.transport_kinds.get(kind, 0) + 1
-        if ri is not None and len(ri.transports) < 16:
-            ri.transports.add(kind)
+        if ri is not None:
+            ri._last_nccl_at = (src, line_no, raw)
+            if len(ri.transports) < 16:
+                ri.transports.add(kind)
 
 
 #: Bytes that clean() keeps as they are (printable ASCII): a line holding any other (controls, DEL, anything not
@@ -1131,6 +1154,10 @@ def _read_input(path: str, st: InputStat, prefilter: Prefilter, on_line: Callabl
         st.error = f"{stream.error} (the lines before the damage were read)"
     s = scanner.stats
     st.bytes, st.lines, st.candidates, st.overlong, st.nul_bytes = s.bytes, s.lines, s.candidates, s.overlong, s.nul_bytes
+    if s.last_nccl is not None:
+        text, _ = clean(s.last_nccl[1])
+        if text is not None:
+            st.last_nccl_line, st.last_nccl_text = s.last_nccl[0], text[:MAX_EVIDENCE_TEXT]
 
 
 # -- scanning files in worker processes ------------------------------------------------------

@@ -48,6 +48,9 @@ class ScanStats:
     overlong: int = 0  # lines cut at MAX_LINE
     nul_bytes: int = 0
     transport_bytes: int = 0  # bytes the transport expressions read (the per-stream cost at job scale)
+    #: The stream's last line written by NCCL (" NCCL INFO ", " NCCL WARN "), read or not, as (line number, bytes);
+    #: looked for in its last two blocks only (where a log stops, not what it said before).
+    last_nccl: tuple[int, bytes] | None = None
 
 
 #: Patterns whose mere presence in a block decides whether (and which) transport expressions run
@@ -299,6 +302,20 @@ def count_lines(body: bytes, large: bool) -> int:
     return body.count(b"\n")
 
 
+_NCCL_WORDS = (b" NCCL INFO ", b" NCCL WARN ")
+
+
+def _last_nccl(tail: tuple[bytes, int, bytes, int]) -> tuple[int, bytes] | None:
+    """(line number, bytes) of the last NCCL line in a stream's last two blocks (each with its first line's number)."""
+    for body, first in ((tail[2], tail[3]), (tail[0], tail[1])):
+        at = max(body.rfind(w) for w in _NCCL_WORDS)
+        if at >= 0:
+            start = body.rfind(b"\n", 0, at) + 1
+            stop = body.find(b"\n", at)
+            return first + body.count(b"\n", 0, start), body[start:stop if stop >= 0 else len(body)][:MAX_LINE]
+    return None
+
+
 @dataclass
 class Scanner:
     """Yields candidate lines of one stream; ``transports`` collects transport lines seen."""
@@ -320,6 +337,7 @@ class Scanner:
         skipping = False  # inside the unkept tail of an over-long line
         line_no = 1  # number of the first line in the current block
         cr_lines = None  # decided on the first block: a file ending its lines with a lone CR
+        tail: tuple[bytes, int, bytes, int] = (b"", 0, b"", 0)
         while True:
             data = stream.read(block_size)
             final = not data
@@ -368,10 +386,12 @@ class Scanner:
             n = count_lines(body, self.prefilter.scanned > NUMPY_AFTER)
             if body and not body.endswith(b"\n"):
                 n += 1
+            tail = (tail[2], tail[3], body, line_no)  # the last two blocks, each with the number of its first line
             line_no += n
             st.lines += n
             if final:
                 break
+        st.last_nccl = _last_nccl(tail)
 
     def _block(self, body: bytes, first_line: int) -> Iterator[tuple[int, bytes]]:
         st = self.stats

@@ -289,6 +289,9 @@ SIGNATURES = (
                "`commdoctor hang` takes every rank's stacks while it waits.",
         alts=[("collective_timeout_straggler", "a job stopped for running too long may have been waiting on a late or "
                                                "stuck rank: look at the last lines of each rank before the signal")]),
+    # Python's report of Ctrl-C (SIGINT) in the program itself: the last line of its traceback. A user stopped it;
+    # after a job that stopped making progress, that confirms a hang (read by nccl._init_stalled).
+    ctx("user_interrupt", ("KeyboardInterrupt",), r"^KeyboardInterrupt:?\s*$", "the user stopped the program (Ctrl-C)"),
     # The same agent's warning as it stops its workers: logger.warning("Received %s death signal, shutting down
     # workers", e.sigval) -- a Signals member, printed "15" by Python 3.11+ and "Signals.SIGTERM" before. Its glog-
     # shaped head says when the workers of that host began to go.

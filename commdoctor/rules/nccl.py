@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx, group, hits,
+from commdoctor.core.model import Evidence
+from commdoctor.parsing.lines import classify
+from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, ctx, group, hits,
                                    local_ranks_only, own_reading, sig, single_node, trace_files, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
@@ -332,6 +334,139 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
                         "reports no P2P for the board, or NCCL_P2P_DISABLE=1, lets NCCL use shared memory instead.",
                  alts=[("p2p_acs_iommu", "on boards whose P2P does work, ACS/IOMMU redirection hangs the same way: "
                                          "lspci -vvv | grep ACSCtl")])]
+
+
+#: Where a process's last NCCL line says its communicator set-up had got to. Computing and connecting the channels:
+#: "Channel 00/02 : 0 1" and "Ring 00 : 0 1" (the rings), "Trees", "P2P Chunksize", transport lines ("Channel 00/0 :
+#: 0[0] -> 1[1] via P2P/IPC", "... via NET/IB/0"). Connected: "Connected all rings" / "trees", "Connected NVLS".
+#: Past the set-up: its end ("- Init COMPLETE"), a collective launched ("Launch mode", "opCount").
+_AT_CHANNELS = re.compile(r"\b(?:Channel|Ring) \d{1,3}(?:/\d{1,3})? ?:|\bTrees?\b|P2P Chunksize|\bvia (?:P2P|SHM|NET|NVLS|"
+                          r"CollNet)|\bnChannels\b|\bpattern \d")
+_AT_CONNECTED = re.compile(r"Connected (?:all (?:rings|trees)|NVLS|collnet)", re.I)
+_PAST_INIT = re.compile(r"- (?:Init COMPLETE|Destroy COMPLETE|Abort COMPLETE|Init FAILED)\b|Launch mode|opCount")
+#: How many lines may follow a process's last NCCL line in its input for the log to be read as stopping there
+#: (a shell prompt, a "^C", a launcher's banner).
+_TAIL_LINES = 5
+
+
+def _span(m: Any) -> str | None:
+    """"hosts" when the job's NCCL processes run on more than one host, "one" when they share one, None when the logs
+    do not say: NCCL's host:pid prefixes, nccl-tests' table of ranks, "nNodes" (2.19 on), a network transport."""
+    hosts = {r.host for r in m.ranks.values() if r.host and r.last_nccl is not None}
+    listed = {h.groups.get("host") for h in hits(m, "nccl_tests_rank")}
+    nodes = [h.groups.get("n") for h in hits(m, "nccl_nnodes")]
+    if len(hosts) > 1 or len(listed) > 1 or any(n and n != "1" for n in nodes) \
+            or any(k.startswith("NET/") or k == "CollNet" for k in m.transport_kinds):
+        return "hosts"
+    if local_ranks_only(m) or (len(hosts) == 1 and any(k.startswith(("P2P", "SHM")) for k in m.transport_kinds)):
+        return "one"
+    ranks = [r for r in m.ranks.values() if r.last_nccl is not None]
+    if len(hosts) != 1:
+        return None
+    sizes = {c.nranks for c in m.comms}
+    if len(sizes) == 1 and len(_gpus(ranks)) >= next(iter(sizes)) > 1:
+        return "one"  # every rank of the communicator is on this host's list
+    if not sizes and any(len(r.devs) > 1 for r in ranks):
+        return "one"  # one process driving several GPUs (ncclCommInitAll: nccl-tests -g N, DataParallel)
+    return None
+
+
+def _gpus(ranks: list[Any]) -> set[tuple[Any, Any]]:
+    """(process, GPU) pairs the NCCL lines name."""
+    return {(r.pid, d) for r in ranks for d in (r.devs or {r.cuda_dev})}
+
+
+def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """The logs stop while NCCL was setting up its communicators, and nothing failed: a hang at init.
+
+    With NCCL_DEBUG=INFO every communicator that finishes its set-up says "comm %p rank %d nranks %d ... - Init
+    COMPLETE" (init.cc, 2.4.2 on; ncclCommInitAll too from 2.5). A log showing the set-up's INFO lines (bootstrap,
+    channels), no such line and no error, whose lines stop at NCCL's, is a job that hung there. Where it hangs says
+    what to check:
+    - across hosts, the ranks first exchange addresses over TCP (bootstrap) and then connect their channels, each on
+      ports the OS picks: a host firewall, a security group or network policy that lets only the rendezvous port
+      through, or a sidecar proxy that intercepts the pods' TCP, hangs exactly here (NVIDIA/nccl#1638: Istio's envoy);
+      with InfiniBand carrying the channels, a hang while connecting them is the RDMA set-up (GID index, subnet);
+    - on one host, the channels are GPU peer-to-peer and shared memory: PCIe ACS or an IOMMU (VT-d) redirecting
+      peer traffic hangs the first transfers (NVIDIA/nccl#257: intel_iommu=off fixed it; NCCL_P2P_DISABLE=1 runs).
+    A user who stopped the job (KeyboardInterrupt) confirms the hang."""
+    # The user stopping the job: Python's KeyboardInterrupt, or torchrun's agent stopped by SIGINT/SIGTERM.
+    stopped = [h.ev for h in hits(m, "user_interrupt")] + [h.ev for h in hits(m, "agent_signalled")
+                                                         if h.groups.get("sig") in ("2", "15")]
+    told = {(ev.source, ev.line) for ev in stopped}
+    if any(c.cause and not c.weak and not all((x.source, x.line) in told for x in c.evidence) for c in found) \
+            or m.elastic or completed(m) or m.watchdog or m.progress or hits(m, "nccl_tests_row") \
+            or any(c.state for c in m.comms if c.state != "Init START"):
+        return []
+    if any((ev.source, ev.line) not in told for ev, _seq, _kind in m.unmatched_errors) or (m.tracebacks and not stopped):
+        return []
+    if any(version_tuple(v) < (2, 4, 2) for v in m.versions):
+        return []  # no "Init COMPLETE" line to miss
+    ranks = [r for r in m.ranks.values() if r.last_nccl is not None]
+    told = any(h.bootstrap or h.net_socket or h.net_ib for h in m.hosts.values()) or m.comms or m.transports
+    if not ranks or not told or any(_PAST_INIT.search(r.last_nccl.text) for r in ranks):
+        return []
+    # Where each input stops: its last NCCL line (read or not), with at most a few lines after it (or the user's
+    # interrupt after it).
+    ends = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line,
+                     host=(classify(st.last_nccl_text).host if st.last_nccl_text else None))
+            for st in m.inputs if st.last_nccl_line and (st.lines - st.last_nccl_line <= _TAIL_LINES or any(
+                ev.source == st.path and ev.line > st.last_nccl_line for ev in stopped))]
+    if not ends or any(_PAST_INIT.search(e.text) for e in ends):
+        return []
+    span = _span(m)
+    if span is None:
+        return []
+    mine = [r.last_nccl for r in ranks if not any(r.last_nccl.source == e.source and r.last_nccl.line == e.line for e in ends)]
+    shown = ends[:2] + list({e.host: e for e in mine}.values())[:3 - min(2, len(ends))]
+    where = ("while setting up its channels" if any(_AT_CHANNELS.search(e.text) for e in ends) else
+             "after connecting its channels" if any(_AT_CONNECTED.search(e.text) for e in ends) else
+             "before setting up its channels")
+    hosts = {r.host for r in ranks if r.host}
+    n = len(ranks)
+    seen = f"{n} NCCL process(es) on {len(hosts) or '?'} host(s)"
+    stop = f"; the user then stopped the job ({stopped[0].text.strip()[:60]})" if stopped else ""
+    if span == "one":
+        if len(_gpus(ranks)) < 2 and max((c.nranks for c in m.comms), default=0) < 2:
+            return []
+        return [Cand("LOG038", "p2p_acs_iommu", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1], weak=not stopped,
+                     ranks={r.rank for r in ranks if r.rank is not None}, hosts=hosts,
+                     params={"what": f"the logs stop while NCCL was setting up its communicator on one host, {where}, "
+                                     f"and no error was logged ({seen}{stop})"},
+                     detail="No communicator reached Init COMPLETE. Between GPUs of one host NCCL connects its "
+                            "channels over PCIe/NVLink peer-to-peer and shared memory; a hang there with no error is the "
+                            "signature of PCIe ACS or an IOMMU (VT-d/AMD-Vi) redirecting peer traffic, common in "
+                            "virtual machines and on servers with ACS enabled. NCCL_P2P_DISABLE=1 running the job "
+                            "confirms it. (This reads the logs as the job's whole output: an excerpt cut inside NCCL's "
+                            "set-up of a job that went on reads the same.)",
+                     alts=[("p2p_driver_bug", "consumer GPUs (GeForce) whose driver reports P2P they lack hang the "
+                                              "same way: `nvidia-smi topo -p2p r` and a newer driver tell them apart"),
+                           ("shm_too_small", "in a container, a /dev/shm too small for NCCL's shared-memory transport: "
+                                             "df -h /dev/shm (docker's default is 64 MB)")])]
+    ib = any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
+    rdma = ib and where == "while setting up its channels"
+    alts = [("wrong_interface", "an interface whose address the other hosts cannot route (a second NIC, a bridge) "
+                                "stalls the same way: check the Bootstrap lines' interface on every host and pin "
+                                "NCCL_SOCKET_IFNAME")]
+    if rdma:
+        alts.insert(0, ("firewall_or_port_blocked", "the TCP side of the set-up crosses the same firewall: `nc -zv` "
+                                                    "from each host to the other on a high port"))
+    elif ib:
+        alts.append(("ib_misconfig", "with InfiniBand/RoCE carrying the channels, a wrong GID index or subnet stalls "
+                                     "their connection: NCCL_IB_GID_INDEX, ibv_devinfo"))
+    return [Cand("LOG108", "ib_misconfig" if rdma else "firewall_or_port_blocked", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1],
+                 weak=not stopped, ranks={r.rank for r in ranks if r.rank is not None}, hosts=hosts,
+                 params={"what": f"{where}, across hosts ({seen}{stop})"},
+                 detail="No communicator reached Init COMPLETE and no error was logged. NCCL's set-up between hosts "
+                        "opens TCP connections on ports the OS picks (not MASTER_PORT): first the bootstrap ring that "
+                        "exchanges the ranks' addresses, then one connection per channel unless InfiniBand carries "
+                        "them. A firewall, a security group or network policy that lets only the rendezvous port "
+                        "through, or a service-mesh sidecar that intercepts the pods' traffic leaves every rank "
+                        "waiting without an error. (This reads the logs as the job's whole output: an excerpt cut "
+                        "inside NCCL's set-up of a job that went on reads the same.)" + (" The stall is while connecting channels that run over "
+                        "InfiniBand/RoCE: the RDMA connection set-up (GID index, subnet, link layer) is the first "
+                        "suspect." if rdma else ""),
+                 alts=alts)]
 
 
 def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int]) -> list[Any]:
@@ -1153,6 +1288,8 @@ MODEL_RULES = (
               phase=PHASE_LAST),
     ModelRule("geforce_p2p_hang", _geforce_p2p_hang, "nccl-tests on GeForce RTX 40xx/50xx boards that never completes a size",
               phase=PHASE_LAST),
+    ModelRule("nccl_init_stalled", _init_stalled, "NCCL's communicator set-up where the logs stop, with no error",
+              phase=PHASE_LAST),
     ModelRule("nccl_smem", _smem_exceeds, "NCCL's kernels need more shared memory than the GPU allows"),
     ModelRule("nccl_tests_apart", _nccl_tests_apart, "nccl-tests run by each MPI process as a job of its own"),
     ModelRule("nccl_cuda_code", _bare_cuda_error, "NCCL's unhandled-CUDA-error code with nothing else explaining it",
@@ -1164,6 +1301,12 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG108", "nccl-init-stalled", W, "the logs stop while NCCL was setting up its communicators, {what}",
+         "Open the ports NCCL uses between the hosts, not only MASTER_PORT (host firewall, security groups, Kubernetes "
+         "network policies, service-mesh sidecars), and pin NCCL_SOCKET_IFNAME to the interface the hosts share",
+         cause="firewall_or_port_blocked",
+         steps=("nc -zv <other host> <high port> from each host, with `nc -l <port>` listening on the other",
+                "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every host: the Bootstrap lines name each interface")),
     Code("LOG028", "nccl-system-error", E, "NCCL failed on a network call with no other error to explain it: {what}",
          "Pin the interface the hosts share on every node (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME; in containers run "
          "with host networking), then rerun with NCCL_DEBUG=WARN to see which call failed",

@@ -20,7 +20,11 @@ from logs.test_rule_rows import check_row
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "logs" / "healthy"
-CASES = sorted(p for p in HEALTHY.iterdir() if (p / "truth.json").exists())
+#: Excerpts of jobs that worked, cut by their poster inside NCCL's set-up: the lines are those of a job that hung at
+#: init (nothing after NCCL's last set-up line, no Init COMPLETE), so they get that reading as a warning; a known limit
+#: (docs/logs.md), asserted by test_an_excerpt_cut_inside_nccls_set_up_reads_as_a_stall.
+CUT_IN_INIT = ("nccl-tests-182-plugin-dlerror",)
+CASES = sorted(p for p in HEALTHY.iterdir() if (p / "truth.json").exists() and p.name not in CUT_IN_INIT)
 NEAR = HEALTHY / "near-miss"
 
 
@@ -39,8 +43,8 @@ def _diagnosis(doc: dict[str, Any]) -> dict[str, Any]:
 def test_there_are_healthy_cases_of_each_kind() -> None:
     labels = {json.loads((c / "truth.json").read_text())["root_cause"] for c in CASES}
     assert labels == {"none"}
-    names = [c.name for c in CASES]
-    assert len(CASES) >= 9 and sum(n.startswith("gloo-") for n in names) >= 5 and sum(n.startswith("nccl") for n in names) >= 4
+    names = [c.name for c in CASES] + list(CUT_IN_INIT)
+    assert len(CASES) + len(CUT_IN_INIT) >= 9 and sum(n.startswith("gloo-") for n in names) >= 5 and sum(n.startswith("nccl") for n in names) >= 4
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -48,6 +52,16 @@ def test_a_job_that_worked_gets_no_cause(case: Path) -> None:
     doc = diagnose_file(_input(case))
     assert _causes(doc) == []
     assert "verdict" not in (_diagnosis(doc).get("data") or {})
+
+
+def test_an_excerpt_cut_inside_nccls_set_up_reads_as_a_stall() -> None:
+    """nccl-tests#182 ran (the thread is about its bandwidth), but the post stops inside NCCL's set-up: only a
+    warning, which says the job's whole output is what it reads."""
+    for name in CUT_IN_INIT:
+        doc = diagnose_file(_input(HEALTHY / name))
+        found = [f for f in doc["findings"] if f.get("cause")]
+        assert [f["code"] for f in found][:1] == ["LOG108"] and all(f["severity"] == "warning" for f in found)
+        assert "excerpt" in found[0]["detail"]
 
 
 def test_a_restart_the_job_recovered_from_is_a_note_that_says_so() -> None:

@@ -1,0 +1,148 @@
+"""Logs that stop inside NCCL's communicator set-up with no error: a hang at init, read by where it stopped.
+
+With NCCL_DEBUG=INFO every communicator that finishes its set-up logs "... - Init COMPLETE" (NCCL 2.4.2 on). A log that
+shows the set-up's lines, no such line, no error, and nothing of the job's own after NCCL's last line is a job hung
+there. Across hosts that is the TCP the set-up opens on ports the OS picks (firewalls, network policies, sidecars:
+LOG108); on one host it is GPU peer-to-peer (ACS/IOMMU: LOG038); a communicator that completed, a job that went on,
+or an NCCL too old to say "Init COMPLETE" is none of these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+from commdoctor.parsing.scan import Scanner, make_prefilter
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
+
+# NVIDIA/nccl#1638: nccl-tests under an MPIJob, two pods with the Istio sidecar, hung after these lines.
+_PODS = """\
+[1,0]<stdout>:#  Rank  0 Group  0 Pid     21 on nccl-tests-worker-0 device  0 [0x3e] NVIDIA L4
+[1,0]<stdout>:#  Rank  1 Group  0 Pid     21 on nccl-tests-worker-1 device  0 [0x3c] NVIDIA L4
+[1,0]<stdout>:nccl-tests-worker-0:21:21 [0] NCCL INFO Bootstrap : Using eth0:10.0.130.10<0>
+[1,0]<stdout>:nccl-tests-worker-0:21:21 [0] NCCL INFO cudaDriverVersion 12060
+[1,1]<stdout>:nccl-tests-worker-1:21:21 [0] NCCL INFO cudaDriverVersion 12060
+[1,0]<stdout>:nccl-tests-worker-0:21:21 [0] NCCL INFO NCCL version 2.23.4+cuda12.2
+[1,1]<stdout>:nccl-tests-worker-1:21:21 [0] NCCL INFO Bootstrap : Using eth0:10.0.134.216<0>
+[1,1]<stdout>:nccl-tests-worker-1:21:21 [0] NCCL INFO NCCL version 2.23.4+cuda12.2
+"""
+# NVIDIA/nccl#257: all_reduce_perf -g 4 (one process, four GTX 1080 Ti) hung; intel_iommu=off fixed it.
+_ONE_HOST = """\
+jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Bootstrap : Using [0]eth0:10.2.3.32<0>
+jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so).
+jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO NET/Socket : Using [0]eth0:10.2.3.32<0>
+NCCL version 2.4.8+cuda10.0
+jupyter-vmarkovtsev:15833:15833 [3] NCCL INFO nranks 4
+jupyter-vmarkovtsev:15833:15833 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff
+jupyter-vmarkovtsev:15833:15833 [1] NCCL INFO Setting affinity for GPU 1 to ff00ff
+"""
+
+
+def _findings(path: Path, text: str) -> list[dict]:
+    path.write_text(text)
+    return [f for f in diagnose_file(path)["findings"] if f["cause"]]
+
+
+def _capture_until(text: str) -> str:
+    """The two-rank H100 capture (fixtures/logs/nccl-healthy: own NCCL_HOSTID each, so two 'hosts' to NCCL) up to and
+    including its first line holding ``text``: the same job as if it had stopped there."""
+    lines = (FIXTURES / "nccl-healthy" / "torchrun.log").read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if text in ln)
+    return "".join(lines[:at + 1])
+
+
+def test_pods_that_stop_after_bootstrap_are_the_ports_between_them(tmp_path: Path) -> None:
+    got = _findings(tmp_path / "job.log", _PODS)
+    assert [f["code"] for f in got][:2] == ["LOG108", "LOG090"]
+    assert got[0]["cause"] == "firewall_or_port_blocked" and got[0]["severity"] == "warning"
+    assert got[0]["hosts"] == ["nccl-tests-worker-0", "nccl-tests-worker-1"]
+    assert "before setting up its channels" in got[0]["title"]
+    assert got[1]["cause"] == "wrong_interface"
+
+
+def test_a_communicator_that_completed_is_not_a_stall(tmp_path: Path) -> None:
+    done = _PODS + ("[1,0]<stdout>:nccl-tests-worker-0:21:21 [0] NCCL INFO comm 0x5581d2a0 rank 0 nranks 2 cudaDev 0 "
+                    "nvmlDev 0 busId 3e000 commId 0x9f2c6d1e2b3a4c5d - Init COMPLETE\n")
+    assert _findings(tmp_path / "job.log", done) == []
+
+
+def test_a_job_whose_output_goes_on_after_nccls_lines_is_not_a_stall(tmp_path: Path) -> None:
+    # The poster cut NCCL's lines short but the job's own lines go on: the log does not stop in NCCL.
+    went_on = _PODS + "".join(f"[1,0]<stdout>:step {i} loss 0.{i}\n" for i in range(8))
+    assert _findings(tmp_path / "job.log", went_on) == []
+
+
+def test_one_process_driving_four_gpus_that_stops_is_peer_to_peer(tmp_path: Path) -> None:
+    got = _findings(tmp_path / "job.log", _ONE_HOST)
+    assert got[0]["code"] == "LOG038" and got[0]["cause"] == "p2p_acs_iommu" and got[0]["severity"] == "warning"
+    assert "Setting affinity for GPU 1" in got[0]["evidence"][0]["text"]  # where it stopped, though no rule reads it
+    assert {f["cause"] for f in got[1:]} >= {"p2p_driver_bug"}
+
+
+def test_one_gpu_alone_is_no_peer_to_peer_stall(tmp_path: Path) -> None:
+    alone = "\n".join(ln for ln in _ONE_HOST.splitlines() if "[1]" not in ln and "[3]" not in ln) + "\n"
+    assert _findings(tmp_path / "job.log", alone) == []
+
+
+def test_an_nccl_too_old_to_say_init_complete_is_not_read(tmp_path: Path) -> None:
+    assert _findings(tmp_path / "job.log", _ONE_HOST.replace("2.4.8", "2.3.7")) == []
+
+
+def test_the_interrupt_row_reads_pythons_last_line_and_not_code_that_raises_it() -> None:
+    check_row("user_interrupt", "KeyboardInterrupt", "    raise KeyboardInterrupt from None")
+
+
+def test_the_user_stopping_the_job_confirms_the_hang(tmp_path: Path) -> None:
+    stopped = _PODS + ("[1,0]<stdout>:Traceback (most recent call last):\n"
+                       "[1,0]<stdout>:  File \"/opt/nccl-tests/run.py\", line 12, in <module>\n"
+                       "[1,0]<stdout>:KeyboardInterrupt\n")
+    got = _findings(tmp_path / "job.log", stopped)
+    assert got[0]["code"] == "LOG108" and got[0]["severity"] == "error"
+    assert "stopped the job" in got[0]["title"]
+
+
+def test_an_error_after_the_set_up_lines_is_read_instead(tmp_path: Path) -> None:
+    failed = _PODS + "[1,0]<stdout>:RuntimeError: CUDA error: out of memory\n"
+    assert all(f["code"] != "LOG108" for f in _findings(tmp_path / "job.log", failed))
+
+
+def test_the_real_capture_cut_inside_its_set_up_is_a_stall_between_its_two_nccl_hosts(tmp_path: Path) -> None:
+    # 2.28.9 on an H100: stopped after the rings were computed, before Init COMPLETE ("nNodes 2" says two hosts).
+    got = _findings(tmp_path / "job.log", _capture_until("P2P Chunksize set to 131072"))
+    assert got[0]["code"] == "LOG108" and got[0]["cause"] == "firewall_or_port_blocked"
+    assert "while setting up its channels" in got[0]["title"]
+    # the same capture to its end is a healthy job, and cut just after Init COMPLETE it is not a stall at init
+    assert _findings(tmp_path / "whole.log", (FIXTURES / "nccl-healthy" / "torchrun.log").read_text()) == []
+    assert _findings(tmp_path / "done.log", _capture_until("Init COMPLETE")) == []
+
+
+def test_channels_over_infiniband_that_stop_connecting_are_the_rdma_set_up(tmp_path: Path) -> None:
+    ib = ("node-a:301:301 [0] NCCL INFO Bootstrap : Using ib0:192.168.10.1<0>\n"
+          "node-a:301:301 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
+          "node-b:402:402 [0] NCCL INFO Bootstrap : Using ib0:192.168.10.2<0>\n"
+          "node-a:301:301 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB ib0:192.168.10.1<0>\n"
+          "node-b:402:402 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB ib0:192.168.10.2<0>\n"
+          "node-a:301:301 [0] NCCL INFO Channel 00/02 :    0   1\n"
+          "node-a:301:301 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n"
+          "node-b:402:402 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0\n")
+    got = _findings(tmp_path / "job.log", ib)
+    assert got[0]["code"] == "LOG108" and got[0]["cause"] == "ib_misconfig"
+    assert "firewall_or_port_blocked" in {f["cause"] for f in got[1:]}
+
+
+def test_the_scanner_finds_the_last_nccl_line_across_its_last_blocks() -> None:
+    import io
+
+    # An NCCL line at the end of one block, then a short last block of other lines: found, with its number.
+    head = b"x" * 100 + b"\n"
+    body = head * 3000 + b"host:1:1 [0] NCCL INFO Channel 00/02 : 0 1\n" + b"done\n" * 3
+    sc = Scanner(make_prefilter("auto"))
+    n = sum(1 for _ in sc.scan(io.BytesIO(body), block_size=1 << 12))
+    assert n >= 0
+    assert sc.stats.last_nccl == (3001, b"host:1:1 [0] NCCL INFO Channel 00/02 : 0 1")
+    assert sc.stats.lines == 3004
+    none = Scanner(make_prefilter("auto"))
+    list(none.scan(io.BytesIO(head * 10)))
+    assert none.stats.last_nccl is None
