@@ -316,24 +316,50 @@ _NO_P2P_GEFORCE = re.compile(r"GeForce RTX (?:40|50)\d0")
 
 
 def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
-    """nccl-tests on one host with GeForce RTX 40xx/50xx boards that stops after its table of ranks.
+    """nccl-tests on one host that stops before its first size, with no error: a hang in the first collective.
 
-    These boards have no working PCIe peer-to-peer between them, yet drivers of their first releases reported it as
-    supported, so NCCL picks its P2P transport and the first collective never completes (NVIDIA/nccl-tests#117:
-    two RTX 4090 hang where two 2080 Ti run; NCCL_P2P_DISABLE=1 runs). Nothing else in the log names a cause and
-    no size completed."""
+    nccl-tests runs no code of its own between collectives, so on one host the collective's only paths are GPU
+    peer-to-peer and shared memory.
+    - GeForce RTX 40xx/50xx boards have no working PCIe peer-to-peer, yet drivers of their first releases reported it
+      as supported, so NCCL picks its P2P transport and the first collective never completes (NVIDIA/nccl-tests#117:
+      two RTX 4090 hang where two 2080 Ti run; NCCL_P2P_DISABLE=1 runs): LOG039.
+    - Other boards: PCIe ACS or an IOMMU redirecting peer traffic to the root complex, which drops or stalls it
+      (NCCL's troubleshooting guide; VMs and servers with VT-d/ACS on): LOG038, a warning, once the log shows the
+      communicators set up (Init COMPLETE) and stops there. A log that stops inside the set-up is _init_stalled's."""
     rows = hits(m, "nccl_tests_rank")
-    gpus = [h for h in rows if _NO_P2P_GEFORCE.search(str(h.groups.get("gpu") or ""))]
-    if len(gpus) < 2 or single_node(m) is None or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_passed") \
+    if len(rows) < 2 or single_node(m) is None or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_passed") \
             or any(c.cause and not c.consequence for c in found):
         return []
-    return [cand("LOG039", "p2p_driver_bug", 6, gpus, params={},
-                 detail=f"nccl-tests listed {len(gpus)} {group(gpus, 'gpu')} boards on one host and stopped before its "
-                        "first size. GeForce RTX 40xx/50xx boards have no working PCIe peer-to-peer, but early drivers "
-                        "for them report it, so NCCL's P2P transport is chosen and the collective hangs. A driver that "
-                        "reports no P2P for the board, or NCCL_P2P_DISABLE=1, lets NCCL use shared memory instead.",
-                 alts=[("p2p_acs_iommu", "on boards whose P2P does work, ACS/IOMMU redirection hangs the same way: "
-                                         "lspci -vvv | grep ACSCtl")])]
+    gpus = [h for h in rows if _NO_P2P_GEFORCE.search(str(h.groups.get("gpu") or ""))]
+    if len(gpus) >= 2:
+        return [cand("LOG039", "p2p_driver_bug", 6, gpus, params={},
+                     detail=f"nccl-tests listed {len(gpus)} {group(gpus, 'gpu')} boards on one host and stopped before "
+                            "its first size. GeForce RTX 40xx/50xx boards have no working PCIe peer-to-peer, but early "
+                            "drivers for them report it, so NCCL's P2P transport is chosen and the collective hangs. A "
+                            "driver that reports no P2P for the board, or NCCL_P2P_DISABLE=1, lets NCCL use shared "
+                            "memory instead.",
+                     alts=[("p2p_acs_iommu", "on boards whose P2P does work, ACS/IOMMU redirection hangs the same way: "
+                                             "lspci -vvv | grep ACSCtl")])]
+    done = [c for c in m.comms if c.state == "Init COMPLETE"]
+    if not done or any(c.state not in ("", "Init START", "Init COMPLETE") for c in m.comms) or m.unmatched_errors \
+            or m.tracebacks or m.elastic:
+        return []
+    ends = [st for st in m.inputs if st.last_nccl_line and st.lines - st.last_nccl_line <= _TAIL_LINES + 2]
+    if not ends:
+        return []  # nccl-tests' own output (or something else) goes on after NCCL's last line
+    last = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line) for st in ends]
+    hung = cand("LOG038", "p2p_acs_iommu", 8, rows[:2], n=2,
+                weak=True, params={"what": f"nccl-tests set up its communicators on one host ({len(rows)} GPUs) and "
+                                           "stopped before its first size, with no error"},
+                detail="nccl-tests runs nothing between its collectives, and on one host a collective moves its data "
+                       "over GPU peer-to-peer or shared memory. A first collective that never completes with no error "
+                       "is the signature of PCIe ACS or an IOMMU (VT-d/AMD-Vi) redirecting peer traffic, common in "
+                       "virtual machines; NCCL_P2P_DISABLE=1 running the test confirms it. (This reads the log as "
+                       "the test's whole output.)",
+                alts=[("p2p_driver_bug", "consumer boards whose driver reports P2P they lack hang the same way: "
+                                         "`nvidia-smi topo -p2p r`, a newer driver")])
+    hung.evidence.extend(last[:1])
+    return [hung]
 
 
 #: Where a process's last NCCL line says its communicator set-up had got to. Computing and connecting the channels:

@@ -132,6 +132,33 @@ def test_channels_over_infiniband_that_stop_connecting_are_the_rdma_set_up(tmp_p
     assert "firewall_or_port_blocked" in {f["cause"] for f in got[1:]}
 
 
+# nccl-tests on one host whose communicators completed and whose first size never came, in nccl-tests' own formats
+# (common.cu: the rank table, then the results' header) and NCCL's (init.cc, transport lines).
+_TESTS_ONE_HOST = """\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#  Rank  0 Group  0 Pid   4101 on     gpu-vm device  0 [0x00] NVIDIA A100-SXM4-40GB
+#  Rank  1 Group  0 Pid   4102 on     gpu-vm device  1 [0x00] NVIDIA A100-SXM4-40GB
+gpu-vm:4101:4101 [0] NCCL INFO Bootstrap : Using ens3:10.0.0.5<0>
+gpu-vm:4101:4101 [0] NCCL INFO NCCL version 2.18.3+cuda12.2
+gpu-vm:4101:4110 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+gpu-vm:4102:4111 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC
+gpu-vm:4101:4110 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 4000 commId 0x1a2b - Init COMPLETE
+gpu-vm:4102:4111 [1] NCCL INFO comm 0x55d1 rank 1 nranks 2 cudaDev 1 busId 5000 commId 0x1a2b - Init COMPLETE
+#
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+
+
+def test_nccl_tests_on_one_host_stuck_before_its_first_size_is_peer_to_peer(tmp_path: Path) -> None:
+    got = _findings(tmp_path / "job.log", _TESTS_ONE_HOST)
+    assert got[0]["code"] == "LOG038" and got[0]["cause"] == "p2p_acs_iommu" and got[0]["severity"] == "warning"
+    assert "before its first size" in got[0]["title"]
+    # near-miss: its first size came (a result row): the test ran
+    row = "           8             2     float     sum      -1    10.21    0.00    0.00      0    10.05    0.00    0.00      0\n"
+    assert _findings(tmp_path / "ran.log", _TESTS_ONE_HOST + row) == []
+
+
 def test_the_scanner_finds_the_last_nccl_line_across_its_last_blocks() -> None:
     import io
 
