@@ -365,11 +365,14 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
 #: Where a process's last NCCL line says its communicator set-up had got to. Computing and connecting the channels:
 #: "Channel 00/02 : 0 1" and "Ring 00 : 0 1" (the rings), "Trees", "P2P Chunksize", transport lines ("Channel 00/0 :
 #: 0[0] -> 1[1] via P2P/IPC", "... via NET/IB/0"). Connected: "Connected all rings" / "trees", "Connected NVLS".
-#: Past the set-up: its end ("- Init COMPLETE"), a collective launched ("Launch mode", "opCount").
+#: Set up: "- Init COMPLETE", and "Launch mode" (printed once, at the first collective, up to 2.4's ncclCommInitAll
+#: that says no Init COMPLETE). Gone: a communicator destroyed, aborted or failed.
 _AT_CHANNELS = re.compile(r"\b(?:Channel|Ring) \d{1,3}(?:/\d{1,3})? ?:|\bTrees?\b|P2P Chunksize|\bvia (?:P2P|SHM|NET|NVLS|"
                           r"CollNet)|\bnChannels\b|\bpattern \d")
 _AT_CONNECTED = re.compile(r"Connected (?:all (?:rings|trees)|NVLS|collnet)", re.I)
-_PAST_INIT = re.compile(r"- (?:Init COMPLETE|Destroy COMPLETE|Abort COMPLETE|Init FAILED)\b|Launch mode|opCount")
+_VIA_NET = re.compile(r"\bvia NET/")
+_SET_UP = re.compile(r"- Init COMPLETE\b|Launch mode")
+_GONE = re.compile(r"- (?:Destroy COMPLETE|Abort COMPLETE|Init FAILED)\b")
 #: How many lines may follow a process's last NCCL line in its input for the log to be read as stopping there
 #: (a shell prompt, a "^C", a launcher's banner).
 _TAIL_LINES = 5
@@ -402,35 +405,41 @@ def _gpus(ranks: list[Any]) -> set[tuple[Any, Any]]:
     return {(r.pid, d) for r in ranks for d in (r.devs or {r.cuda_dev})}
 
 
+_EXCERPT = (" (This reads the logs as the job's whole output: an excerpt cut there, of a job that went on, reads the "
+            "same.)")
+
+
 def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
-    """The logs stop while NCCL was setting up its communicators, and nothing failed: a hang at init.
+    """The logs stop inside NCCL's communicator set-up, or right after it, and nothing failed: a hang there.
 
     With NCCL_DEBUG=INFO every communicator that finishes its set-up says "comm %p rank %d nranks %d ... - Init
     COMPLETE" (init.cc, 2.4.2 on; ncclCommInitAll too from 2.5). A log showing the set-up's INFO lines (bootstrap,
-    channels), no such line and no error, whose lines stop at NCCL's, is a job that hung there. Where it hangs says
-    what to check:
-    - across hosts, the ranks first exchange addresses over TCP (bootstrap) and then connect their channels, each on
-      ports the OS picks: a host firewall, a security group or network policy that lets only the rendezvous port
-      through, or a sidecar proxy that intercepts the pods' TCP, hangs exactly here (NVIDIA/nccl#1638: Istio's envoy);
-      with InfiniBand carrying the channels, a hang while connecting them is the RDMA set-up (GID index, subnet);
-    - on one host, the channels are GPU peer-to-peer and shared memory: PCIe ACS or an IOMMU (VT-d) redirecting
-      peer traffic hangs the first transfers (NVIDIA/nccl#257: intel_iommu=off fixed it; NCCL_P2P_DISABLE=1 runs).
-    A user who stopped the job (KeyboardInterrupt) confirms the hang."""
+    channels), no error, and nothing of the job's own after NCCL's last line is a job that hung where NCCL stopped:
+    - across hosts, before Init COMPLETE: the ranks first exchange addresses over TCP (bootstrap) and then connect
+      their channels, each on ports the OS picks: a host firewall, a security group or network policy that lets only
+      the rendezvous port through, or a sidecar proxy that intercepts the pods' TCP, hangs exactly here
+      (NVIDIA/nccl#1638: Istio's envoy); with InfiniBand carrying the channels, a hang while connecting them is the
+      RDMA set-up (GID index, subnet). From 2.22 NCCL connects channels at the first collective, after Init COMPLETE:
+      a log that stops on those "via NET/..." lines is the same stall;
+    - on one host, before or after Init COMPLETE: the channels are GPU peer-to-peer and shared memory, and the first
+      collective runs on them. PCIe ACS or an IOMMU (VT-d) redirecting peer traffic hangs the first transfers
+      (NVIDIA/nccl#257: intel_iommu=off fixed it; NCCL_P2P_DISABLE=1 runs).
+    A user who stopped the job (KeyboardInterrupt, torchrun stopped by SIGINT/SIGTERM) confirms the hang."""
     # The user stopping the job: Python's KeyboardInterrupt, or torchrun's agent stopped by SIGINT/SIGTERM.
     stopped = [h.ev for h in hits(m, "user_interrupt")] + [h.ev for h in hits(m, "agent_signalled")
                                                          if h.groups.get("sig") in ("2", "15")]
     told = {(ev.source, ev.line) for ev in stopped}
     if any(c.cause and not c.weak and not all((x.source, x.line) in told for x in c.evidence) for c in found) \
             or m.elastic or completed(m) or m.watchdog or m.progress or hits(m, "nccl_tests_row") \
-            or any(c.state for c in m.comms if c.state != "Init START"):
+            or any(_GONE.search(f"- {c.state}") for c in m.comms):
         return []
     if any((ev.source, ev.line) not in told for ev, _seq, _kind in m.unmatched_errors) or (m.tracebacks and not stopped):
         return []
     if any(version_tuple(v) < (2, 4, 2) for v in m.versions):
         return []  # no "Init COMPLETE" line to miss
     ranks = [r for r in m.ranks.values() if r.last_nccl is not None]
-    told = any(h.bootstrap or h.net_socket or h.net_ib for h in m.hosts.values()) or m.comms or m.transports
-    if not ranks or not told or any(_PAST_INIT.search(r.last_nccl.text) for r in ranks):
+    if not ranks or not (any(h.bootstrap or h.net_socket or h.net_ib for h in m.hosts.values()) or m.comms
+                         or m.transports) or any("opCount" in r.last_nccl.text for r in ranks):
         return []
     # Where each input stops: its last NCCL line (read or not), with at most a few lines after it (or the user's
     # interrupt after it).
@@ -438,39 +447,47 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                      host=(classify(st.last_nccl_text).host if st.last_nccl_text else None))
             for st in m.inputs if st.last_nccl_line and (st.lines - st.last_nccl_line <= _TAIL_LINES or any(
                 ev.source == st.path and ev.line > st.last_nccl_line for ev in stopped))]
-    if not ends or any(_PAST_INIT.search(e.text) for e in ends):
+    if not ends or any(_GONE.search(e.text) or "opCount" in e.text for e in ends):
         return []
     span = _span(m)
     if span is None:
         return []
+    set_up = any(c.state == "Init COMPLETE" for c in m.comms) or any(_SET_UP.search(e.text) for e in ends) \
+        or any(_SET_UP.search(r.last_nccl.text) for r in ranks)
+    if set_up and span == "hosts" and not all(_VIA_NET.search(e.text) for e in ends):
+        return []  # set up, and not stopped connecting its network channels: the program's own wait, not NCCL's
     mine = [r.last_nccl for r in ranks if not any(r.last_nccl.source == e.source and r.last_nccl.line == e.line for e in ends)]
     shown = ends[:2] + list({e.host: e for e in mine}.values())[:3 - min(2, len(ends))]
-    where = ("while setting up its channels" if any(_AT_CHANNELS.search(e.text) for e in ends) else
-             "after connecting its channels" if any(_AT_CONNECTED.search(e.text) for e in ends) else
-             "before setting up its channels")
+    where = ("while connecting its channels at the first collective (after Init COMPLETE)" if set_up and span == "hosts"
+             else "after setting up its communicators, in the first collective" if set_up
+             else "while setting up its channels" if any(_AT_CHANNELS.search(e.text) for e in ends)
+             else "after connecting its channels" if any(_AT_CONNECTED.search(e.text) for e in ends)
+             else "before setting up its channels")
     hosts = {r.host for r in ranks if r.host}
-    n = len(ranks)
-    seen = f"{n} NCCL process(es) on {len(hosts) or '?'} host(s)"
+    seen = f"{len(ranks)} NCCL process(es) on {len(hosts) or '?'} host(s)"
     stop = f"; the user then stopped the job ({stopped[0].text.strip()[:60]})" if stopped else ""
+    who = {r.rank for r in ranks if r.rank is not None}
     if span == "one":
         if len(_gpus(ranks)) < 2 and max((c.nranks for c in m.comms), default=0) < 2:
             return []
         return [Cand("LOG038", "p2p_acs_iommu", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1], weak=not stopped,
-                     ranks={r.rank for r in ranks if r.rank is not None}, hosts=hosts,
-                     params={"what": f"the logs stop while NCCL was setting up its communicator on one host, {where}, "
-                                     f"and no error was logged ({seen}{stop})"},
-                     detail="No communicator reached Init COMPLETE. Between GPUs of one host NCCL connects its "
-                            "channels over PCIe/NVLink peer-to-peer and shared memory; a hang there with no error is the "
-                            "signature of PCIe ACS or an IOMMU (VT-d/AMD-Vi) redirecting peer traffic, common in "
-                            "virtual machines and on servers with ACS enabled. NCCL_P2P_DISABLE=1 running the job "
-                            "confirms it. (This reads the logs as the job's whole output: an excerpt cut inside NCCL's "
-                            "set-up of a job that went on reads the same.)",
+                     ranks=who, hosts=hosts,
+                     params={"what": f"the logs stop {where}, on one host, with no error logged ({seen}{stop})"},
+                     detail=("Every communicator completed its set-up and nothing followed: the first collective never "
+                             "finished. " if set_up else "No communicator reached Init COMPLETE. ")
+                            + "Between GPUs of one host NCCL moves data over PCIe/NVLink peer-to-peer and shared "
+                            "memory; a hang there with no error is the signature of PCIe ACS or an IOMMU (VT-d/AMD-Vi) "
+                            "redirecting peer traffic, common in virtual machines and on servers with ACS enabled. "
+                            "NCCL_P2P_DISABLE=1 running the job confirms it." + _EXCERPT,
                      alts=[("p2p_driver_bug", "consumer GPUs (GeForce) whose driver reports P2P they lack hang the "
                                               "same way: `nvidia-smi topo -p2p r` and a newer driver tell them apart"),
-                           ("shm_too_small", "in a container, a /dev/shm too small for NCCL's shared-memory transport: "
-                                             "df -h /dev/shm (docker's default is 64 MB)")])]
+                           ("collective_timeout_straggler" if set_up else "shm_too_small",
+                            "a rank of the program busy elsewhere (data loading, evaluation on rank 0) leaves the others "
+                            "waiting the same way: `commdoctor hang` shows each rank's stack" if set_up else
+                            "in a container, a /dev/shm too small for NCCL's shared-memory transport: df -h /dev/shm "
+                            "(docker's default is 64 MB)")])]
     ib = any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
-    rdma = ib and where == "while setting up its channels"
+    rdma = ib and (set_up or where == "while setting up its channels")
     alts = [("wrong_interface", "an interface whose address the other hosts cannot route (a second NIC, a bridge) "
                                 "stalls the same way: check the Bootstrap lines' interface on every host and pin "
                                 "NCCL_SOCKET_IFNAME")]
@@ -480,18 +497,19 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     elif ib:
         alts.append(("ib_misconfig", "with InfiniBand/RoCE carrying the channels, a wrong GID index or subnet stalls "
                                      "their connection: NCCL_IB_GID_INDEX, ibv_devinfo"))
-    return [Cand("LOG108", "ib_misconfig" if rdma else "firewall_or_port_blocked", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1],
-                 weak=not stopped, ranks={r.rank for r in ranks if r.rank is not None}, hosts=hosts,
+    return [Cand("LOG108", "ib_misconfig" if rdma else "firewall_or_port_blocked", 6 if stopped else 8, 10**9 - 1,
+                 shown + stopped[:1], weak=not stopped, ranks=who, hosts=hosts,
                  params={"what": f"{where}, across hosts ({seen}{stop})"},
-                 detail="No communicator reached Init COMPLETE and no error was logged. NCCL's set-up between hosts "
-                        "opens TCP connections on ports the OS picks (not MASTER_PORT): first the bootstrap ring that "
-                        "exchanges the ranks' addresses, then one connection per channel unless InfiniBand carries "
-                        "them. A firewall, a security group or network policy that lets only the rendezvous port "
-                        "through, or a service-mesh sidecar that intercepts the pods' traffic leaves every rank "
-                        "waiting without an error. (This reads the logs as the job's whole output: an excerpt cut "
-                        "inside NCCL's set-up of a job that went on reads the same.)" + (" The stall is while connecting channels that run over "
-                        "InfiniBand/RoCE: the RDMA connection set-up (GID index, subnet, link layer) is the first "
-                        "suspect." if rdma else ""),
+                 detail=("Every communicator completed its set-up, then NCCL (2.22 and later connect channels at the "
+                         "first collective) stopped connecting its network channels. " if set_up else
+                         "No communicator reached Init COMPLETE and no error was logged. ")
+                        + "NCCL's set-up between hosts opens TCP connections on ports the OS picks (not MASTER_PORT): "
+                        "first the bootstrap ring that exchanges the ranks' addresses, then one connection per channel "
+                        "unless InfiniBand carries them. A firewall, a security group or network policy that lets only "
+                        "the rendezvous port through, or a service-mesh sidecar that intercepts the pods' traffic leaves "
+                        "every rank waiting without an error." + _EXCERPT
+                        + (" The stall is while connecting channels that run over InfiniBand/RoCE: the RDMA connection "
+                           "set-up (GID index, subnet, link layer) is the first suspect." if rdma else ""),
                  alts=alts)]
 
 

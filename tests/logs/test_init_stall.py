@@ -118,6 +118,24 @@ def test_the_real_capture_cut_inside_its_set_up_is_a_stall_between_its_two_nccl_
     assert _findings(tmp_path / "done.log", _capture_until("Init COMPLETE")) == []
 
 
+def test_the_capture_stopped_connecting_its_channels_at_the_first_collective_is_the_network(tmp_path: Path) -> None:
+    # 2.28 connects its channels at the first collective, after Init COMPLETE: stopped on those lines.
+    got = _findings(tmp_path / "job.log", _capture_until("Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0"))
+    assert got[0]["code"] == "LOG108" and got[0]["cause"] == "firewall_or_port_blocked"
+    assert "at the first collective" in got[0]["title"]
+
+
+def test_a_torch_job_on_one_host_that_stops_after_its_set_up_is_peer_to_peer_unless_it_went_on(tmp_path: Path) -> None:
+    # _TESTS_ONE_HOST's NCCL lines alone: what a two-GPU torch job prints with NCCL_DEBUG=INFO before its first step.
+    nccl = "".join(ln + "\n" for ln in _TESTS_ONE_HOST.splitlines() if " NCCL INFO " in ln)
+    got = _findings(tmp_path / "job.log", nccl)
+    assert got[0]["code"] == "LOG038" and got[0]["severity"] == "warning"
+    assert "in the first collective" in got[0]["title"]
+    assert "collective_timeout_straggler" in {f["cause"] for f in got[1:]}
+    steps = "".join(f"[rank{i % 2}]: step {i // 2} loss 0.{i}\n" for i in range(8))
+    assert _findings(tmp_path / "ran.log", nccl + steps) == []
+
+
 def test_channels_over_infiniband_that_stop_connecting_are_the_rdma_set_up(tmp_path: Path) -> None:
     ib = ("node-a:301:301 [0] NCCL INFO Bootstrap : Using ib0:192.168.10.1<0>\n"
           "node-a:301:301 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
