@@ -131,7 +131,8 @@ class LogDiagnosisCheck(Check):
         current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX,
         Horovod or JAX/XLA's coordination service, plus the model of the run
         built from NCCL_DEBUG=INFO output (versions, interfaces, transports,
-        communicators, environment overrides, watchdog records). Findings come
+        communicators, environment overrides, watchdog records, where each
+    input's NCCL output stops). Findings come
         in causal order: the most specific failure first (by kind, then by
         time), other independent failures next, then other known causes of the
         same signature with what tells them apart, and last the consequences
