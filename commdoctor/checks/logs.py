@@ -132,7 +132,7 @@ class LogDiagnosisCheck(Check):
         Horovod or JAX/XLA's coordination service, plus the model of the run
         built from NCCL_DEBUG=INFO output (versions, interfaces, transports,
         communicators, environment overrides, watchdog records, where each
-    input's NCCL output stops). Findings come
+        input's NCCL output stops). Findings come
         in causal order: the most specific failure first (by kind, then by
         time), other independent failures next, then other known causes of the
         same signature with what tells them apart, and last the consequences
