@@ -130,6 +130,7 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any], found: list[Cand]) -> bool:
         # "Aborted (core dumped)" is how a shell or srun reports a child ended by SIGABRT.
         abrt = bool(hs) and all(h.groups.get("name") == "SIGABRT" or h.groups.get("sig") == "6"
                                 or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt")
+                                or h.groups.get("pyabrt")
                                 or _terminated(h) for h in hs)
     if not abrt:
         return False
@@ -556,11 +557,14 @@ SIGNATURES = (
     # whose own traceback says why).
     # The C++ runtime's std::terminate ("terminate called after throwing an instance of 'T'", then what() and abort()):
     # a process ending itself on an exception nothing caught; torch's watchdog ends a rank this way on purpose.
+    # CPython's faulthandler, when enabled, says the same of a process it sees abort: "Fatal Python error: Aborted",
+    # then each thread's stack ("Current thread 0x... (most recent call first):").
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
-                         "exits with return code = -", "terminate called"),
+                         "exits with return code = -", "terminate called", "Fatal Python error: Aborted"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|exits with return code = (?P<dscode>-\d{1,3})\b"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)"
+       r"|Fatal Python error: (?P<pyabrt>Aborted)\b"
        r"|\bterminate called (?:after throwing an instance of '(?P<exc>[^'\s]{1,120})'|without an active exceptio(?P<noexc>n))",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),

@@ -151,3 +151,11 @@ def test_link_local_in_the_socket_list_still_counts_when_sockets_carry_data(tmp_
                                         + "node1:1000:1050 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer node2<4000>\n")
     named = [(f["code"], f["cause"]) for f in diagnose_file(tmp_path / "rank0.log")["findings"] if f["cause"]]
     assert ("LOG020", "wrong_interface") in named
+
+
+def test_pythons_fatal_abort_is_a_process_that_died() -> None:
+    # CPython's faulthandler (Python/pylifecycle.c, fatal_error): "Fatal Python error: Aborted" for a process that
+    # received SIGABRT; a start-up failure says what failed instead.
+    from logs.test_rule_rows import check_row
+    check_row("process_died", "Fatal Python error: Aborted",
+              "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding")
