@@ -127,6 +127,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG106": {"who": "task <N>"},
     "LOG107": {"dur": "<timeout>", "n": "<N>", "root": "<device>"},
     "LOG108": {"what": "<where NCCL stopped, across hosts>"},
+    "LOG109": {"what": "<who waited where>"},
     "LOG105": {"secs": "<N>", "who": "<N>", "tensors": "<tensor names>"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},

@@ -135,6 +135,49 @@ def _nccl_id_wait(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "process_index) never joins this set of devices")])]
 
 
+#: XLA's collectives whose rendezvous creates or fetches NCCL communicators: their callback waits on other processes.
+_CLIQUE = re.compile(r"clique|communicator", re.I)
+
+
+def _rendezvous(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """XLA's local rendezvous timed out: threads of one process (one per local device) wait for each other at a
+    collective, and then for the leader's callback (for an NCCL clique: creating the communicator with the other
+    processes)."""
+    if hits(m, "xla_rendezvous_unstuck") and not any("Termination timeout" in h.ev.text for h in hs):
+        return []  # it went on: XLA says the warning was a false positive
+    # After a failure of its own, or a process known dead (LOG103, itself an echo of that process's end), the waits
+    # are what followed.
+    echo = any(c.cause and (c.cause == "peer_process_died" or (not c.consequence and c.tier <= 5)) for c in found)
+    g = next((h.groups for h in hs if h.groups.get("name") or h.groups.get("tname")), hs[0].groups)
+    name = str(g.get("name") or g.get("tname") or "a collective")
+    leader = any(h.groups.get("all") for h in hs)
+    want = next((h.groups.get(k) for h in hs for k in ("tn", "n", "n2") if h.groups.get(k)), None)
+    got = next((h.groups.get("got") for h in hs if h.groups.get("got")), None)
+    if leader:
+        what = (f"every local thread reached `{name[:120]}`, but its leader never finished the rendezvous "
+                "(its callback waits on the other processes)")
+    else:
+        what = (f"threads of this process waited at `{name[:120]}` for others that never came"
+                + (f" ({got} of {want} arrived)" if got and want else f" ({want} expected)" if want else ""))
+    clique = bool(_CLIQUE.search(name))
+    alts = [("collective_mismatch", "processes running another step or program (a branch on process_index, data "
+                                    "of another length) never reach this collective"),
+            ("peer_process_died", "a process that exited never arrives: its own log, or heartbeat errors, say so")]
+    if clique:
+        alts.append(("firewall_or_port_blocked", "creating an NCCL communicator with other hosts stalls the same way "
+                                                 "when NCCL's connections between them are blocked: NCCL_DEBUG=INFO"))
+    return [cand("LOG109", "collective_timeout_straggler", 7 if echo else 6, hs, consequence=echo,
+                 params={"what": what},
+                 detail="XLA runs a collective on a process's local devices from one thread each; they meet in a "
+                        "rendezvous, and one of them (the leader) runs its callback, which for an NCCL clique creates "
+                        "the communicator together with the other processes. A rendezvous that does not complete "
+                        "means some participant has not reached the same collective: a process (or device) still "
+                        "busy elsewhere, on another step, or gone. After the termination timeout XLA exits the "
+                        "process on purpose." + (" This one was creating or fetching NCCL communicators." if clique
+                                                 else ""),
+                 alts=alts)]
+
+
 SIGNATURES = (
     # CheckHeartbeatTimeout ("Task %s heartbeat timeout. This indicates that the remote task has failed, got
     # preempted, or crashed unexpectedly", then "The following tasks are unhealthy (stopped sending heartbeats):"
@@ -186,6 +229,28 @@ SIGNATURES = (
         r"ipv6:\[[\w:.%]{2,60}\]:\d{1,5})?:? ?(?:Failed to connect to remote host: )?(?P<how>[^;\n\"]{1,80}))?",
         "rendezvous_unreachable", ROOT, 3, "gRPC could not open a connection to the coordinator",
         build=_unreachable, phase=PHASE_ECHOES),
+    # xla/service/rendezvous.cc AwaitAndLogIfStuck: "[id=%d] This thread has been waiting for `%s` for %d seconds and
+    # may be stuck. Expected %d threads to join the rendezvous, but not all of them arrived on time." or "... All %d
+    # threads joined the rendezvous, however the leader has not marked the rendezvous as completed ...", then after
+    # the termination timeout LOG(FATAL) "Termination timeout for `%s` of %d seconds exceeded. Exiting to ensure a
+    # consistent program state. Expected %d threads to join the rendezvous, but only %d of them arrived on time."
+    # Older releases: "This thread has been waiting for %d seconds and may be stuck:" / "Termination timeout of %d
+    # seconds exceeded. Exiting to ensure a consistent program state."
+    sig("xla_rendezvous_stuck", ("and may be stuck", "Exiting to ensure a consistent program state"),
+        r"This thread has been waiting for (?:`(?P<name>[^`\n]{1,400})` for )?\d{1,7} seconds and may be stuck"
+        r"(?:\. (?:Expected (?P<n>\d{1,6}) threads to join the rendezvous, but not all of them arrived on time"
+        r"|All (?P<n2>\d{1,6}) threads joined the rendezvous, however the leader has not marked (?P<all>the) rendezvous))?"
+        r"|Termination timeout (?:for `(?P<tname>[^`\n]{1,400})` )?of \d{1,7} seconds exceeded\. Exiting to ensure a "
+        r"consistent program state(?:\. Expected (?P<tn>\d{1,6}) threads to join the rendezvous, but only "
+        r"(?P<got>\d{1,6}) of them arrived on time)?",
+        "collective_timeout_straggler", ROOT, 6, "XLA's rendezvous of a collective's local participants timed out: "
+                                                 "a participant never reached it",
+        build=_rendezvous, phase=PHASE_ECHOES),
+    # The same function when the rendezvous completed after the warning: "This thread is unstuck waiting for `%s`
+    # after %s ... Warning above was a false-positive" (older: "Thread is unstuck! Warning above was a
+    # false-positive. Perhaps the timeout is too short.").
+    ctx("xla_rendezvous_unstuck", ("is unstuck",), r"\b(?:This thread|Thread) is unstuck\b",
+        "XLA's rendezvous completed after its stuck warning (a false positive)", harmless=True),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
         r"Unexpected task registered with task_name=(?P<task>\S{1,120})",
@@ -213,6 +278,11 @@ CODES = (
                                           "of root device {root} never published it",
          "Find what the process of that device was doing (a step the others had finished, a branch on "
          "process_index, an error in its own log); every process must run the same collectives",
+         cause="collective_timeout_straggler"),
+    Code("LOG109", "xla-rendezvous-stuck", E, "XLA's rendezvous did not complete: {what}",
+         "Find the process (or device) that never reached this collective: what it was doing (compiling, loading, "
+         "evaluating on one process), whether it runs the same program and step, whether it is still alive; XLA "
+         "exits the waiting process after its termination timeout",
          cause="collective_timeout_straggler"),
 )
 

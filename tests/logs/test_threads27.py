@@ -7,7 +7,8 @@ task that stopped sending heartbeats (it died; the others are terminated with th
 that expired (a task late or absent). Horovod's stall inspector lists, under its warning, each rank that has not
 submitted tensors the others wait to reduce: most often ranks that ran out of batches first (an uneven split of the
 data), so a mismatch naming them, with a late rank as the alternative; ranks that submitted different tensors are a
-mismatch outright.
+mismatch outright. XLA's own rendezvous of a collective's local participants, when it times out, is a participant
+that never reached the collective.
 """
 
 from __future__ import annotations
@@ -241,3 +242,39 @@ def test_a_wait_for_an_nccl_clique_id_names_the_root_process(tmp_path: Path) -> 
     assert (got[0]["code"], got[0]["cause"]) == ("LOG107", "collective_timeout_straggler")
     assert got[0]["title"] == ("processes waited 10m for the NCCL id of a 30-device clique: the process of root device 0 "
                                "never published it")
+
+
+# xla/service/rendezvous.cc (AwaitAndLogIfStuck), its format strings filled as a JAX job on 4 local GPUs prints them
+_CLIQUE_NAME = "initialize clique for rank 3; clique=devices=[0,1,2,3]; stream=0; run_id=1873"
+_STUCK = (f"E0926 17:26:32.075587  157988 rendezvous.cc:38] [id=3] This thread has been waiting for `{_CLIQUE_NAME}` "
+          "for 10 seconds and may be stuck. Expected 4 threads to join the rendezvous, but not all of them arrived on "
+          "time.")
+_TERMINATED = (f"F0926 17:26:52.075587  157988 rendezvous.cc:71] [id=3] Termination timeout for `{_CLIQUE_NAME}` of "
+               "30 seconds exceeded. Exiting to ensure a consistent program state. Expected 4 threads to join the "
+               "rendezvous, but only 3 of them arrived on time.")
+_UNSTUCK = (f"E0926 17:26:40.075587  157988 rendezvous.cc:60] [id=3] This thread is unstuck waiting for `{_CLIQUE_NAME}` "
+            "after 18.2s. Threads joined rendezvous with significant delay, system can be overloaded and theads make "
+            "progess at different rate. Warning above was a false-positive. Perhaps the timeout is too short.")
+
+
+def test_xla_rendezvous_row_matches_its_lines_and_not_the_unstuck_note() -> None:
+    check_row("xla_rendezvous_stuck", _STUCK, _UNSTUCK)
+    check_row("xla_rendezvous_stuck", _TERMINATED, "Error: Command timed out after 60 seconds. The command may be stuck")
+    check_row("xla_rendezvous_unstuck", _UNSTUCK, _STUCK)
+
+
+def test_a_rendezvous_that_timed_out_names_the_collective_and_who_arrived(tmp_path: Path) -> None:
+    got = _findings(tmp_path, f"{_STUCK}\n{_TERMINATED}\n")
+    assert got[0]["code"] == "LOG109" and got[0]["cause"] == "collective_timeout_straggler"
+    assert "initialize clique for rank 3" in got[0]["title"] and "3 of 4 arrived" in got[0]["title"]
+    assert "firewall_or_port_blocked" in {f["cause"] for f in got[1:]}  # an NCCL clique: the network is an alternative
+
+
+def test_a_rendezvous_that_completed_after_its_warning_is_no_cause(tmp_path: Path) -> None:
+    assert _findings(tmp_path, f"{_STUCK}\n{_UNSTUCK}\n") == []
+
+
+def test_a_rendezvous_after_a_dead_task_is_its_echo(tmp_path: Path) -> None:
+    got = _findings(tmp_path, f"{_TERMINATING}\n/job:jax_worker/replica:0/task:3\n{_STUCK}\n")
+    assert got[0]["code"] == "LOG103"
+    assert any(f["code"] == "LOG109" and f["consequence_of"] for f in got[1:])
