@@ -128,6 +128,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG107": {"dur": "<timeout>", "n": "<N>", "root": "<device>"},
     "LOG108": {"what": "<where NCCL stopped, across hosts>"},
     "LOG109": {"what": "<who waited where>"},
+    "LOG110": {"what": "<where each process was>"},
     "LOG105": {"secs": "<N>", "who": "<N>", "tensors": "<tensor names>"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},

@@ -13,7 +13,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits,
+from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+                                   group, hits,
                                    missing_ranks, quiet_exits, raised_ranks, sig)
 
 
@@ -292,7 +293,8 @@ SIGNATURES = (
                                                "stuck rank: look at the last lines of each rank before the signal")]),
     # Python's report of Ctrl-C (SIGINT) in the program itself: the last line of its traceback. A user stopped it;
     # after a job that stopped making progress, that confirms a hang (read by nccl._init_stalled).
-    ctx("user_interrupt", ("KeyboardInterrupt",), r"^KeyboardInterrupt:?\s*$", "the user stopped the program (Ctrl-C)"),
+    ctx("user_interrupt", ("KeyboardInterrupt",), r"^KeyboardInterrupt:?\s*$", "the user stopped the program (Ctrl-C)",
+        harmless=True),
     # The same agent's warning as it stops its workers: logger.warning("Received %s death signal, shutting down
     # workers", e.sigval) -- a Signals member, printed "15" by Python 3.11+ and "Signals.SIGTERM" before. Its glog-
     # shaped head says when the workers of that host began to go.
@@ -604,12 +606,42 @@ SIGNATURES = (
         "a worker of vLLM's multiprocessing executor (one node's GPUs)"),
 )
 
+def _user_stopped(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Python's KeyboardInterrupt and nothing else failed: the user stopped the job, where its traceback says.
+
+    A hang leaves no error; people stop the job and post the traceback. It says where each process was: in which
+    torch.distributed call (and from which line of the program), or elsewhere. It names no cause: with NCCL a
+    collective returns before it completes, so a process that waits on a hung one is often stopped in the next call
+    that synchronises (`.item()`, `torch.cuda.synchronize()`), not in the collective."""
+    hs = hits(m, "user_interrupt")
+    if not hs or any(c.cause and not c.weak for c in found) or any(c.code == "LOG110" for c in found):
+        return []
+    if any((ev.source, ev.line) not in {(h.ev.source, h.ev.line) for h in hs} for ev, _s, _k in m.unmatched_errors):
+        return []
+    where = []
+    for h in hs[:8]:
+        key = (h.ev.source, h.ev.line)
+        fn, site = m.raised_in.get(key), m.raised_at.get(key)
+        who = f"rank {h.ev.rank}" if h.ev.rank is not None else "a process"
+        where.append(f"{who} in {fn}()" + (f" called at {site}" if site else "") if fn else
+                     f"{who} outside torch.distributed" + (f" ({site})" if site else ""))
+    return [Cand("LOG110", None, 9, hs[0].seq, [h.ev for h in hs][:4], weak=True,
+                 ranks={h.ev.rank for h in hs if h.ev.rank is not None}, hosts={h.ev.host for h in hs if h.ev.host},
+                 params={"what": "; ".join(dict.fromkeys(where))})]
+
+
 MODEL_RULES = (
+    ModelRule("user_stopped", _user_stopped, "the user stopped the job (KeyboardInterrupt) and nothing else failed",
+              phase=PHASE_LAST),
     ModelRule("ranks_missing", _ranks_missing, "global ranks that never started"),
     ModelRule("local_only", _local_only, "DeepSpeed's launcher started one node of a multi-node job"),
 )
 
 CODES = (
+    Code("LOG110", "user-stopped", W, "the job was stopped by the user (KeyboardInterrupt): {what}",
+         "If it had stopped making progress, take every rank's stack while it hangs (commdoctor hang, or "
+         "`commdoctor run -- CMD`), and rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL: the logs then "
+         "show where each rank waits"),
     Code("LOG060", "process-died", E, "{what}",
          "Find why that process died (OOM killer in dmesg, a segfault, preemption); the other ranks' errors are the echo",
          cause="peer_process_died"),

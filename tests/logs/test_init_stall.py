@@ -103,6 +103,24 @@ def test_the_user_stopping_the_job_confirms_the_hang(tmp_path: Path) -> None:
     assert "stopped the job" in got[0]["title"]
 
 
+def test_a_job_the_user_stopped_says_where_each_rank_was_and_names_no_cause(tmp_path: Path) -> None:
+    # torch's traceback of a rank stopped with Ctrl-C inside all_reduce (gloo waits there; NCCL returns first)
+    tb = ("[rank1]: Traceback (most recent call last):\n"
+          '[rank1]:   File "/workspace/train.py", line 64, in <module>\n'
+          "[rank1]:     dist.all_reduce(t)\n"
+          '[rank1]:   File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 2050, '
+          "in all_reduce\n"
+          "[rank1]:     work.wait()\n"
+          "[rank1]: KeyboardInterrupt\n")
+    (tmp_path / "job.log").write_text(tb)
+    found = diagnose_file(tmp_path / "job.log")["findings"]
+    assert [f["code"] for f in found] == ["LOG110"] and found[0]["cause"] is None
+    assert "rank 1 in all_reduce() called at train.py:64" in found[0]["title"]
+    # near-miss: an error before the interrupt is what the logs are about
+    (tmp_path / "err.log").write_text("[rank0]: RuntimeError: CUDA error: out of memory\n" + tb)
+    assert diagnose_file(tmp_path / "err.log")["findings"][0]["code"] != "LOG110"
+
+
 def test_an_error_after_the_set_up_lines_is_read_instead(tmp_path: Path) -> None:
     failed = _PODS + "[1,0]<stdout>:RuntimeError: CUDA error: out of memory\n"
     assert all(f["code"] != "LOG108" for f in _findings(tmp_path / "job.log", failed))
