@@ -542,8 +542,8 @@ class _Builder:
         """Fold what the launcher's failure summary says into the per-rank records; let warnings count
         only in a job that failed."""
         m = self.m
-        for ri in m.ranks.values():
-            at, ri._last_nccl_at = ri._last_nccl_at, None
+        for info in m.ranks.values():
+            at, info._last_nccl_at = info._last_nccl_at, None
             if at is not None:
                 src, line_no, what = at
                 rec = what
@@ -551,7 +551,7 @@ class _Builder:
                     text, _ = clean(what)
                     rec = classify(text) if text is not None else None
                 if rec is not None:
-                    ri.last_nccl = self.ev(src, line_no, rec, ri.rank)
+                    info.last_nccl = self.ev(src, line_no, rec, info.rank)
         said = [hs[0].sig for hs in m.hits.values() if hs and hs[0].sig.role != CONTEXT]
         failed = bool(m.unmatched_errors) or bool(m.elastic) or any(w.timed_out for w in m.watchdog) or bool(said) \
             or any(hs and hs[0].sig.fails for hs in m.warn_hits.values()) or bool(m.tracebacks)

@@ -40,6 +40,10 @@ TRANSPORT_RES = tuple(
 TRANSPORT_OLD_RE = re.compile(rb"INFO (\d+ -> \d+ via [^\n]*)")
 
 
+#: A line of a stream with its number (1-based).
+NumberedLine = tuple[int, bytes]
+
+
 @dataclass
 class ScanStats:
     bytes: int = 0
@@ -50,7 +54,7 @@ class ScanStats:
     transport_bytes: int = 0  # bytes the transport expressions read (the per-stream cost at job scale)
     #: The stream's last line written by NCCL (" NCCL INFO ", " NCCL WARN "), read or not, as (line number, bytes);
     #: looked for in its last two blocks only (where a log stops, not what it said before).
-    last_nccl: tuple[int, bytes] | None = None
+    last_nccl: NumberedLine | None = None
 
 
 #: Patterns whose mere presence in a block decides whether (and which) transport expressions run
