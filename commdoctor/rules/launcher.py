@@ -291,6 +291,12 @@ SIGNATURES = (
                "`commdoctor hang` takes every rank's stacks while it waits.",
         alts=[("collective_timeout_straggler", "a job stopped for running too long may have been waiting on a late or "
                                                "stuck rank: look at the last lines of each rank before the signal")]),
+    # torch/distributed/run.py warns, when it starts more than one process on its node (nproc_per_node > 1) and
+    # OMP_NUM_THREADS is unset: "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, ...".
+    # Read by nccl._span: this node runs several ranks (GPUs).
+    ctx("torchrun_local_procs", ("Setting OMP_NUM_THREADS environment variable for each process",),
+        r"Setting OMP_NUM_THREADS environment variable for each process to be \d{1,4} in default",
+        "torchrun started more than one process on this node", harmless=True),
     # Python's report of Ctrl-C (SIGINT) in the program itself: the last line of its traceback. A user stopped it;
     # after a job that stopped making progress, that confirms a hang (read by nccl._init_stalled).
     ctx("user_interrupt", ("KeyboardInterrupt",), r"^KeyboardInterrupt:?\s*$", "the user stopped the program (Ctrl-C)",

@@ -315,6 +315,20 @@ def _smem_exceeds(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 _NO_P2P_GEFORCE = re.compile(r"GeForce RTX (?:40|50)\d0")
 
 
+def _tests_stuck(m: Any, rows: list[Any]) -> list[Evidence]:
+    """Where nccl-tests on one host shows it stopped before its first size: its results' header, or (with
+    NCCL_DEBUG=INFO) NCCL's last line after every communicator completed, with at most a few lines after it."""
+    size = {st.path: st.lines for st in m.inputs}
+    heads = [h.ev for h in hits(m, "nccl_tests_results_head") if size.get(h.ev.source, 0) - h.ev.line <= _TAIL_LINES]
+    if any(c.state not in ("", "Init START", "Init COMPLETE") for c in m.comms):
+        return []
+    if m.comms and not any(c.state == "Init COMPLETE" for c in m.comms):
+        return []  # still setting up: _init_stalled's
+    done = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line) for st in m.inputs
+            if m.comms and st.last_nccl_line and st.lines - st.last_nccl_line <= _TAIL_LINES + 2]
+    return (heads + done)[:2]
+
+
 def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """nccl-tests on one host that stops before its first size, with no error: a hang in the first collective.
 
@@ -324,10 +338,15 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
       as supported, so NCCL picks its P2P transport and the first collective never completes (NVIDIA/nccl-tests#117:
       two RTX 4090 hang where two 2080 Ti run; NCCL_P2P_DISABLE=1 runs): LOG039.
     - Other boards: PCIe ACS or an IOMMU redirecting peer traffic to the root complex, which drops or stalls it
-      (NCCL's troubleshooting guide; VMs and servers with VT-d/ACS on): LOG038, a warning, once the log shows the
-      communicators set up (Init COMPLETE) and stops there. A log that stops inside the set-up is _init_stalled's."""
+      (NCCL's troubleshooting guide; VMs and servers with VT-d/ACS on; NVIDIA/nccl#104, 8 M40s on two PCIe trees):
+      LOG038, a warning, once the log shows where it stopped: the results' header as its last lines, or NCCL's
+      communicators set up (Init COMPLETE) and nothing after. A log that stops inside the set-up is _init_stalled's.
+    NCCL 1.x's own tests list their GPUs as "#   Rank %2d uses device %2d [0x%02x] %s", one process driving all of
+    them: one host."""
     rows = hits(m, "nccl_tests_rank")
-    if len(rows) < 2 or single_node(m) is None or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_passed") \
+    if len(rows) < 2 or single_node(m) is None:
+        rows = hits(m, "nccl_tests_device")  # NCCL 1.x: one process, so one host
+    if len(rows) < 2 or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_passed") \
             or any(c.cause and not c.consequence for c in found):
         return []
     gpus = [h for h in rows if _NO_P2P_GEFORCE.search(str(h.groups.get("gpu") or ""))]
@@ -340,22 +359,19 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
                             "memory instead.",
                      alts=[("p2p_acs_iommu", "on boards whose P2P does work, ACS/IOMMU redirection hangs the same way: "
                                              "lspci -vvv | grep ACSCtl")])]
-    done = [c for c in m.comms if c.state == "Init COMPLETE"]
-    if not done or any(c.state not in ("", "Init START", "Init COMPLETE") for c in m.comms) or m.unmatched_errors \
-            or m.tracebacks or m.elastic:
+    if m.unmatched_errors or m.tracebacks or m.elastic:
         return []
-    ends = [st for st in m.inputs if st.last_nccl_line and st.lines - st.last_nccl_line <= _TAIL_LINES + 2]
-    if not ends:
-        return []  # nccl-tests' own output (or something else) goes on after NCCL's last line
-    last = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line) for st in ends]
+    last = _tests_stuck(m, rows)
+    if not last:
+        return []  # nccl-tests' own output (or something else) goes on, or the log does not show where it stopped
     hung = cand("LOG038", "p2p_acs_iommu", 8, rows[:2], n=2,
-                weak=True, params={"what": f"nccl-tests set up its communicators on one host ({len(rows)} GPUs) and "
-                                           "stopped before its first size, with no error"},
+                weak=True, params={"what": f"nccl-tests on one host ({len(rows)} GPUs) stopped before its first size, "
+                                           "with no error"},
                 detail="nccl-tests runs nothing between its collectives, and on one host a collective moves its data "
                        "over GPU peer-to-peer or shared memory. A first collective that never completes with no error "
                        "is the signature of PCIe ACS or an IOMMU (VT-d/AMD-Vi) redirecting peer traffic, common in "
-                       "virtual machines; NCCL_P2P_DISABLE=1 running the test confirms it. (This reads the log as "
-                       "the test's whole output.)",
+                       "virtual machines and on servers whose GPUs sit behind PCIe switches; NCCL_P2P_DISABLE=1 "
+                       "running the test confirms it. (This reads the log as the test's whole output.)",
                 alts=[("p2p_driver_bug", "consumer boards whose driver reports P2P they lack hang the same way: "
                                          "`nvidia-smi topo -p2p r`, a newer driver")])
     hung.evidence.extend(last[:1])
@@ -380,7 +396,9 @@ _TAIL_LINES = 5
 
 def _span(m: Any) -> str | None:
     """"hosts" when the job's NCCL processes run on more than one host, "one" when they share one, None when the logs
-    do not say: NCCL's host:pid prefixes, nccl-tests' table of ranks, "nNodes" (2.19 on), a network transport."""
+    do not say: NCCL's host:pid prefixes, nccl-tests' table of ranks, "nNodes" (2.19 on), a network transport; a single
+    host named, with several of its ranks' GPUs in view or torchrun's warning that it starts several processes there,
+    is read as the whole job."""
     hosts = {r.host for r in m.ranks.values() if r.host and r.last_nccl is not None}
     listed = {h.groups.get("host") for h in hits(m, "nccl_tests_rank")}
     nodes = [h.groups.get("n") for h in hits(m, "nccl_nnodes")]
@@ -397,6 +415,8 @@ def _span(m: Any) -> str | None:
         return "one"  # every rank of the communicator is on this host's list
     if not sizes and any(len(r.devs) > 1 for r in ranks):
         return "one"  # one process driving several GPUs (ncclCommInitAll: nccl-tests -g N, DataParallel)
+    if hits(m, "torchrun_local_procs") and not hits(m, "nccl_nnodes"):
+        return "one"  # torchrun started several ranks on the only host the logs name
     return None
 
 
@@ -468,7 +488,7 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     stop = f"; the user then stopped the job ({stopped[0].text.strip()[:60]})" if stopped else ""
     who = {r.rank for r in ranks if r.rank is not None}
     if span == "one":
-        if len(_gpus(ranks)) < 2 and max((c.nranks for c in m.comms), default=0) < 2:
+        if len(_gpus(ranks)) < 2 and max((c.nranks for c in m.comms), default=0) < 2 and not hits(m, "torchrun_local_procs"):
             return []
         return [Cand("LOG038", "p2p_acs_iommu", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1], weak=not stopped,
                      ranks=who, hosts=hosts,
@@ -1301,6 +1321,17 @@ SIGNATURES = (
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
         r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}(?:\s{1,4}\[[^\]]{1,40}\]\s{1,4}(?P<gpu>\S.{0,79}?))?\s*$",
         "nccl-tests' list of the job's ranks with their host and GPU"),
+    # NCCL 1.x's own single-process tests (test/single/*_test.cu): "#   Rank %2d uses device %2d [0x%02x] %s", one
+    # process driving every GPU listed (the '#' is often lost in a post).
+    ctx("nccl_tests_device", ("uses device",),
+        r"^#?\s{0,6}Rank\s{1,4}(?P<rank>\d{1,5}) uses device\s{1,4}(?P<dev>\d{1,3}) \[0x[0-9a-fA-F]{1,8}\]\s{1,4}"
+        r"(?P<gpu>\S.{0,79}?)\s*$", "NCCL 1.x's test listing the GPUs its one process drives"),
+    # The header of nccl-tests' results, printed once its communicators are set up and before its first size:
+    # "#       size         count      type   redop    root     time   algbw   busbw #wrong ..." (2.x), NCCL 1.x's
+    # tests "bytes  N  type  op  time  algbw  busbw  res ...".
+    ctx("nccl_tests_results_head", ("algbw",),
+        r"^#?\s{0,60}(?:size|bytes)\s{1,16}(?:count|N)\s{1,16}type\b.{0,80}?\balgbw\s{1,8}busbw\b",
+        "nccl-tests' results header: the test is about to run its first size"),
     # nccl-tests' result row: size, count, type, redop, root, then times and bandwidths ("%12li  %12li  %8s  %6s  %6i"):
     # the test got past its first collective.
     ctx("nccl_tests_row", ("float", "half", "double", "int8", "int32", "int64", "bfloat16"),

@@ -195,6 +195,57 @@ def test_nccl_tests_on_one_host_stuck_before_its_first_size_is_peer_to_peer(tmp_
     assert _findings(tmp_path / "ran.log", _TESTS_ONE_HOST + row) == []
 
 
+# NVIDIA/nccl#104: NCCL 1.x's all_reduce test on 8 M40s on two PCIe trees stopped after its results' header; PCIe ACS
+# was on (as posted: the '#' of its lines lost, some quoted).
+_NCCL1_TEST = """\
+> Using devices
+   Rank  0 uses device  0 [0x05] Tesla M40 24GB
+   Rank  1 uses device  1 [0x08] Tesla M40 24GB
+   Rank  7 uses device  7 [0x91] Tesla M40 24GB
+>
+>                                                 out-of-place                    in-place
+>      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res
+"""
+
+
+def test_nccl_1_test_stuck_after_its_results_header_is_peer_to_peer(tmp_path: Path) -> None:
+    got = _findings(tmp_path / "job.log", _NCCL1_TEST)
+    assert got[0]["code"] == "LOG038" and got[0]["cause"] == "p2p_acs_iommu"
+    assert "(3 GPUs) stopped before its first size" in got[0]["title"]
+    # near-miss: a result row after the header: the test ran
+    row = ">    33554432       8388608   float     sum    9.215   3.64   6.37    4e-07    8.893   3.77   6.60    4e-07\n"
+    assert _findings(tmp_path / "ran.log", _NCCL1_TEST + row) == []
+
+
+# stas00/ml-engineering#1: torchrun on one node with four A6000s; rank 0's NCCL lines, then the hang (an IOMMU).
+_TORCHRUN_ONE_NODE = """\
+WARNING:__main__:
+*****************************************
+Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
+*****************************************
+DeepWhite:21288:21288 [0] NCCL INFO Bootstrap : Using enp67s0:192.168.50.21<0>
+DeepWhite:21288:21288 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation
+DeepWhite:21288:21288 [0] NCCL INFO NET/IB : No device found.
+"""
+
+
+def test_torchrun_starting_several_ranks_on_the_one_host_named_is_one_host(tmp_path: Path) -> None:
+    got = _findings(tmp_path / "job.log", _TORCHRUN_ONE_NODE)
+    assert got[0]["code"] == "LOG038" and got[0]["hosts"] == ["DeepWhite"]
+    # near-miss: without torchrun's word that it started several processes, one rank's lines say nothing of the rest
+    alone = "".join(ln + "\n" for ln in _TORCHRUN_ONE_NODE.splitlines() if "NCCL INFO" in ln)
+    assert _findings(tmp_path / "alone.log", alone) == []
+
+
+def test_the_rows_that_say_where_a_test_or_launch_stands_match_their_lines_only() -> None:
+    check_row("nccl_tests_device", "#   Rank  3 uses device  3 [0x13] Tesla M40 24GB",
+              "cudaSetDevice: rank 3 uses device 3")
+    check_row("nccl_tests_results_head", "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+              "     time   algbw   busbw #wrong", "# Avg bus bandwidth    : 6.3717")
+    check_row("torchrun_local_procs", "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
+              "to avoid your system being overloaded", "export OMP_NUM_THREADS=8")
+
+
 def test_the_scanner_finds_the_last_nccl_line_across_its_last_blocks() -> None:
     import io
 
