@@ -1288,6 +1288,11 @@ SIGNATURES = (
     sig("ibverbs_missing", ("libibverbs",),
        r"Failed to open libibverbs", None, CONTEXT, 9, "no InfiniBand verbs library: NCCL uses sockets (harmless on non-IB hosts)",
        harmless=True),
+    # RCCL (src/init.cc) at WARN level on every start where the kernel balances NUMA pages: "NUMA auto balancing enabled
+    # which can lead to variability in the RCCL performance! Disable by \"sudo sysctl kernel.numa_balancing=0\"": a note
+    # on performance, the job goes on.
+    ctx("rccl_numa_note", ("NUMA auto balancing enabled",), r"NUMA auto balancing enabled which can lead to variability",
+        "RCCL's note that the kernel's NUMA balancing can make its performance vary (harmless)", harmless=True),
     # net_ib.cc (2.1x on): WARN("Could not find real path of %s (%s)", devName, devicePath) and NCCL goes on without
     # the NIC's PCI path (VMs, containers). The older form without the parenthesis (a GPU's bus path) returns an error.
     ctx("ib_sysfs_note", ("Could not find real path of",), r"Could not find real path of \S{1,64} \(/sys/class/infiniband/",

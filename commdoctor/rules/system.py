@@ -369,6 +369,8 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
     if rest:
         words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7") or "").strip(" '.")
+        if not words and group(rest, "what8"):
+            words = "GPU memory access fault: " + str(group(rest, "what8")).strip(" '.")
         out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{words}'" if words else "see the evidence"}))
     return out
 
@@ -559,6 +561,21 @@ def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
              alts=[("p2p_driver_bug", "if iommu=pt is set and the hang stays, the GPU driver's peer-to-peer support "
                                       "is next: a newer amdgpu/ROCm release")])
     return [c]
+
+
+def _rccl_fine_grain(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """RCCL's warning that HSA_FORCE_FINE_GRAIN_PCIE=1 is not set: a cause when the job hung or failed, else a risk."""
+    # A hang or a failure nothing more specific explains: a job that failed of something else only printed it.
+    hung = bool(m.watchdog) or any(c.cause == "collective_timeout_straggler" for c in found)
+    other = any(c.tier <= 4 and not c.weak and c.cause != "collective_timeout_straggler" for c in found)
+    failing = (hung or bool(m.unmatched_errors)) and not other
+    return [cand("LOG111", "other", 6 if failing else 7, hs, weak=not failing,
+                 detail="RCCL asks the ROCm runtime for fine-grained (coherent) memory over PCIe so that a GPU sees "
+                        "its peer's writes as they land; its low-latency protocol waits on such flags. Without "
+                        "HSA_FORCE_FINE_GRAIN_PCIE=1 in the environment of every rank, GPUs that talk over PCIe (not "
+                        "xGMI) can wait forever on a flag already written: a hang with no error.",
+                 alts=[("p2p_acs_iommu", "RCCL's other start-up warning, a kernel without iommu=pt, hangs peer traffic "
+                                         "too: set both")])]
 
 
 def _nvls_bind_last(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -933,12 +950,17 @@ SIGNATURES = (
     # ROCm: RCCL keeps NCCL's "Cuda failure" wording (hipified) and adds its ROCr runtime's "ROCr failure '%s'"
     # (include/rocmwrap.h); torch built for ROCm says "HIP error: ..." where a CUDA build says "CUDA error: ...".
     sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error", "HIP error",
-                         "HIP failure", "hipError", "ROCr failure", "Static function", "code object", "Triton Error ["),
+                         "HIP failure", "hipError", "ROCr failure", "Static function", "code object", "Triton Error [",
+                         "Memory access fault by GPU"),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|(?P<what5>cudaError\w+)"
        r"|HIP (?:error|failure):? (?P<what3>[^\n]{0,120})|ROCr failure '(?P<what4>[^']{0,120})|(?P<what6>hipError\w+)"
        r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices"
        # Triton's launcher wraps the driver's error string: "Triton Error [CUDA]: an illegal memory access ...".
-       r"|Triton Error \[(?:CUDA|HIP)\]: (?P<what7>[^\n]{1,120})",
+       r"|Triton Error \[(?:CUDA|HIP)\]: (?P<what7>[^\n]{1,120})"
+       # ROCm's runtime (ROCR, runtime.cpp) on a GPU page fault, the HIP analog of CUDA's illegal address: "Memory access
+       # fault by GPU node-%u (Agent handle: %p) on address %p. Reason: %s." and the process aborts.
+       r"|Memory access fault by GPU node-\d{1,5} \(Agent handle: [^)\n]{1,40}\) on address [^\n]{1,60}?\. Reason: "
+       r"(?P<what8>[^\n]{1,100})",
        "other", ROOT, 5, "a CUDA or HIP call failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
@@ -985,6 +1007,12 @@ SIGNATURES = (
        r"Missing \"?(?P<opt>iommu=pt|amd_iommu=on)\"? from kernel command line",
        "p2p_acs_iommu", ROOT, 3, "the kernel runs without iommu=pt, which RCCL says can hang peer-to-peer traffic",
        build=_rccl_iommu, phase=PHASE_SETUP),
+    # rccl/src/init.cc, next to it: WARN("Missing \"HSA_FORCE_FINE_GRAIN_PCIE=1\" from environment which can lead to
+    # low RCCL performance, system instablity or hang!") when the variable is not 1 (builds without HIP_UNCACHED_MEMORY).
+    sig("rccl_fine_grain", ("HSA_FORCE_FINE_GRAIN_PCIE",),
+       r"Missing \"?HSA_FORCE_FINE_GRAIN_PCIE=1\"? from environment",
+       "other", ROOT, 4, "RCCL runs without fine-grained PCIe memory, which it says can hang",
+       build=_rccl_fine_grain, phase=PHASE_SETUP),
     sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
        r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
        r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
@@ -1106,6 +1134,10 @@ CODES = (
     Code("LOG037", "hardware-fault", E, "hardware fault: {what}",
          "Find the node and port raising the errors and repair or drain it (cables, transceivers, GPUs); no setting fixes failing hardware",
          cause="hardware_fault", steps=("ibstat / ibqueryerrors for links", "dmesg | grep -i xid for GPUs")),
+    Code("LOG111", "rccl-no-fine-grain-pcie", W, "RCCL runs without HSA_FORCE_FINE_GRAIN_PCIE=1, which it warns can "
+                                                 "hang GPUs that talk over PCIe",
+         "Set HSA_FORCE_FINE_GRAIN_PCIE=1 in every rank's environment (the launcher's -x / env, the container's env)",
+         cause="other", env={"HSA_FORCE_FINE_GRAIN_PCIE": "1"}),
     Code("LOG038", "p2p-blocked", E, "peer-to-peer traffic is blocked or corrupted: {what}",
          "Disable ACS on the PCIe bridges between GPUs and NICs (BIOS, or setpci at boot) and IOMMU redirection (iommu=pt / BIOS VT-d)",
          cause="p2p_acs_iommu", env={"NCCL_P2P_DISABLE": "1 (confirms it; slower)", "NCCL_NET_GDR_LEVEL": "LOC"},
