@@ -66,6 +66,8 @@ _PREFIX_ALTS = (
     # node name holds a digit; an exception's type ("RuntimeError: ", "mpi4py.MPI.Exception: ") is not one.
     r"|(?=[\w.\-]{0,62}\d)(?![\w.\-]{0,62}(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout): )"
     r"[A-Za-z0-9][\w.\-]{0,62}: "
+    # grep's file name over several files (grep -r / -H, with -n its line number): "logs/LOG1.3.txt:", "rank0.log:12:".
+    r"|[\w.~/\-]{0,200}\.(?:txt|log|out|err|stdout|stderr)(?::\d{1,9})?:(?=\S)"
     r"|" + _MPI_PREPEND_RANK +  # mpiexec -prepend-rank
     # A time the capture put in front of every line: moreutils ``ts`` ("Nov 27 20:36:31 "), kubectl/docker logs
     # --timestamps ("2026-11-27T20:36:31.123456789Z "), ISO stamps with or without brackets ("[2026-11-27 20:36:31] ").

@@ -763,6 +763,104 @@ def _mismatched_collective(m: Any, hs: list[Any], found: list[Cand]) -> list[Can
         ("p2p_acs_iommu", "when several ranks each blame a different peer, corrupted GPUDirect transfers are the cause")])]
 
 
+#: NCCL's collectives whose arguments every rank of the communicator must give alike (Send/Recv pair up instead).
+_COLLECTIVES = frozenset({"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"})
+
+
+def _coll_args_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Processes whose NCCL_DEBUG_SUBSYS=COLL lines show the same collective call of one communicator with different
+    arguments: a mismatch, whatever happens after it.
+
+    enqueue.cc logs every call as "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p
+    [nranks=%d] stream %p" (2.4 to today). A communicator's opCount counts its calls, so the calls with one opCount on
+    every rank are one collective, which NCCL requires to have the same operation, count, type, reduction and root
+    everywhere; if they differ, the ranks wait on each other forever or exchange the wrong bytes (NVIDIA/nccl#147:
+    rank 0 broadcast 25,503,912 elements where the others broadcast 53, under DDP with mixed precision). Only the
+    largest communicator is compared (the world's: smaller ones of one size may be different groups doing different
+    work), and only processes that show one such communicator."""
+    calls = hits(m, "nccl_coll_call")
+    if len(calls) < 2:
+        return []
+    world = max(int(h.groups.get("n") or 0) for h in calls)
+    if world < 2:
+        return []
+    by_proc: dict[tuple[Any, Any], list[Any]] = {}
+    for h in calls:
+        if int(h.groups.get("n") or 0) == world:
+            by_proc.setdefault((h.rec.host or h.ev.source, h.rec.pid), []).append(h)
+    at: dict[str, dict[tuple[Any, Any], Any]] = {}
+    for proc, hs in by_proc.items():
+        if len({h.groups.get("comm") for h in hs}) != 1:
+            continue  # two communicators of the world's size in one process: their opCounts are not comparable
+        seen: dict[str, list[Any]] = {}
+        for h in hs:
+            seen.setdefault(str(h.groups.get("opc")), []).append(h)
+        for opc, same in seen.items():
+            if len(same) == 1 and same[0].groups.get("op") in _COLLECTIVES:
+                at.setdefault(opc, {})[proc] = same[0]
+    for opc in sorted(at, key=lambda x: int(x, 16)):
+        procs = at[opc]
+        if len(procs) < 2:
+            continue
+        shape = {p: tuple(h.groups.get(k) for k in ("op", "count", "dt", "redop", "root")) for p, h in procs.items()}
+        kinds: dict[tuple[Any, ...], list[Any]] = {}
+        for p, k in shape.items():
+            kinds.setdefault(k, []).append(p)
+        if len(kinds) < 2:
+            continue
+        ordered = sorted(kinds.values(), key=len)
+        odd, usual = ordered[0], ordered[-1]
+
+        def said(p: Any) -> str:
+            h = procs[p]
+            g = h.groups
+            where = f"{p[0]} pid {p[1]}" + (f" (GPU {h.rec.dev})" if h.rec.dev is not None else "")
+            return f"{where}: {g.get('op')} of {g.get('count')} elements, type {g.get('dt')}, root {g.get('root')}"
+        lines = [procs[odd[0]], procs[usual[0]]]
+        return [cand("LOG050", "collective_mismatch", 2, lines, n=2,
+                     detail=f"Call {int(opc, 16) + 1} of the {world}-rank communicator differs between processes: "
+                            f"{said(odd[0])}; {said(usual[0])}"
+                            + (f" (and {len(usual) - 1} more like it)" if len(usual) > 1 else "")
+                            + ". NCCL requires every rank to make the same call; the ranks then wait on each other or "
+                              "exchange the wrong bytes. Find where the program's sequence of collectives differs "
+                              "between ranks (a rank-dependent branch, tensors of another size or type).",
+                     alts=[("version_mismatch", "ranks running different builds of the program or library issue "
+                                                "different calls the same way: compare versions on every node")])]
+    return []
+
+
+def _networks_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """Processes of one job that chose different NCCL networks: some InfiniBand/RoCE, others sockets.
+
+    init.cc logs the network a communicator will use ("Using network IB", "Using network Socket", a plugin's name).
+    NCCL takes the first network that initialises on each process, so a process that found no usable HCA ("NET/IB :
+    No device found.") falls back to sockets while its peers use IB, and every connection between the two kinds fails
+    or hangs (NVIDIA/nccl-tests#188: "socketFinalizeAccept: wrong type 4 != 3" between nodes where IB worked on one
+    only)."""
+    nets: dict[str, dict[tuple[Any, Any], Any]] = {}
+    for h in hits(m, "nccl_using_network"):
+        nets.setdefault(str(h.groups.get("net")), {}).setdefault((h.rec.host or h.ev.source, h.rec.pid), h)
+    if "Socket" not in nets or len(nets) < 2:
+        return []
+    sock = nets["Socket"]
+    other = next(n for n in sorted(nets) if n != "Socket")
+    fast = nets[other]
+    nodev = [h for h in hits(m, "ib_no_device") if (h.rec.host or h.ev.source, h.rec.pid) in sock]
+    lines = nodev[:1] + list(sock.values())[:1] + list(fast.values())[:1]
+
+    def who(ps: Any) -> str:
+        return ", ".join(f"{p[0]} pid {p[1]}" for p in sorted(ps, key=str)[:4]) + (" ..." if len(ps) > 4 else "")
+    return [cand("LOG036", "ib_misconfig", 3, lines,
+                 detail=f"{len(sock)} process(es) use NCCL's socket network ({who(sock)}) while {len(fast)} use "
+                        f"{other} ({who(fast)}). NCCL does not mix networks between ranks: connections between the "
+                        "two kinds fail or hang. The processes on sockets found no usable InfiniBand/RoCE device"
+                        + (" ('NET/IB : No device found.')" if nodev else "") + ": their node's IB stack (driver, "
+                        "/dev/infiniband in the container, NCCL_IB_HCA) is what to fix, or NCCL_IB_DISABLE=1 on "
+                        "every node to use sockets everywhere.",
+                 alts=[("version_mismatch", "a node whose NCCL or net plugin differs picks another network the same "
+                                            "way: compare the 'NCCL version' and NET/Plugin lines")])]
+
+
 def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Ranks that load different NCCL versions (the 'NCCL version' line of each host)."""
     if len(m.versions) < 2:
@@ -1326,6 +1424,18 @@ SIGNATURES = (
     ctx("nccl_tests_rank", (" Pid ",), r"^#?\s{0,4}Rank\s{1,4}(?P<rank>\d{1,7})(?:\s{1,4}Group\s{1,4}\d{1,7})?\s{1,4}Pid\s{1,10}"
         r"(?P<pid>\d{1,10}) on\s{1,64}(?P<host>\S{1,255}) device\s{1,4}\d{1,4}(?:\s{1,4}\[[^\]]{1,40}\]\s{1,4}(?P<gpu>\S.{0,79}?))?\s*$",
         "nccl-tests' list of the job's ranks with their host and GPU"),
+    # init.cc: INFO("Using network %s", comm->ncclNet->name) once a communicator has its network (IB, Socket, or a
+    # plugin's name), and net_ib.cc's INFO("NET/IB : No device found.") when no HCA is usable. Read by _networks_differ.
+    ctx("nccl_using_network", ("Using network",), r"\bUsing network (?P<net>[A-Za-z][\w\-]{0,40})\s*$",
+        "the network an NCCL communicator uses"),
+    ctx("ib_no_device", ("No device found",), r"NET/IB ?: ?No device found", "NCCL found no usable InfiniBand device"),
+    # enqueue.cc, with NCCL_DEBUG_SUBSYS=COLL (2.4 to today): "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype
+    # %d op %d root %d comm %p [nranks=%d] stream %p", one line a call. Read by _coll_args_differ.
+    ctx("nccl_coll_call", ("opCount",),
+        r"(?P<op>[A-Za-z]{2,24}): opCount (?P<opc>[0-9a-fA-F]{1,16}) sendbuff \S{1,24} recvbuff \S{1,24} count "
+        r"(?P<count>\d{1,20}) datatype (?P<dt>\d{1,3}) op (?P<redop>\d{1,3}) root (?P<root>-?\d{1,7}) comm "
+        r"(?P<comm>\S{1,24}) \[nranks=(?P<n>\d{1,7})\]",
+        "an NCCL collective call with its arguments (NCCL_DEBUG_SUBSYS=COLL)"),
     # NCCL 1.x's own single-process tests (test/single/*_test.cu): "#   Rank %2d uses device %2d [0x%02x] %s", one
     # process driving every GPU listed (the '#' is often lost in a post).
     ctx("nccl_tests_device", ("uses device",),
@@ -1374,6 +1484,9 @@ MODEL_RULES = (
     ModelRule("nccl_tests_apart", _nccl_tests_apart, "nccl-tests run by each MPI process as a job of its own"),
     ModelRule("nccl_cuda_code", _bare_cuda_error, "NCCL's unhandled-CUDA-error code with nothing else explaining it",
               phase=PHASE_LAST),
+    ModelRule("nccl_networks_differ", _networks_differ, "processes of one job that chose different NCCL networks"),
+    ModelRule("nccl_coll_args_differ", _coll_args_differ, "one collective call of a communicator with different "
+                                                           "arguments on different processes (NCCL's COLL lines)"),
     ModelRule("nccl_versions_differ", _nccl_versions, "ranks that load different NCCL versions", phase=0),
     ModelRule("net_plugins_differ", _net_plugins, "hosts that load different NCCL network plugins", phase=0),
     ModelRule("env_differs", _env_differs, "an NCCL setting that differs between ranks"),

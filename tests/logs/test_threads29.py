@@ -1,10 +1,12 @@
-"""Logs that stop inside NCCL's communicator set-up with no error: a hang at init, read by where it stopped.
+"""Public failure threads, round 29, and what NCCL's INFO lines say by where they stop.
 
 With NCCL_DEBUG=INFO every communicator that finishes its set-up logs "... - Init COMPLETE" (NCCL 2.4.2 on). A log that
 shows the set-up's lines, no such line, no error, and nothing of the job's own after NCCL's last line is a job hung
 there. Across hosts that is the TCP the set-up opens on ports the OS picks (firewalls, network policies, sidecars:
-LOG108); on one host it is GPU peer-to-peer (ACS/IOMMU: LOG038); a communicator that completed, a job that went on,
-or an NCCL too old to say "Init COMPLETE" is none of these.
+LOG108); on one host it is GPU peer-to-peer (ACS/IOMMU: LOG038), also in the first collective after the set-up;
+a communicator that went on, a job that went on, or an NCCL too old to say "Init COMPLETE" is none of these.
+NCCL's COLL lines give each call's arguments, which every rank must give alike; its "Using network" lines, which
+network each process chose, which must be the same for all.
 """
 
 from __future__ import annotations
@@ -260,3 +262,46 @@ def test_the_scanner_finds_the_last_nccl_line_across_its_last_blocks() -> None:
     none = Scanner(make_prefilter("auto"))
     list(none.scan(io.BytesIO(head * 10)))
     assert none.stats.last_nccl is None
+
+
+# NVIDIA/nccl#147 (the maintainer's grep of the reporter's per-rank logs): the first broadcast of the 8-rank
+# communicator, with another count and type on rank 0 than on the others.
+_COLL = """\
+LOG1.0.txt:learnfair062:32615:32615 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f88e4000000 recvbuff 0x7f88e4000000 count 25503912 datatype 6 op 0 root 0 comm 0x7f88e005a260 [nranks=8] stream 0x55f20d2f5db0
+LOG1.1.txt:learnfair062:32617:32617 [1] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f3bfe7f5400 recvbuff 0x7f3bfe7f5400 count 53 datatype 4 op 0 root 0 comm 0x7f3bf405a260 [nranks=8] stream 0x55d5ffb73110
+LOG1.2.txt:learnfair062:32619:32619 [2] NCCL INFO Broadcast: opCount 0 sendbuff 0x7fc1407f5400 recvbuff 0x7fc1407f5400 count 53 datatype 4 op 0 root 0 comm 0x7fc13805a260 [nranks=8] stream 0x55cefcc3b0e0
+"""
+
+
+def test_one_collective_call_with_other_arguments_on_one_rank_is_a_mismatch(tmp_path: Path) -> None:
+    check_row("nccl_coll_call", _COLL.splitlines()[0], "NCCL INFO Broadcast: root 0 of 8 ranks")
+    got = _findings(tmp_path / "job.log", _COLL)
+    assert got[0]["code"] == "LOG050" and got[0]["cause"] == "collective_mismatch"
+    assert "pid 32615 (GPU 0): Broadcast of 25503912 elements, type 6" in got[0]["detail"]
+    # near-miss: the same call everywhere is no finding
+    same = _COLL.replace("count 25503912 datatype 6", "count 53 datatype 4")
+    assert _findings(tmp_path / "same.log", same) == []
+    # near-miss: a process with two communicators of that size: its opCounts cannot be matched to the others'
+    two = same + _COLL.splitlines()[0].replace("comm 0x7f88e005a260", "comm 0x7f88e0099990") + "\n"
+    assert _findings(tmp_path / "two.log", two) == []
+
+
+# NVIDIA/nccl-tests#188: processes of one node found no HCA and fell back to sockets, the other node's used IB.
+_NETS = """\
+user:16902:16954 [3] NCCL INFO Using network Socket
+user:16906:16952 [7] NCCL INFO NET/IB : No device found.
+user:16906:16952 [7] NCCL INFO Using network Socket
+user:695836:695883 [5] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB [2]mlx5_4:1/RoCE [RO]; OOB ibs85f0:192.168.1.14<0>
+user:695836:695883 [5] NCCL INFO Using network IB
+user:695832:695887 [1] NCCL INFO Using network IB
+"""
+
+
+def test_processes_on_sockets_beside_processes_on_infiniband_are_the_ib_setup(tmp_path: Path) -> None:
+    check_row("nccl_using_network", "user:16902:16954 [3] NCCL INFO Using network Socket",
+              "user:16902:16954 [3] NCCL INFO Using network interface eth0 for bootstrap")
+    got = _findings(tmp_path / "job.log", _NETS)
+    assert got[0]["code"] == "LOG036" and got[0]["cause"] == "ib_misconfig"
+    assert "2 process(es) use NCCL's socket network" in got[0]["detail"]
+    # near-miss: every process on the same network
+    assert _findings(tmp_path / "one.log", _NETS.replace("Using network IB", "Using network Socket")) == []
