@@ -476,7 +476,8 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
         or any(_SET_UP.search(r.last_nccl.text) for r in ranks)
     if set_up and span == "hosts" and not all(_VIA_NET.search(e.text) for e in ends):
         return []  # set up, and not stopped connecting its network channels: the program's own wait, not NCCL's
-    mine = [r.last_nccl for r in ranks if not any(r.last_nccl.source == e.source and r.last_nccl.line == e.line for e in ends)]
+    at_end = {(e.source, e.line) for e in ends}
+    mine = [r.last_nccl for r in ranks if (r.last_nccl.source, r.last_nccl.line) not in at_end]
     shown = ends[:2] + list({e.host: e for e in mine}.values())[:3 - min(2, len(ends))]
     where = ("while connecting its channels at the first collective (after Init COMPLETE)" if set_up and span == "hosts"
              else "after setting up its communicators, in the first collective" if set_up
