@@ -164,8 +164,9 @@ def order(cands: list[Cand]) -> list[Cand]:
     primary = roots[0]
     ordered = [primary]
     for c in roots[1:]:
-        if (c.tier >= 5 and primary.tier < 5) or (c.weak and not primary.weak):
-            c.consequence = c.tier >= 5
+        # A risk of the setup (weak) stays what it is beside a failure: a warning of its own, not an echo of it.
+        if c.tier >= 5 and primary.tier < 5 and not c.weak:
+            c.consequence = True
         ordered.append(c)
     ordered.extend(cons)
     return ordered
