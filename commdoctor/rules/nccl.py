@@ -479,13 +479,14 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     at_end = {(e.source, e.line) for e in ends}
     mine = [r.last_nccl for r in ranks if (r.last_nccl.source, r.last_nccl.line) not in at_end]
     shown = ends[:2] + list({e.host: e for e in mine}.values())[:3 - min(2, len(ends))]
-    where = ("while connecting its channels at the first collective (after Init COMPLETE)" if set_up and span == "hosts"
-             else "after setting up its communicators, in the first collective" if set_up
+    where = ("at the first collective, connecting its network channels (after Init COMPLETE)" if set_up and span == "hosts"
+             else "in the first collective, after its communicators were set up" if set_up
              else "while setting up its channels" if any(_AT_CHANNELS.search(e.text) for e in ends)
              else "after connecting its channels" if any(_AT_CONNECTED.search(e.text) for e in ends)
-             else "before setting up its channels")
+             else "before its channels")
     hosts = {r.host for r in ranks if r.host}
-    seen = f"{len(ranks)} NCCL process(es) on {len(hosts) or '?'} host(s)"
+    seen = f"{len(ranks)} NCCL process(es) on {len(hosts) or '?'} host(s)" + (
+        "; torchrun started several processes there" if span == "one" and hits(m, "torchrun_local_procs") else "")
     stop = f"; the user then stopped the job ({stopped[0].text.strip()[:60]})" if stopped else ""
     who = {r.rank for r in ranks if r.rank is not None}
     if span == "one":
@@ -493,7 +494,9 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
             return []
         return [Cand("LOG038", "p2p_acs_iommu", 6 if stopped else 8, 10**9 - 1, shown + stopped[:1], weak=not stopped,
                      ranks=who, hosts=hosts,
-                     params={"what": f"the logs stop {where}, on one host, with no error logged ({seen}{stop})"},
+                     params={"what": ("the logs stop in NCCL's first collective, after its communicators were set up"
+                                      if set_up else f"the logs stop while NCCL was setting up its communicators ({where})")
+                                     + f", on one host, with no error ({seen}{stop})"},
                      detail=("Every communicator completed its set-up and nothing followed: the first collective never "
                              "finished. " if set_up else "No communicator reached Init COMPLETE. ")
                             + "Between GPUs of one host NCCL moves data over PCIe/NVLink peer-to-peer and shared "

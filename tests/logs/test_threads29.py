@@ -60,7 +60,7 @@ def test_pods_that_stop_after_bootstrap_are_the_ports_between_them(tmp_path: Pat
     assert [f["code"] for f in got][:2] == ["LOG108", "LOG090"]
     assert got[0]["cause"] == "firewall_or_port_blocked" and got[0]["severity"] == "warning"
     assert got[0]["hosts"] == ["nccl-tests-worker-0", "nccl-tests-worker-1"]
-    assert "before setting up its channels" in got[0]["title"]
+    assert "setting up its communicators, before its channels, across hosts" in got[0]["title"]
     assert got[1]["cause"] == "wrong_interface"
 
 
@@ -150,7 +150,7 @@ def test_a_torch_job_on_one_host_that_stops_after_its_set_up_is_peer_to_peer_unl
     nccl = "".join(ln + "\n" for ln in _TESTS_ONE_HOST.splitlines() if " NCCL INFO " in ln)
     got = _findings(tmp_path / "job.log", nccl)
     assert got[0]["code"] == "LOG038" and got[0]["severity"] == "warning"
-    assert "in the first collective" in got[0]["title"]
+    assert "in NCCL's first collective, after its communicators were set up, on one host" in got[0]["title"]
     assert "collective_timeout_straggler" in {f["cause"] for f in got[1:]}
     steps = "".join(f"[rank{i % 2}]: step {i // 2} loss 0.{i}\n" for i in range(8))
     assert _findings(tmp_path / "ran.log", nccl + steps) == []
