@@ -14,8 +14,7 @@ import signal
 from typing import Any
 
 from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-                                   group, hits,
-                                   missing_ranks, quiet_exits, raised_ranks, sig)
+                                   group, hits, missing_ranks, quiet_exits, raised_ranks, sig)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -612,6 +611,7 @@ SIGNATURES = (
         "a worker of vLLM's multiprocessing executor (one node's GPUs)"),
 )
 
+
 def _user_stopped(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Python's KeyboardInterrupt and nothing else failed: the user stopped the job, where its traceback says.
 
@@ -620,9 +620,10 @@ def _user_stopped(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     collective returns before it completes, so a process that waits on a hung one is often stopped in the next call
     that synchronises (`.item()`, `torch.cuda.synchronize()`), not in the collective."""
     hs = hits(m, "user_interrupt")
-    if not hs or any(c.cause and not c.weak for c in found) or any(c.code == "LOG110" for c in found):
+    if not hs or any(c.cause and not c.weak for c in found):
         return []
-    if any((ev.source, ev.line) not in {(h.ev.source, h.ev.line) for h in hs} for ev, _s, _k in m.unmatched_errors):
+    said = {(h.ev.source, h.ev.line) for h in hs}
+    if any((ev.source, ev.line) not in said for ev, _s, _k in m.unmatched_errors):
         return []
     where = []
     for h in hs[:8]:
@@ -644,10 +645,6 @@ MODEL_RULES = (
 )
 
 CODES = (
-    Code("LOG110", "user-stopped", W, "the job was stopped by the user (KeyboardInterrupt): {what}",
-         "If it had stopped making progress, take every rank's stack while it hangs (commdoctor hang, or "
-         "`commdoctor run -- CMD`), and rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL: the logs then "
-         "show where each rank waits"),
     Code("LOG060", "process-died", E, "{what}",
          "Find why that process died (OOM killer in dmesg, a segfault, preemption); the other ranks' errors are the echo",
          cause="peer_process_died"),
@@ -661,4 +658,8 @@ CODES = (
     Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
          "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
          cause="launcher_misconfig"),
+    Code("LOG110", "user-stopped", W, "the job was stopped by the user (KeyboardInterrupt): {what}",
+         "If it had stopped making progress, take every rank's stack while it hangs (commdoctor hang, or "
+         "`commdoctor run -- CMD`), and rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL: the logs then "
+         "show where each rank waits"),
 )

@@ -10,7 +10,7 @@ failures as WARN. Functions below the table hold what one line cannot decide.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
@@ -315,21 +315,29 @@ def _smem_exceeds(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 _NO_P2P_GEFORCE = re.compile(r"GeForce RTX (?:40|50)\d0")
 
 
-def _tests_stuck(m: Any, rows: list[Any]) -> list[Evidence]:
+def _input_ends(m: Any, slack: int, after: Sequence[Evidence] = ()) -> list[Evidence]:
+    """Each input's last NCCL line (read or not) where the input stops there: at most ``slack`` lines follow it, or a
+    line of ``after`` (the user's interrupt) does."""
+    return [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line,
+                     host=classify(st.last_nccl_text).host if st.last_nccl_text else None)
+            for st in m.inputs if st.last_nccl_line and (st.lines - st.last_nccl_line <= slack or any(
+                ev.source == st.path and ev.line > st.last_nccl_line for ev in after))]
+
+
+def _tests_stuck(m: Any) -> list[Evidence]:
     """Where nccl-tests on one host shows it stopped before its first size: its results' header, or (with
     NCCL_DEBUG=INFO) NCCL's last line after every communicator completed, with at most a few lines after it."""
     size = {st.path: st.lines for st in m.inputs}
     heads = [h.ev for h in hits(m, "nccl_tests_results_head") if size.get(h.ev.source, 0) - h.ev.line <= _TAIL_LINES]
-    if any(c.state not in ("", "Init START", "Init COMPLETE") for c in m.comms):
+    if any(c.state in _GONE for c in m.comms):
         return []
     if m.comms and not any(c.state == "Init COMPLETE" for c in m.comms):
         return []  # still setting up: _init_stalled's
-    done = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line) for st in m.inputs
-            if m.comms and st.last_nccl_line and st.lines - st.last_nccl_line <= _TAIL_LINES + 2]
+    done = _input_ends(m, _TAIL_LINES + 2) if m.comms else []
     return (heads + done)[:2]
 
 
-def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+def _tests_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """nccl-tests on one host that stops before its first size, with no error: a hang in the first collective.
 
     nccl-tests runs no code of its own between collectives, so on one host the collective's only paths are GPU
@@ -361,7 +369,7 @@ def _geforce_p2p_hang(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
                                              "lspci -vvv | grep ACSCtl")])]
     if m.unmatched_errors or m.tracebacks or m.elastic:
         return []
-    last = _tests_stuck(m, rows)
+    last = _tests_stuck(m)
     if not last:
         return []  # nccl-tests' own output (or something else) goes on, or the log does not show where it stopped
     hung = cand("LOG038", "p2p_acs_iommu", 8, rows[:2], n=2,
@@ -388,7 +396,7 @@ _AT_CHANNELS = re.compile(r"\b(?:Channel|Ring) \d{1,3}(?:/\d{1,3})? ?:|\bTrees?\
 _AT_CONNECTED = re.compile(r"Connected (?:all (?:rings|trees)|NVLS|collnet)", re.I)
 _VIA_NET = re.compile(r"\bvia NET/")
 _SET_UP = re.compile(r"- Init COMPLETE\b|Launch mode")
-_GONE = re.compile(r"- (?:Destroy COMPLETE|Abort COMPLETE|Init FAILED)\b")
+_GONE = ("Destroy COMPLETE", "Abort COMPLETE", "Init FAILED")
 #: How many lines may follow a process's last NCCL line in its input for the log to be read as stopping there
 #: (a shell prompt, a "^C", a launcher's banner).
 _TAIL_LINES = 5
@@ -451,7 +459,7 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     told = {(ev.source, ev.line) for ev in stopped}
     if any(c.cause and not c.weak and not all((x.source, x.line) in told for x in c.evidence) for c in found) \
             or m.elastic or completed(m) or m.watchdog or m.progress or hits(m, "nccl_tests_row") \
-            or any(_GONE.search(f"- {c.state}") for c in m.comms):
+            or any(c.state in _GONE for c in m.comms):
         return []
     if any((ev.source, ev.line) not in told for ev, _seq, _kind in m.unmatched_errors) or (m.tracebacks and not stopped):
         return []
@@ -463,11 +471,8 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
         return []
     # Where each input stops: its last NCCL line (read or not), with at most a few lines after it (or the user's
     # interrupt after it).
-    ends = [Evidence(source=st.path, text=st.last_nccl_text, line=st.last_nccl_line,
-                     host=(classify(st.last_nccl_text).host if st.last_nccl_text else None))
-            for st in m.inputs if st.last_nccl_line and (st.lines - st.last_nccl_line <= _TAIL_LINES or any(
-                ev.source == st.path and ev.line > st.last_nccl_line for ev in stopped))]
-    if not ends or any(_GONE.search(e.text) or "opCount" in e.text for e in ends):
+    ends = _input_ends(m, _TAIL_LINES, stopped)
+    if not ends or any(any(f"- {g}" in e.text for g in _GONE) or "opCount" in e.text for e in ends):
         return []
     span = _span(m)
     if span is None:
@@ -1480,7 +1485,7 @@ MODEL_RULES = (
               "line missing", phase=PHASE_LAST),
     ModelRule("nccl_error_code", _system_error, "NCCL's system/remote error code with nothing else explaining it",
               phase=PHASE_LAST),
-    ModelRule("geforce_p2p_hang", _geforce_p2p_hang, "nccl-tests on GeForce RTX 40xx/50xx boards that never completes a size",
+    ModelRule("tests_p2p_hang", _tests_p2p_hang, "nccl-tests on one host that never completes a size",
               phase=PHASE_LAST),
     ModelRule("nccl_init_stalled", _init_stalled, "NCCL's communicator set-up where the logs stop, with no error",
               phase=PHASE_LAST),
