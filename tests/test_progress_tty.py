@@ -16,6 +16,7 @@ import select
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -40,7 +41,13 @@ def run_tty(*args: str, stdout_tty: bool = True, timeout: float = 120,
                          stdin=subprocess.DEVNULL, stdout=slave if stdout_tty else out, stderr=slave)
     os.close(slave)
     chunks: list[bytes] = []
-    stdout = b""
+    # stdout is drained while the child runs: a --json document larger than the pipe's buffer
+    # would otherwise block the child's write until the timeout below.
+    got: list[bytes] = []
+    reader = None
+    if not stdout_tty and p.stdout is not None:
+        reader = threading.Thread(target=lambda: got.append(p.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
     end = time.monotonic() + timeout
     try:
         while time.monotonic() < end:
@@ -55,15 +62,15 @@ def run_tty(*args: str, stdout_tty: bool = True, timeout: float = 120,
                 chunks.append(data)
             elif p.poll() is not None:
                 break
-        if not stdout_tty and p.stdout is not None:
-            stdout = p.stdout.read()
         rc = p.wait(timeout=max(1.0, end - time.monotonic()))
+        if reader is not None:
+            reader.join(timeout=max(1.0, end - time.monotonic()))
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
         os.close(master)
-    return rc, b"".join(chunks).decode("utf-8", "replace"), stdout.decode("utf-8", "replace")
+    return rc, b"".join(chunks).decode("utf-8", "replace"), b"".join(got).decode("utf-8", "replace")
 
 
 def run_pipe(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
