@@ -13,8 +13,9 @@ sys.path.insert(0, os.environ.get("ROOT", str(pathlib.Path(__file__).resolve().p
 from tests.logs.test_corpus import diagnose_file  # noqa: E402
 
 for b in pathlib.Path(sys.argv[1]).read_text().split("\n\n"):
-    b = b.strip("\n")
-    if not b or b.startswith("#"):
+    # A block's "# ..." lines say where its message comes from; the rest is the log.
+    b = "\n".join(ln for ln in b.strip("\n").splitlines() if not ln.startswith("#"))
+    if not b:
         continue
     with tempfile.TemporaryDirectory() as d:
         p = pathlib.Path(d) / "log.txt"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, lines_under, sig
+from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, group, hits, lines_under, sig
 
 
 def _missing(m: Any, hs: list[Any]) -> dict[int, set[str]]:
@@ -105,6 +105,41 @@ SIGNATURES = (
     ctx("horovod_missing_old", ("[missing ranks: ",),
         r"(?:Stalled ops: ?)?(?P<name>[^\s\[\]]{1,300}) \[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,200})\]",
         "a tensor some ranks have not submitted (Horovod before 0.16.1)"),
+    # The coordinator's check of each request before it runs (horovod/common/controller.cc ConstructResponse):
+    # "Mismatched ALLREDUCE tensor shapes: One rank sent a tensor of shape [...], but another rank sent a tensor of
+    # shape [...]", "Mismatched data types: One rank had type T, but another rank had type U", "Mismatched
+    # operations: One rank did an A, but another rank did an B", "Mismatched ALLGATHER tensor shapes: ...", "Mismatched
+    # root ranks: ...", "Mismatched reduce operations: ...", "Mismatched prescale factors ..." -- the ranks submitted
+    # the same tensor name with different contents or calls.
+    sig("horovod_mismatch", ("Mismatched ",),
+        r"Mismatched (?P<what>(?:ALL\w{3,10}|BROADCAST|REDUCESCATTER|ALLTOALL) tensor shapes|data types|operations"
+        r"|root ranks|(?:reduce|allreduce) operations|prescale factors|postscale factors|devices|process sets?)[^\n]{0,8}:"
+        r" ?One rank",
+        "collective_mismatch", ROOT, 1, "Horovod's coordinator found ranks submitting one tensor name with different "
+                                        "shapes, types or operations",
+        code="LOG050"),
+    # horovod/runner/driver/driver_service.py: "Unable to find a set of common task-to-task communication
+    # interfaces: [...]" -- horovodrun's probe found no interface on which every host reaches every other.
+    sig("horovod_no_common_if", ("Unable to find a set of common task-to-task communication interfaces",),
+        r"Unable to find a set of common task-to-task communication interfaces",
+        "wrong_interface", ROOT, 2, "horovodrun found no network interface every host can reach the others on",
+        code="LOG020", params=lambda hs: {"what": "horovodrun found no interface on which every host reaches every "
+                                                  "other (interface names or subnets differ between hosts)"}),
+    # horovod/runner/util/network.py and gloo_run.py: "Timed out waiting for tasks to start. Please check
+    # connectivity between servers." -- the task services horovodrun started over ssh never called back to it.
+    sig("horovod_tasks_timeout", ("Timed out waiting for tasks to start",),
+        r"Timed out waiting for tasks to start",
+        "firewall_or_port_blocked", ROOT, 3, "horovodrun's task services on the hosts never reached back to it",
+        code="LOG011", params=lambda hs: {"endpoint": "horovodrun's driver service",
+                                          "how": "the task services it started on the hosts never connected back"},
+        alts=[("launcher_misconfig", "if ssh to a host fails or Horovod is not installed in that host's Python, the "
+                                     "task service never starts there")]),
+    # horovod/runner/launch.py (and gloo_run): "Requested more processes (%d) than there are available slots (%d)".
+    sig("horovod_slots", ("than there are available slots",),
+        r"Requested more processes \((?P<np>\d{1,6})\) than there are available slots \((?P<slots>\d{1,6})\)",
+        "launcher_misconfig", ROOT, 2, "horovodrun was asked for more processes than its hosts have slots",
+        code="LOG066", params=lambda hs: {"what": f"-np {group(hs, 'np')} with {group(hs, 'slots')} slots in -H/"
+                                                  "--hostfile"}),
     sig("horovod_shut_down", ("Horovod has been shut down",),
         r"Horovod has been shut down\. This (?:was|has been) caused by an exception on one of the ranks",
         "peer_process_died", CONSEQUENCE, 6, "Horovod stopped every rank after one failed or finished early",

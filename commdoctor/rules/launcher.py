@@ -279,6 +279,70 @@ SIGNATURES = (
     # is no failure of the job; a real one shows on the host whose workers failed.
     ctx("exit_barrier_error", ("Error waiting on exit barrier",), r"Error waiting on exit barrier",
         "this host's workers all finished; waiting for the other hosts' launchers failed (harmless)", harmless=True),
+    # -- the training frameworks' own launch checks ----------------------------------------------------------
+    # Lightning (fabric/plugins/environments/slurm.py, torchelastic.py; utilities/device_parser.py;
+    # accelerators/cuda.py): the devices or nodes it was told to use do not match what SLURM or torchrun started,
+    # or what the machine has.
+    sig("lightning_shape", ("in Lightning, but the", "But your machine only has", "devices but this machine only has"),
+        r"You set `(?P<set>devices=\d{1,5}|num_nodes=\d{1,5})`(?: and `num_nodes=\d{1,5}`)? in Lightning, but the "
+        r"(?:number of tasks per node configured in SLURM `(?P<slurm>--ntasks-per-node=\d{1,5})`|number of nodes "
+        r"configured in SLURM `(?P<slurm2>--nodes=\d{1,5})`|product \([^)\n]{1,30}\) does not match the world size "
+        r"\((?P<world>\d{1,6})\))"
+        r"|You requested gpu: (?P<want>\[[\d, ]{1,100}\])\s{0,4}But your machine only has: (?P<have>\[[\d, ]{0,100}\])"
+        r"|You requested to find (?P<n>\d{1,4}) devices but this machine only has (?P<m>\d{1,4}) GPUs",
+        "launcher_misconfig", ROOT, 2, "Lightning was told to use devices or nodes the launch does not have",
+        code="LOG066", params=lambda hs: {"what": (
+            f"Lightning's {group(hs, 'set')} does not match {group(hs, 'slurm', 'slurm2')}" if group(hs, "slurm", "slurm2")
+            else f"Lightning's {group(hs, 'set')} does not match the world size {group(hs, 'world')} torchrun started"
+            if group(hs, "world") else
+            f"Lightning was asked for GPUs {group(hs, 'want')} on a machine that shows {group(hs, 'have')}"
+            if group(hs, "want") else
+            f"{group(hs, 'n')} GPUs were asked for on a machine that shows {group(hs, 'm')}")}),
+    # Lightning's subprocess launcher (strategies/launchers/subprocess_script.py): "Child process with PID %d
+    # terminated with code %d. Forcefully terminating all other processes to avoid zombies" -- one local rank
+    # exited; its own error is above in the same output.
+    sig("lightning_child_failed", ("Forcefully terminating all other processes",),
+        r"Child process with PID (?P<pid>\d{1,10}) terminated with code (?P<code>-?\d{1,4})\. Forcefully terminating",
+        "peer_process_died", ROOT, 6, "Lightning saw one of its processes exit and stopped the others",
+        code="LOG060", params=lambda hs: {"what": f"a Lightning process (pid {group(hs, 'pid')}) exited with code "
+                                                  f"{group(hs, 'code')} and Lightning stopped the others"},
+        detail=KILLED_BY_SIGNAL),
+    # accelerate (utils/launch.py): "Tried to launch distributed communication on port `P`, but another process is
+    # utilizing it." -- a multi-node launch cannot move to another port by itself, as its one-node warning does.
+    sig("accelerate_port", ("but another process is utilizing it",),
+        r"Tried to launch distributed communication on port `(?P<port>\d{1,5})`, but another process is utilizing it",
+        "port_conflict", ROOT, 1, "accelerate's main process port is taken on this node",
+        code="LOG010", params=lambda hs: {"port": group(hs, "port") or "?"}),
+    # accelerate (state.py): on GeForce RTX 40xx it refuses to start unless P2P and IB are off ("Using RTX 4000
+    # series doesn't support faster communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE="1"` ...");
+    # `accelerate launch` sets them itself and only warns.
+    sig("accelerate_rtx4000", ("Using RTX 4000 series doesn't support",),
+        r"Using RTX 4000 series doesn't support faster communication broadband via P2P or IB",
+        "p2p_driver_bug", ROOT, 2, "accelerate refused to start on RTX 40xx boards with NCCL's P2P enabled",
+        code="LOG039"),
+    # Ray Train (v2/_internal/exceptions.py, backend_executor.py): the workers (and their GPUs) it asked the
+    # cluster for never all came up: "The worker group startup timed out after %s seconds waiting for %d workers"
+    # and, before v2, "Placement group creation timed out."
+    sig("ray_workers_unplaced", ("worker group startup timed out", "Placement group creation timed out"),
+        r"The worker group startup timed out after [\d.]{1,10} seconds waiting for (?P<n>\d{1,6}) workers"
+        r"|Placement group creation timed out",
+        "launcher_misconfig", ROOT, 3, "Ray Train could not place all the workers it was asked for",
+        code="LOG066", params=lambda hs: {"what": f"Ray could not place the {group(hs, 'n') or 'requested'} workers "
+                                                  "ScalingConfig asks for (num_workers x resources_per_worker against "
+                                                  "the cluster's free GPUs)"}),
+    # The agent's handler (torch/distributed/elastic/multiprocessing/api.py, TORCHELASTIC_SIGNALS_TO_HANDLE,
+    # default "SIGTERM,SIGINT,SIGHUP,SIGQUIT") catching SIGHUP: the terminal or SSH session the launcher was started
+    # from closed. torchrun installs that handler itself, so `nohup` (which only sets SIGHUP to ignored before exec)
+    # does not protect it; the agent then stops every worker (ultralytics#918). "Received 1 death signal, shutting
+    # down workers" (Python 3.11+; "Signals.SIGHUP" before) or "SignalException: Process P got signal: 1".
+    sig("agent_hangup", ("death signal, shutting down workers", "got signal: 1"),
+        r"Received (?:Signals\.)?(?:SIGHUP|1) death signal, shutting down workers"
+        r"|SignalException: Process \d{1,10} got signal: 1\b",
+        "other", ROOT, 3, "the launcher received SIGHUP: the terminal or SSH session that started it closed",
+        code="LOG112",
+        detail="torchrun's agent handles SIGHUP by stopping every worker, and it installs that handler itself, so "
+               "starting it under `nohup` does not keep it alive when the terminal or SSH session closes. Nothing in "
+               "the job failed: the workers' closing signals and exits that follow are the launcher stopping them."),
     # torch/distributed/elastic/multiprocessing/api.py: the agent's own handler raises
     # SignalException(f"Process {pid} got signal: {sig}") when something outside the job (a scheduler's time
     # limit, preemption, Ctrl-C, `timeout`) signals the launcher; it then stops its workers.
@@ -658,6 +722,12 @@ CODES = (
     Code("LOG062", "ranks-missing", E, "the launcher started the wrong set of ranks: {what}",
          "Make the launcher start one task per rank (e.g. SLURM --ntasks-per-node = GPUs per node) matching the world size the program expects",
          cause="launcher_misconfig"),
+    Code("LOG112", "launcher-hung-up", E, "the launcher was hung up (SIGHUP): the terminal or SSH session it ran in "
+         "closed, and it stopped its workers",
+         "Start the job detached from the terminal: inside tmux or screen, with `setsid nohup torchrun ... > train.log "
+         "2>&1 &`, or through the scheduler (sbatch); on a torch that reads TORCHELASTIC_SIGNALS_TO_HANDLE, "
+         "setting it to SIGTERM,SIGINT leaves SIGHUP to nohup",
+         cause="other"),
     Code("LOG110", "user-stopped", W, "the job was stopped by the user (KeyboardInterrupt): {what}",
          "If it had stopped making progress, take every rank's stack while it hangs (commdoctor hang, or "
          "`commdoctor run -- CMD`), and rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL: the logs then "

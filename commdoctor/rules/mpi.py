@@ -282,7 +282,10 @@ SIGNATURES = (
               "and the job hangs: restrict the transport to the interface the hosts share (--mca btl_tcp_if_include "
               "<iface>, and --mca oob_tcp_if_include for the runtime), or run the containers with host networking."),
     sig("mpi_btl_tcp", ("btl_tcp", "mca_btl", "unexpected process identifier"),
-       r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed|mca_btl_tcp\w*.*(?:failed|unreachable)",
+       r"received unexpected process identifier|btl_tcp\w*\.c:\d+:\w*\] ?connect\(\) to (?P<addr>[\d.]+) failed"
+       # Not bind() refused with EINVAL (22): the kernel rejecting the arguments, not the address, is a defect of
+       # that Open MPI build on that OS (open-mpi/ompi#5815, macOS); an address not on this host is EADDRNOTAVAIL.
+       r"|mca_btl_tcp\w*(?!.*bind\(\) failed: Invalid argument).*(?:failed|unreachable)",
        "wrong_interface", ROOT, 1, "Open MPI's TCP transport used an interface the peers cannot reach",
        build=_btl_tcp, always=True),
     sig("mpi_tcp_peer", ("failed to TCP connect to a peer", "cannot find a corresponding process", "inbound MPI TCP connection",

@@ -274,6 +274,33 @@ def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _lib_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A library the stack needs could not be loaded -- unless the line is NCCL probing an optional plugin or its
+    dependencies at INFO level, or TensorFlow's warning before it runs without the GPU."""
+    hs = [h for h in hs if "NCCL INFO" not in h.ev.text and "Could not load dynamic library" not in h.ev.text]
+    if not hs:
+        return []
+    lib = group(hs, "lib") or "a library"
+    base = lib.split(".so")[0]
+    why = next((w for k, w in _LIB_WHY if base == k or base.startswith(k)), _LIB_WHY[-1][1])
+    return [cand("LOG113", "other", 2, hs, params={"lib": lib}, detail=why)]
+
+
+_LIB_WHY = (
+    ("libnccl", "NCCL itself is not installed, or not where the loader looks: torch's pip wheels load it from the "
+                "nvidia-nccl-cu* package, Paddle and source builds from the system (the nccl2 package) or "
+                "LD_LIBRARY_PATH."),
+    ("librccl", "RCCL (ROCm's NCCL) is not installed, or not on the loader's path (the ROCm lib directory)."),
+    ("libcuda", "The GPU driver's own library is missing: a container started without the NVIDIA runtime (docker "
+                "--gpus all, the Kubernetes device plugin), or no NVIDIA driver on this host."),
+    ("libmpi", "The MPI library this build was linked against is not on the loader's path (a module not loaded on "
+               "this node, another MPI installed)."),
+    ("", "A CUDA (or ROCm) runtime library this build links against is missing or of another major version: install "
+         "the runtime matching the build (pip's nvidia-*-cu* packages, the CUDA toolkit's lib64 on LD_LIBRARY_PATH) or "
+         "a build for the CUDA installed."),
+)
+
+
 def _cuda_failure_kind(h: Any) -> str:
     """Which reading a failed CUDA call gets, the first that applies."""
     text = h.ev.text
@@ -687,7 +714,7 @@ SIGNATURES = (
        r"|error while attempting to bind on address \('(?P<addr2>[^']{0,64})', (?P<port2>\d{1,5})\): address already in use"
        r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
-       code="LOG010", build=_port_in_use,
+       code="LOG010", build=_port_in_use, exclude=("paddle_retry",),
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address
        # failed; the IPv6 wildcard socket is dual-stack, so errno 98 on it means the port is taken for IPv4 too.
        fails=True),
@@ -763,7 +790,7 @@ SIGNATURES = (
        "wrong_interface", ROOT, 3, "a connection to a peer or to the store was refused or had no route",
        build=_refused, exclude=("connect_loopback", "connect_link_local", "mpi_btl_tcp", "port_in_use", "hydra_connect",
                                 "ucx_unreachable", "comm_id_invalid", "ssh_client", "uds_failed",
-                                "xla_grpc_unreachable")),
+                                "xla_grpc_unreachable", "paddle_retry", "paddle_exchange_timeout")),
     sig("connect_timeout", ("timed out connecting", "Connection timed out", "connect timed out", "ETIMEDOUT", "exceeded timeouts"),
        r"timed out connecting|[Cc]onnection timed out|connect timed out|ETIMEDOUT|(?:socketStartConnect|socketPollConnect): exceeded timeouts",
        "firewall_or_port_blocked", ROOT, 4, "connections to a peer timed out (packets dropped on the way)",
@@ -807,10 +834,12 @@ SIGNATURES = (
               "--ipc=host.",
        alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "CUDA host alloc", "MemoryAllocation",
-                     "OUT_OF_MEMORY"),
+                     "OUT_OF_MEMORY", "Out of memory error on GPU"),
        r"Cuda failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
        r"|hipErrorOutOfMemory"
-       r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory",
+       r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory"
+       # Paddle's wording of the same (enforce.h "CUDA error(%d), %s.", cuda_allocator.cc's own report).
+       r"|CUDA error\(2\), out of memory|Out of memory error on GPU \d{1,3}\. Cannot allocate",
        "cuda_oom", ROOT, 1, "GPU memory ran out",
        code="LOG031", exclude=("worker_pool_died",),  # Ray's OutOfMemoryError is the host's memory
        params=lambda hs: {"what": "while NCCL allocated its buffers" if any(
@@ -899,6 +928,17 @@ SIGNATURES = (
        r"|MNNVL is not supported on this system",
        "fabric_manager_nvls", ROOT, 1, "the multi-node NVLink domain is there but IMEX does not share memory across it",
        code="LOG091"),
+    # The dynamic loader's "<lib>: cannot open shared object file: No such file or directory", as ld.so prints it
+    # ("error while loading shared libraries: ..."), as Python's ImportError/OSError quote dlopen, and as Paddle's
+    # loader does ("Failed to find dynamic library: libnccl.so ( libnccl.so: cannot open shared object file ... )"):
+    # a library the GPU or communication stack needs is not installed or not on the loader's path. NCCL's optional
+    # plugins (libnccl-net.so, -tuner, -profiler, -env) are probed and skipped when absent.
+    sig("lib_missing", ("cannot open shared object file",),
+       r"(?<![\w-])(?P<lib>lib(?:nccl(?![-_](?:net|tuner|profiler|env|ras))|rccl(?!-net)|cudart|cublas(?:Lt)?|cudnn\w{0,20}"
+       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64)"
+       r"(?:\.so(?:\.[\d.]{1,12})?)?): cannot open shared object file",
+       "other", ROOT, 2, "a library the GPU or communication stack needs could not be loaded",
+       build=_lib_missing),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
        # cudaErrorDevicesUnavailable (46): CUDA before 11 says "CUDA-capable device(s) is/are busy or unavailable",
        # later releases "all CUDA-capable devices are busy or unavailable".
@@ -984,11 +1024,14 @@ SIGNATURES = (
     # queue pair or completion queue pins memory; in a container or under a scheduler whose locked-memory limit is
     # the 64 kB default that is where it fails (NVIDIA/pyxis#60: `srun bash -c "ulimit -l"` gave 64). Later NCCL
     # appends "with error <strerror>", which the memlock row (ENOMEM) or nothing here reads.
-    sig("ib_create_bare", ("Call to ibv_create_",),
-       r"Call to ibv_create_(?P<what>qp|cq) failed\s*$",
-       "rlimit_memlock", ROOT, 3, "NCCL could not create an RDMA queue; the usual reason is the locked-memory limit",
+    # MVAPICH2's verbs channel says the same with no errno either (rdma_iba_priv.c rdma_iba_hca_init, in MPI_Init's
+    # error stack: "rdma_iba_hca_init(1636)..: cannot create cq"); flux-framework/flux-core#4451: the job did not
+    # inherit the login shell's locked-memory limit.
+    sig("ib_create_bare", ("Call to ibv_create_", "cannot create cq", "cannot create qp"),
+       r"Call to ibv_create_(?P<what>qp|cq) failed\s*$|rdma_iba_hca_init\(\d{1,6}\)\.{0,40}: {0,2}cannot create (?P<what2>cq|qp)\b",
+       "rlimit_memlock", ROOT, 3, "the library could not create an RDMA queue; the usual reason is the locked-memory limit",
        code="LOG035",
-       detail="NCCL of this age does not print the reason. Creating RDMA queues pins memory: check `ulimit -l` "
+       detail="The library (NCCL before 2.12, MVAPICH2) does not print the reason. Creating RDMA queues pins memory: check `ulimit -l` "
               "inside the job (srun, mpirun, the container), not in a login shell.",
        alts=[("ib_misconfig", "if `ulimit -l` is unlimited inside the job, the HCA's queue-pair limits or its "
                               "configuration (NCCL_IB_HCA, a port that is down) are next: `ibv_devinfo -v`")]),
@@ -1134,6 +1177,11 @@ CODES = (
     Code("LOG037", "hardware-fault", E, "hardware fault: {what}",
          "Find the node and port raising the errors and repair or drain it (cables, transceivers, GPUs); no setting fixes failing hardware",
          cause="hardware_fault", steps=("ibstat / ibqueryerrors for links", "dmesg | grep -i xid for GPUs")),
+    Code("LOG113", "library-not-found", E, "{lib} could not be loaded: it is not installed or not on the loader's path",
+         "Install the library the message names, or put its directory on LD_LIBRARY_PATH in the job's own environment "
+         "(the launcher's and the container's, not only the login shell's); `ldconfig -p | grep NAME` on each node "
+         "shows what the loader finds",
+         cause="other"),
     Code("LOG111", "rccl-no-fine-grain-pcie", W, "RCCL runs without HSA_FORCE_FINE_GRAIN_PCIE=1, which it warns can "
                                                  "hang GPUs that talk over PCIe",
          "Set HSA_FORCE_FINE_GRAIN_PCIE=1 in every rank's environment (the launcher's -x / env, the container's env)",

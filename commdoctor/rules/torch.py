@@ -553,9 +553,9 @@ SIGNATURES = (
        code="LOG044", params=lambda hs: {"device": "CPU (or sparse)"}),
     # TCPStore.cpp: a store created with use_libuv=True (the default from torch 2.4) in a build without libuv, as the
     # Windows and some source builds of 2.4 were: "use_libuv was requested but PyTorch was built without libuv
-    # support, run with USE_LIBUV=0 to disable it."
+    # support, run with USE_LIBUV=0 to disable it." (torch 2.4-2.5 spelt it "was build without": pytorch#139990.)
     sig("libuv_missing", ("use_libuv was requested",),
-       r"use_libuv was requested but PyTorch was built without libuv support",
+       r"use_libuv was requested but PyTorch was buil[dt] without libuv support",
        "other", ROOT, 1, "the store asked for libuv, which this torch build lacks",
        code="LOG093"),
     # distributed_c10d.py _get_default_group: "Default process group has not been initialized, please make sure to
@@ -595,9 +595,10 @@ SIGNATURES = (
        "other", ROOT, 1, "DDP found parameters that took no part in the loss",
        code="LOG095"),
     # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
-    # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler).
+    # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler). paddle.distributed.spawn
+    # words it "Process %d terminated with signal %s.".
     sig("spawn_signal", ("terminated with signal",),
-       r"process (?P<rank>\d{1,6}) terminated with signal (?P<sig>SIG[A-Z]{2,8})",
+       r"[Pp]rocess (?P<rank>\d{1,6}) terminated with signal (?P<sig>SIG[A-Z]{2,8})",
        "peer_process_died", ROOT, 3, "mp.spawn reports a process killed by a signal",
        code="LOG060", params=lambda hs: {"what": f"process {group(hs, 'rank') or '?'} was killed by "
                                                  f"{group(hs, 'sig') or 'a signal'} (torch.multiprocessing.spawn)"},
@@ -643,10 +644,11 @@ SIGNATURES = (
               ("rendezvous_unreachable", "a node that could not reach the store never writes its key either")]),
     # gloo's own stores (rendezvous/file_store.cc, hash_store.cc, redis_store.cc; Horovod's HTTP store derives from
     # them) say it as GLOO_THROW_IO_EXCEPTION("Wait timeout for key(s): ", keys): the keys are the ranks whose
-    # addresses the full-mesh rendezvous waited for.
-    sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput", "Wait timeout for key"),
+    # addresses the full-mesh rendezvous waited for. Horovod's http_store.cc: "Wait timeout after %d seconds for
+    # key(s): %s".
+    sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput", "Wait timeout for key", "Wait timeout after"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
-       r"|waitForInput: socket (?:SocketImpl\([^)\n]{0,200}\)|\S{1,200}) timed out after (?P<ms2>\d+) ?ms|Wait timeout for key\(s\): (?P<gkeys>[^\n]{0,200})",
+       r"|waitForInput: socket (?:SocketImpl\([^)\n]{0,200}\)|\S{1,200}) timed out after (?P<ms2>\d+) ?ms|Wait timeout (?:after \d{1,6} seconds )?for key\(s\): (?P<gkeys>[^\n]{0,200})",
        "collective_timeout_straggler", ROOT, 5, "a rank waited in the store for a key another rank never wrote",
        code="LOG055", exclude=("store_get_timeout", "agent_keys_wait"),
        params=lambda hs: {"what": f"keys {group(hs, 'keys', 'gkeys')}" if group(hs, "keys", "gkeys") else "the store read timed out"},

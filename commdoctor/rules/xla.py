@@ -1,4 +1,4 @@
-"""Rules for JAX and XLA's distributed runtime on GPUs, in the same causes as torch's store and NCCL's.
+"""Rules for JAX, XLA and TensorFlow's distributed runtime on GPUs, in the same causes as torch's store and NCCL's.
 
 Promise: rule rows only (see commdoctor.rules.base), written from the coordination service that
 ``jax.distributed.initialize`` starts (xla/tsl/distributed_runtime/coordination/coordination_service.cc:
@@ -251,6 +251,38 @@ SIGNATURES = (
     # false-positive. Perhaps the timeout is too short.").
     ctx("xla_rendezvous_unstuck", ("is unstuck",), r"\b(?:This thread|Thread) is unstuck\b",
         "XLA's rendezvous completed after its stuck warning (a false positive)", harmless=True),
+    # -- TensorFlow's collective ops (MultiWorkerMirroredStrategy, CollectiveAllReduceStrategy) -------------------
+    # collective_param_resolver_local.cc: "Shape mismatch in the collective instance N. Op at device D expected shape
+    # S but another member in the group expected shape T." -- the workers ran one collective on different shapes.
+    sig("tf_collective_shape", ("Shape mismatch in the collective instance",),
+        r"Shape mismatch in the collective instance \d{1,12}",
+        "collective_mismatch", ROOT, 1, "TensorFlow's workers ran one collective with different tensor shapes",
+        code="LOG050"),
+    # base_collective_executor.cc: "Collective has timed out waiting for other workers." (a collective's
+    # group or instance resolution waited past its timeout) and "Collective has timed out during execution."
+    sig("tf_collective_timeout", ("Collective has timed out",),
+        r"Collective has timed out (?P<how>waiting for other workers|during execution)",
+        "collective_timeout_straggler", ROOT, 4, "a TensorFlow collective timed out waiting for the other workers",
+        code="LOG051", params=lambda hs: {"op": "a TensorFlow collective", "timeout": "its timeout",
+                                          "who": str(hs[0].groups.get("how") or "waiting for other workers")},
+        alts=[("peer_process_died", "a worker that died or restarted never joins: look for its own error")]),
+    # grpc_server_lib.cc: "Task N was not defined in job \"J\"" and "Job \"J\" was not defined in cluster";
+    # collective_param_resolver_local.cc: "Device D is joining a group with sizeN, but that group has size M" --
+    # TF_CONFIG (cluster and task) disagrees between workers or with the workers started.
+    sig("tf_cluster_config", ("was not defined in job", "was not defined in cluster", "is joining a group with size",
+                              "is not found in TF_CONFIG"),
+        r"Task \d{1,6} was not defined in job \"\w{1,40}\"|Job \"\w{1,40}\" was not defined in cluster"
+        r"|is joining a group with size ?(?P<n>\d{1,6}), but that group has size (?P<m>\d{1,6})"
+        r"|\"cluster\" is not found in TF_CONFIG",
+        "launcher_misconfig", ROOT, 2, "TensorFlow's workers were given cluster definitions that do not agree",
+        code="LOG066", params=lambda hs: {"what": "TF_CONFIG's cluster or task does not match the workers started"
+                                                  + (f" (a group of {hs[0].groups.get('n')} joined one of "
+                                                     f"{hs[0].groups.get('m')})" if hs[0].groups.get("n") else "")}),
+    # op_kernel.cc: "OOM when allocating tensor with shape[...] and type T on /job:.../device:GPU:N by allocator A".
+    sig("tf_gpu_oom", ("OOM when allocating tensor",),
+        r"OOM when allocating tensor with shape ?\[[^\]\n]{0,200}\] and type \w{1,20} on [^\n]{0,120}?device:GPU:\d{1,3}",
+        "cuda_oom", ROOT, 1, "TensorFlow ran out of GPU memory", code="LOG031",
+        params=lambda hs: {"what": "in the program's own allocations (TensorFlow's allocator, not NCCL)"}),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
         r"Unexpected task registered with task_name=(?P<task>\S{1,120})",
