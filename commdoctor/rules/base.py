@@ -150,6 +150,15 @@ def hits(m: Any, sig_id: str, exclude: tuple[str, ...] = ()) -> list[Any]:
     return got
 
 
+def out_of_fds(m: Any, hs: list[Any]) -> bool:
+    """The process that failed on a socket also says it is out of file descriptors ("Too many open files"): then
+    its failed binds and accepts follow from that (open-mpi/ompi#7246: 64 ranks a node, each with a TCP connection
+    to every other, bind() on an ephemeral port giving EADDRINUSE beside EMFILE), not from a taken port or an
+    interface."""
+    srcs = {h.ev.source for h in hs}
+    return any(h.ev.source in srcs for h in m.hits.get("nofile", []))
+
+
 def ranks_hosts(hs: list[Any]) -> tuple[set[int], set[str]]:
     ranks = {h.ev.rank for h in hs if h.ev.rank is not None}
     hosts = {h.ev.host for h in hs if h.ev.host}

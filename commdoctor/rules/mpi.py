@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, sig
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, out_of_fds, sig
 
 
 def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -40,7 +40,7 @@ def _btl_tcp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     tcp = hs + [h for h in peer if h not in reach]
     out = []
     if tcp:
-        out.append(cand("LOG023", "wrong_interface", 1, tcp))
+        out.append(cand("LOG023", "wrong_interface", 1, tcp, consequence=out_of_fds(m, tcp)))
     if reach:
         out.append(cand("LOG026", "wrong_interface", 2, reach, alts=[
             ("environment_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "

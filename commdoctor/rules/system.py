@@ -16,7 +16,7 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
-    ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, own_reading, sig, single_node,
+    ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, out_of_fds, own_reading, sig, single_node,
     trace_files, version_tuple,
 )
 
@@ -666,7 +666,8 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
     if not hs:
         return []
-    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "?"})]
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "?"},
+                 consequence=out_of_fds(m, hs))]
 
 
 def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:

@@ -224,3 +224,20 @@ def test_open_mpis_bind_einval_is_not_an_interface_choice(tmp_path: Path) -> Non
                          "[GRP-MBP:04122] *** An error occurred in MPI_Bcast")
     assert not [f for f in doc["findings"] if f["cause"]]
     assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == ["LOG080"]
+
+
+def test_running_out_of_file_descriptors_explains_the_failed_binds(tmp_path: Path) -> None:
+    """open-mpi/ompi#7246: 16 nodes x 64 ranks over TCP. bind() of each outgoing socket fails with EADDRINUSE, and
+    the same output cannot open a help file for "Too many open files": the open-file limit, not a taken port or an
+    interface, is what to raise."""
+    lines = ("[cn8][[311,1],510][../../../../../../opal/mca/btl/tcp/btl_tcp_endpoint.c:730:"
+             "mca_btl_tcp_endpoint_start_connect] bind on local address (10.115.79.16:0) failed",
+             ": Address already in use (98)",
+             "Sorry!  You were supposed to get help about:",
+             "    accept failed",
+             "But I couldn't open the help file:",
+             "    /usr/share/openmpi/help-mpi-btl-tcp.txt: Too many open files.  Sorry!")
+    f = _verdict(tmp_path, *lines)
+    assert (f["code"], f["cause"]) == ("LOG082", "other"), f
+    # Without it, the same bind failure is the transport's interface, as before.
+    assert _verdict(tmp_path, *lines[:2])["code"] == "LOG023"
