@@ -320,6 +320,20 @@ SIGNATURES = (
         r"Using RTX 4000 series doesn't support faster communication broadband via P2P or IB",
         "p2p_driver_bug", ROOT, 2, "accelerate refused to start on RTX 40xx boards with NCCL's P2P enabled",
         code="LOG039"),
+    # The model-parallel stacks' checks that the processes started fit the parallel sizes asked for: Megatron-LM
+    # (core/parallel_state.py "world_size (%d) is not divisible by %d", arguments.py "world size (%d) is not
+    # divisible by total_model_size", "... must be divisible by total world_size: tensor_model_parallel_size ..."),
+    # torchtitan (distributed/parallel_dims.py "Invalid parallel dims: dp_replicate(..) * ... != WORLD_SIZE(..)"),
+    # DeepSpeed's pipeline topology ("num_stages (%d) must divide distributed world size (%d)").
+    sig("parallel_sizes", ("is not divisible by", "must be divisible by total world_size", "Invalid parallel dims",
+                           "must divide distributed world size"),
+        r"world[_ ]size:? \(?(?P<world>\d{1,6})\)? (?:is not divisible by|must be divisible by total world_size)"
+        r"|Invalid parallel dims: [^\n]{1,200}!= WORLD_SIZE\((?P<world2>\d{1,6})\)"
+        r"|num_stages \(\d{1,6}\) must divide distributed world size \((?P<world3>\d{1,6})\)",
+        "launcher_misconfig", ROOT, 2, "the processes started do not fit the parallel sizes the job asks for",
+        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3')} processes were started, "
+                                                  "which the tensor/pipeline/context/expert/data parallel sizes do "
+                                                  "not divide (nodes x GPUs per node against the parallel config)"}),
     # Ray Train (v2/_internal/exceptions.py, backend_executor.py): the workers (and their GPUs) it asked the
     # cluster for never all came up: "The worker group startup timed out after %s seconds waiting for %d workers"
     # and, before v2, "Placement group creation timed out."

@@ -136,6 +136,11 @@ ROWS = [
                            "`accelerate launch` which will do this automatically.",
      "07/24/2026 11:58:44 - WARNING - accelerate.commands.launch - Using RTX 4000 series which doesn't support faster "
      "communication speedups. Ensuring P2P and IB communications are disabled."),
+    ("parallel_sizes", "[rank0]: RuntimeError: world_size (12) is not divisible by 8",
+     "[rank0]: AssertionError: num_attention_heads (12) must be a multiple of tensor_model_parallel_size (8)."),
+    ("parallel_sizes", "[rank0]: AssertionError: Invalid parallel dims: dp_replicate(1) * dp_shard(2) * cp(1) * tp(4) * "
+                       "pp(2) != WORLD_SIZE(8)",
+     "[titan] 2026-03-02 10:14:55,120 - root - INFO - Building 1-D device mesh with ['dp_shard'], [8]"),
     ("ray_workers_unplaced", "ray.train.v2._internal.exceptions.WorkerGroupStartupTimeoutError: The worker group startup "
                              "timed out after 60.0 seconds waiting for 16 workers.",
      "ray.train.v2._internal.exceptions.WorkerGroupStartupFailedError: At least one of the worker actors failed to "
