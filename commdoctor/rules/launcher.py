@@ -334,6 +334,25 @@ SIGNATURES = (
         code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3')} processes were started, "
                                                   "which the tensor/pipeline/context/expert/data parallel sizes do "
                                                   "not divide (nodes x GPUs per node against the parallel config)"}),
+    # The LLM servers' checks of the GPUs and processes a deployment asks for: vLLM (config/parallel.py "World size
+    # (N) is larger than the number of available GPUs (M) in this node", executor/ray_utils.py "Cannot provide a
+    # placement group requiring N GPUs ... within S seconds"), lmdeploy (pytorch/ray.py "Cannot provide a placement
+    # group of ..."), TensorRT-LLM (runtime/worldConfig.cpp "MPI size %d != TP size %d * PP size %d * CP Size %d"),
+    # SGLang (validation: "tp_size must be divisible by number of nodes").
+    sig("serving_shape", ("is larger than the number of available GPUs", "Cannot provide a placement group",
+                          "!= TP size", "tp_size must be divisible by number of nodes"),
+        r"World size \((?P<world>\d{1,6})\) is larger than the number of available GPUs \((?P<gpus>\d{1,4})\) in this node"
+        r"|Cannot provide a placement group (?:requiring (?P<need>\d{1,6}) GPUs|of )"
+        r"|MPI size (?P<mpi>\d{1,6}) != TP size (?P<tp>\d{1,6}) \* PP size (?P<pp>\d{1,6})"
+        r"|tp_size must be divisible by number of nodes",
+        "launcher_misconfig", ROOT, 2, "the server was started with more GPUs or another process count than it has",
+        code="LOG066", params=lambda hs: {"what": (
+            f"a world of {group(hs, 'world')} GPUs on a node that shows {group(hs, 'gpus')} (more nodes need "
+            "--nnodes, or Ray)" if group(hs, "world") else
+            f"{group(hs, 'mpi')} MPI processes for TP {group(hs, 'tp')} x PP {group(hs, 'pp')}" if group(hs, "mpi") else
+            "Ray never had free GPUs for the placement group the tensor/pipeline sizes need (ray status)"
+            if "placement group" in hs[0].ev.text else
+            "the tensor x pipeline size does not divide among the nodes")}),
     # Ray Train (v2/_internal/exceptions.py, backend_executor.py): the workers (and their GPUs) it asked the
     # cluster for never all came up: "The worker group startup timed out after %s seconds waiting for %d workers"
     # and, before v2, "Placement group creation timed out."
@@ -596,6 +615,27 @@ SIGNATURES = (
        detail="The container's memory limit (resources.limits.memory) is below what the rank uses on the host "
               "(data loader workers, pinned buffers, /dev/shm counted against the pod); the other ranks' errors "
               "follow from it."),
+    # Kubernetes' own events (kubectl describe / get events): the kubelet evicting a pod for the node's memory
+    # ("The node was low on resource: memory."), the scheduler preempting it ("Preempted by pod ..."); the training
+    # operator's summary ("PyTorchJob J is failed because N Worker replica(s) failed.", MPIJob the same).
+    sig("k8s_pod_lost", ("The node was low on resource: memory", "Preempted by pod", "replica(s) failed"),
+       r"The node was low on resource: memory|Preempted by pod \S{1,80}"
+       r"|(?P<kind>PyTorchJob|MPIJob|TFJob|PaddleJob|XGBoostJob|JAXJob|TrainJob) \S{1,253} is failed because "
+       r"(?P<n>\d{1,6}) (?P<role>\w{1,20}) replica\(s\) failed",
+       "peer_process_died", ROOT, 5, "Kubernetes evicted or preempted a pod of the job, or the operator saw one fail",
+       code="LOG060", params=lambda hs: {"what": (
+           f"{group(hs, 'n')} {group(hs, 'role')} pod(s) of the {group(hs, 'kind')} failed (the operator's summary: "
+           "that pod's own log says why)" if group(hs, "kind") else
+           "Kubernetes evicted a pod of the job for the node's memory" if "low on resource" in hs[0].ev.text else
+           "the scheduler preempted a pod of the job for another pod")}),
+    # The scheduler cannot place the job's pods ("0/N nodes are available: N Insufficient nvidia.com/gpu", untolerated
+    # taints, node affinity): they stay Pending, and the pods that did start wait in the rendezvous for them.
+    sig("k8s_unschedulable", ("nodes are available:",),
+       r"0/(?P<n>\d{1,6}) nodes are available: (?P<why>[^\n]{1,200}?)(?:\. preemption:|\.\s*$|$)",
+       "launcher_misconfig", ROOT, 3, "Kubernetes could not schedule pods of the job",
+       code="LOG066", params=lambda hs: {"what": f"pods of the job could not be scheduled on any of "
+                                                 f"{group(hs, 'n')} nodes ({(group(hs, 'why') or '')[:120]}), so the "
+                                                 "ranks that started wait for them"}),
     # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." A worker killed by
     # SIGKILL ("Killed") is the kernel's OOM killer or a cgroup limit taking it: the rank raises and dies with it.
     # (Bus error names /dev/shm, which the shm rule reads.)
@@ -623,18 +663,25 @@ SIGNATURES = (
     # vLLM's V1 engine (v1/executor/multiproc_executor.py) says "Worker proc %s died unexpectedly, shutting down
     # executor." when its monitor sees a worker process end.
     sig("worker_pool_died", ("killed due to memory pressure", "A worker died or was killed", "Worker VllmWorkerProcess pid",
-                             "died unexpectedly, shutting down executor", "running low on memory"),
+                             "died unexpectedly", "running low on memory", "scheduler died during initialization",
+                             "crashed with exit code"),
        # (a post may wrap the line after "tasks /"; "0 Workers ... killed" reports crashes of other kinds only)
        r"(?:(?P<n>[1-9]\d{0,5}) Workers \(tasks / )?(?<! 0 Workers \(tasks / )(?<!^0 Workers \(tasks / )"
        r"actors\) killed due to memory pressure \((?P<oom>OOM)\)"
        r"|(?P<oom2>Task was killed due to the node running low on memory)"
        r"|A worker died or was killed while executing a task by an unexpected system error"
        r"|Worker VllmWorkerProcess pid (?P<pid>\d{1,9}) died, exit code: (?P<code>-?\d{1,3})"
-       r"|Worker proc \S{1,60} died unexpectedly, shutting down executor",
+       r"|Worker proc \S{1,60} died unexpectedly(?: \(exit code: (?P<code2>-?\d{1,3})\))?, shutting down executor"
+       r"|RayWorkerProc rank=\S{1,40} died unexpectedly, shutting down executor"
+       # SGLang's launcher (entrypoints/engine.py, utils/watchdog.py): "Rank R scheduler died during initialization
+       # (exit code: C)", "Subprocess NAME (pid=P) crashed with exit code C. Triggering SIGQUIT for cleanup..."
+       r"|Rank \d{1,5} scheduler died during initialization \(exit code: (?P<code3>-?\d{1,3})\)"
+       r"|Subprocess \S{1,60} \(pid=\d{1,9}\) crashed with exit code (?P<code4>-?\d{1,3})",
        "peer_process_died", ROOT, 4, "a worker process of the job died (killed, or out of memory)",
        code="LOG060", params=lambda hs: {"what": "Ray killed workers for lack of host memory (OOM)" if group(hs, "oom", "oom2")
-                                         else "a worker process died" + (f" (exit code {group(hs, 'code')})"
-                                                                         if group(hs, "code") else "")},
+                                         else "a worker process died" + (
+                                             f" (exit code {group(hs, 'code', 'code2', 'code3', 'code4')})"
+                                             if group(hs, "code", "code2", "code3", "code4") else "")},
        detail="The other ranks' errors follow from it. Host memory (the raylet's memory monitor, the kernel's OOM "
               "killer: dmesg) is the usual reason; an exit code of -9 is SIGKILL, -11 a crash (SIGSEGV)."),
     # deepspeed/launcher/launch.py's sigkill_handler logs "{cmd} exits with return code = {returncode}" for the first

@@ -745,12 +745,19 @@ SIGNATURES = (
     sig("gethostname_failed", ("gethostname",), r"gethostname\(\) failed",
         "hostname_resolution", ROOT, 2, "this host's own name could not be read", read_by="name_resolution"),
     # -- interfaces and connections -----------------------------------------------------------------
+    # Google's GPUDirect-TCPX and TCPXO (FasTrak) NCCL plugins for GKE/GCE A3 VMs say the same of their control and
+    # data NICs (NCCL_GPUDIRECTTCPX_CTRL_DEV / SOCKET_IFNAME, NCCL_FASTRAK_CTRL_DEV / IFNAME): "NET/GPUDirectTCPX : no
+    # (ctrl) interface found", "NET/FasTrak <time>: No interfaces found for ctrl dev name eth0"; NCCL's IB transport
+    # for its own socket side, "NET/IB : No IP interface found." (NCCL_IB's NCCL_SOCKET_IFNAME match).
     sig("ifname_missing", ("Unable to find address for", "no socket interface found", "No usable listening interface", "Unable to find interface",
-                         "no interface found", "no device found"),
+                         "no interface found", "no device found", "no ctrl interface found", "No interfaces found",
+                         "No IP interface found"),
        r"Unable to find address for:? ?(?P<iface>\S*)|[Nn]o socket interface found|No usable listening interface found|Unable to find interface\S* (?P<iface2>\S*)"
-       r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME",
+       r"|NET/Socket : no interface found|no device found (?:matching|after excluding) (?:exactly )?(?P<iface3>[^\s,]{1,64}),? verify NCCL_\w*IFNAME"
+       r"|NET/GPUDirectTCPX ?: no (?:ctrl )?interface found"
+       r"|NET/FasTrak [^\n]{0,60}?: No interfaces found(?: for ctrl dev name (?P<iface4>\S{1,40}))?|NET/IB : No IP interface found",
        "wrong_interface", ROOT, 1, "the interface named by GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME does not exist or has no address",
-       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3") or "the named interface"},
+       code="LOG021", params=lambda hs: {"iface": group(hs, "iface", "iface2", "iface3", "iface4") or "the named interface"},
        exclude=("gloo_hostname_address",)),
     sig("connect_loopback", ("127.", "::1", "localhost"),
        r"(?:[Cc]onnect(?:ing)?(?: to)? \[?|remote=\[|remote address |to address )(?P<addr>127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|localhost)\]?(?::|<| |$)",
@@ -1079,6 +1086,41 @@ SIGNATURES = (
     # when the job then failed or hung with nothing else to say why (vllm-project/vllm#1710).
     sig("ray_small_shm", ("because /dev/shm has only",), r"because /dev/shm has only (?P<bytes>\d{1,15}) bytes available",
        "shm_too_small", ROOT, 6, "Ray found /dev/shm small (a container's default)", build=_ray_small_shm),
+    # Google's GPUDirect-TCPX / TCPXO (FasTrak) NCCL plugins move data through a receive-datapath manager (RxDM) that
+    # runs as a separate container or daemon on each A3 node and talks to the plugin over unix sockets under /run/tcpx
+    # (TCPX) or its own socket dir (TCPXO). Its absence says "register failed against receive_datapath_manager",
+    # "unix client /run/tcpx/..., gpumem fd client connect failed" / "GPU fd not found" (nccl-plugin-gpudirecttcpx),
+    # "Timeout: RxDM not ready on H after N seconds", "Could not obtain NIC mappings from RxDM", "Plug-in core
+    # initialization failed (UNAVAILABLE: RxDM not running)" (TCPXO).
+    sig("gcp_rxdm", ("receive_datapath_manager", "RxDM", "/run/tcpx/"),
+       r"register failed against receive_datapath_manager|RxDM not (?:ready|running)|Could not obtain NIC mappings from RxDM"
+       r"|unix client /run/tcpx/\S{1,120}(?:, gpumem fd client connect failed|, GPU fd not found)",
+       "other", ROOT, 1, "the GPUDirect-TCPX/TCPXO plugin's receive-datapath manager (RxDM) is not running or not reachable",
+       code="LOG114"),
+    # vLLM (cpu_resource_utils / shared-memory preflight): "Insufficient space in /dev/shm for shared-memory
+    # allocation: N MiB required, M MiB free."
+    sig("shm_preflight", ("Insufficient space in /dev/shm",),
+       r"Insufficient space in /dev/shm for shared-memory allocation",
+       "shm_too_small", ROOT, 1, "the server found /dev/shm too small for its shared memory", code="LOG030"),
+    # The kubelet evicting a pod whose memory-backed emptyDir (the usual /dev/shm of a training pod) outgrew its
+    # sizeLimit: "Usage of EmptyDir volume \"dshm\" exceeds the limit \"1Gi\"."
+    sig("k8s_shm_evicted", ("Usage of EmptyDir volume",),
+       r"Usage of EmptyDir volume \\?\"(?P<vol>[\w.-]{1,63})\\?\" exceeds the limit",
+       "shm_too_small", ROOT, 1, "Kubernetes evicted a pod whose shared-memory volume outgrew its size limit",
+       code="LOG030"),
+    # SGLang (utils/network.py): "<port name> at <port> is not available in <s> seconds." and, for the ports it
+    # derives from --dist-init-addr, "Port is already in use. dist_init_port=... nccl_port=...".
+    sig("serving_port_busy", ("is not available in", "Port is already in use. dist_init_port"),
+       r"(?P<name>\w{1,40}_port) at (?P<port>\d{1,5}) is not available in \d{1,5} seconds"
+       r"|Port is already in use\. dist_init_port=(?P<port2>\d{1,5})",
+       "port_conflict", ROOT, 1, "a port the server needs is held by another process", code="LOG010",
+       params=lambda hs: {"port": group(hs, "port", "port2") or "?"}),
+    # SGLang (utils/network.py): "... Can not get local ip from NIC. Please verify whether SGLANG_LOCAL_IP_NIC is set
+    # correctly." -- the interface named has no address here.
+    sig("serving_nic_missing", ("Can not get local ip from NIC",),
+       r"Can not get local ip from NIC",
+       "wrong_interface", ROOT, 1, "the network interface named for the server has no address here",
+       code="LOG021", params=lambda hs: {"iface": "named by SGLANG_LOCAL_IP_NIC"}),
     sig("nofile", ("Too many open files", "EMFILE"),
        r"Too many open files|EMFILE",
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",
@@ -1182,6 +1224,12 @@ CODES = (
          "Install the library the message names, or put its directory on LD_LIBRARY_PATH in the job's own environment "
          "(the launcher's and the container's, not only the login shell's); `ldconfig -p | grep NAME` on each node "
          "shows what the loader finds",
+         cause="other"),
+    Code("LOG114", "gpudirect-tcpx-rxdm-missing", E, "NCCL's GPUDirect-TCPX/TCPXO plugin cannot reach its "
+         "receive-datapath manager (RxDM) on this node",
+         "Run the RxDM (tcpgpudmarxd / the tcpxo-daemon) on every node, before the job, and give the job's pod the "
+         "socket directory it shares with it (the /run/tcpx volume, or TCPXO's UNIX_CLIENT_PREFIX) and the plugin's "
+         "library path, as GKE's A3 manifests do",
          cause="other"),
     Code("LOG111", "rccl-no-fine-grain-pcie", W, "RCCL runs without HSA_FORCE_FINE_GRAIN_PCIE=1, which it warns can "
                                                  "hang GPUs that talk over PCIe",

@@ -145,6 +145,52 @@ ROWS = [
                              "timed out after 60.0 seconds waiting for 16 workers.",
      "ray.train.v2._internal.exceptions.WorkerGroupStartupFailedError: At least one of the worker actors failed to "
      "initialize."),
+    # -- LLM servers: vLLM, SGLang, TensorRT-LLM, lmdeploy ---------------------------------------------------------
+    ("worker_pool_died", "(EngineCore_DP0 pid=41532) ERROR 11-29 03:25:31 [multiproc_executor.py:381] Worker proc "
+                         "VllmWorker-3 died unexpectedly (exit code: -9), shutting down executor.",
+     "(EngineCore_DP0 pid=41532) INFO 11-29 03:25:31 [multiproc_executor.py:520] Worker proc VllmWorker-3 ready"),
+    ("worker_pool_died", "RuntimeError: Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 "
+                         "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+     "[2026-11-29 03:30:15 TP2] Scheduler initialization finished"),
+    ("serving_shape", "ValueError: World size (16) is larger than the number of available GPUs (8) in this node. If this "
+                      "is intentional and you are using:",
+     "INFO 11-29 03:05:01 [config.py:1020] World size 8, 8 GPUs available in this node"),
+    ("serving_shape", "[TensorRT-LLM][ERROR] tensorrt_llm::common::TllmException: [TensorRT-LLM][ERROR] Assertion "
+                      "failed: MPI size 4 != TP size 8 * PP size 1 * CP Size 1",
+     "[TensorRT-LLM][INFO] MPI size: 8, MPI local size: 8, rank: 0"),
+    ("shm_preflight", "(EngineCore_DP0 pid=41532) RuntimeError: Insufficient space in /dev/shm for shared-memory "
+                      "allocation: 160 MiB required, 64 MiB free. Increase /dev/shm",
+     "(EngineCore_DP0 pid=41532) INFO 11-29 03:12:44 [shm_broadcast.py:289] Allocated 160 MiB in /dev/shm"),
+    ("serving_port_busy", "ValueError: nccl_port at 30009 is not available in 30 seconds. nccl_port is used by a process "
+                          "already.",
+     "[2026-11-29 03:29:55] server_args: nccl_port=30009 dist_init_port=5000"),
+    ("serving_nic_missing", "[2026-11-29 03:29:51] ValueError: You must specify a valid interface name. Can not get "
+                            "local ip from NIC. Please verify whether SGLANG_LOCAL_IP_NIC is set correctly.",
+     "[2026-11-29 03:29:51] Using local ip 10.0.0.11 from NIC eth0"),
+    # -- cloud: Google's TCPX/TCPXO plugins, Kubernetes' events ---------------------------------------------------
+    ("gcp_rxdm", "gke-a3-pool-node-1:231:412 [3] NCCL WARN NET/GPUDirectTCPX register failed against "
+                 "receive_datapath_manager, UNAVAILABLE: connect to /run/tcpx/rx_rule_manager failed",
+     "gke-a3-pool-node-1:231:412 [3] NCCL INFO NET/GPUDirectTCPX : GPUDirectTCPX enable: 1"),
+    ("gcp_rxdm", "a3mega-node-0:1842:1960 [2] NCCL WARN NET/FasTrak 2025-03-04T09:12:41.382115-08:00: Timeout: RxDM not "
+                 "ready on a3mega-node-0 after 600 seconds: UNAVAILABLE",
+     "a3mega-node-0:1842:1960 [2] NCCL INFO NET/FasTrak 2025-03-04T09:12:41.382115-08:00: RxDM ready"),
+    ("ifname_missing", "gke-a3-pool-node-1:231:412 [3] NCCL WARN NET/GPUDirectTCPX : no ctrl interface found",
+     "gke-a3-pool-node-1:231:412 [3] NCCL INFO NET/GPUDirectTCPX ctrl interface eth0"),
+    ("ifname_missing", "a3mega-node-0:1842:1960 [2] NCCL WARN NET/FasTrak 2025-03-04T09:12:41.382115-08:00: No interfaces "
+                       "found for ctrl dev name eth0",
+     "a3mega-node-0:1842:1960 [2] NCCL INFO NET/FasTrak 2025-03-04T09:12:41.382115-08:00: Found 8 interfaces"),
+    ("k8s_unschedulable", "  Warning  FailedScheduling  30s  default-scheduler  0/8 nodes are available: 8 Insufficient "
+                          "nvidia.com/gpu. preemption: 0/8 nodes are available: 8 No preemption victims found for "
+                          "incoming pod.",
+     "  Normal  Scheduled  30s  default-scheduler  Successfully assigned default/worker-1 to gke-a3-pool-node-1"),
+    ("k8s_pod_lost", "  Warning  Evicted  4m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi, "
+                     "available: 81204Ki.",
+     "  Warning  Evicted  1m  kubelet  Pod ephemeral local storage usage exceeds the total limit of containers 20Gi."),
+    ("k8s_pod_lost", "  Warning  PyTorchJobFailed  30s  pytorchjob-controller  PyTorchJob llm-pretrain is failed because "
+                     "1 Worker replica(s) failed.",
+     "  Normal  PyTorchJobRunning  30s  pytorchjob-controller  PyTorchJob llm-pretrain is running."),
+    ("k8s_shm_evicted", "  Warning  Evicted  2m  kubelet  Usage of EmptyDir volume \"dshm\" exceeds the limit \"1Gi\". ",
+     "  Normal  Created  2m  kubelet  Created container pytorch with EmptyDir volume dshm"),
     # -- torchrun's agent hung up; torch 2.4-2.5's spelling of the libuv error; MVAPICH2's verbs channel -------------
     ("agent_hangup", "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
      "WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers"),
