@@ -161,6 +161,20 @@ def _full_mesh(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 SIGNATURES = (
+    # gloo/transport/ibverbs/pair.cc: GLOO_ENFORCE_EQ(wc->status, IBV_WC_SUCCESS, ...) on a completion, printed as
+    # "wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error". A send that never completed
+    # on a fresh queue pair (5: flushed, the QP had gone to error; 12: retries exceeded) is a path the RDMA addresses
+    # do not make: on RoCE most often GID index 0, the link-local GID, where the routable one is another index
+    # (pytorch/gloo#147).
+    sig("gloo_ibv_completion", ("wc->status == IBV_WC_SUCCESS",),
+        r"wc->status == IBV_WC_SUCCESS\. (?P<st>\d{1,3}) vs 0\. (?P<what>[^\n]{0,120})",
+        "ib_misconfig", ROOT, 3, "gloo's ibverbs transport saw a send or receive fail on its queue pair",
+        code="LOG036",
+        detail="gloo's ibverbs transport uses the port and GID index it is given (port 1, index 0 by default); on "
+               "RoCE, index 0 is usually the link-local fe80:: GID, which no other host can route to. show_gids lists "
+               "each index with its address.",
+        alts=[("hardware_fault", "if the GID is routable and the same path fails with ib_send_bw, check the link "
+                                 "and switch (ibv_devinfo port state, counters)")]),
     # gloo/transport/tcp/device.cc: with no interface named, gloo resolves this host's name and binds to the first
     # address it can; GLOO_ENFORCE(rp != nullptr, "Unable to find address for: ", attr.hostname) when none works.
     # The interface lookup words its failure the same way but checks ifa (a row of the system family reads that).

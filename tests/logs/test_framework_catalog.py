@@ -191,6 +191,9 @@ ROWS = [
      "  Normal  PyTorchJobRunning  30s  pytorchjob-controller  PyTorchJob llm-pretrain is running."),
     ("k8s_shm_evicted", "  Warning  Evicted  2m  kubelet  Usage of EmptyDir volume \"dshm\" exceeds the limit \"1Gi\". ",
      "  Normal  Created  2m  kubelet  Created container pytorch with EmptyDir volume dshm"),
+    # gloo's ibverbs transport (transport/ibverbs/pair.cc), pytorch/gloo#147.
+    ("gloo_ibv_completion", "wc->status == IBV_WC_SUCCESS. 5 vs 0. Send for slot 0: Work Request Flushed Error",
+     "node1:12:12 [0] NCCL INFO NET/IB : Using [0]qedr0:1/RoCE ; OOB eth0:192.168.10.100<0>"),
     # -- torchrun's agent hung up; torch 2.4-2.5's spelling of the libuv error; MVAPICH2's verbs channel -------------
     ("agent_hangup", "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers",
      "WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers"),
