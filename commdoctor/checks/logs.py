@@ -129,7 +129,9 @@ class LogDiagnosisCheck(Check):
     What it checks:
         Every line that matches a known failure signature of NCCL (2.0 to
         current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX,
-        Horovod or JAX/XLA's coordination service, plus the model of the run
+        Horovod, JAX/XLA's coordination service, TensorFlow, PaddlePaddle,
+        the training frameworks' and LLM servers' launch checks, or
+        Kubernetes' events, plus the model of the run
         built from NCCL_DEBUG=INFO output (versions, interfaces, transports,
         communicators, environment overrides, watchdog records, where each
         input's NCCL output stops). Findings come
