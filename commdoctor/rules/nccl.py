@@ -929,6 +929,24 @@ def _graph_file(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                                              "this one name the cause")])]
 
 
+def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
+    172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
+    it, and no other host reaches 172.17.x (NVIDIA/nccl#331)."""
+    own = own_reading(hs)
+    bridged = sorted({k for hi in m.hosts.values() for k in hi.bootstrap if k.split(":", 1)[-1].startswith("172.17.")})
+    if not group(hs, "addr") or not bridged:
+        return [own]
+    c = cand("LOG020", "wrong_interface", 2, hs,
+             params={"what": f"{bridged[0]}, an address on docker's default bridge network, where no other host "
+                             f"reaches it and NCCL_COMM_ID's {group(hs, 'addr')} is on no interface"},
+             detail="The container runs on docker's default bridge: its only interface has a private 172.17.x address "
+                    "behind NAT. Run the containers with --network=host (and --ipc=host), or on a network the hosts "
+                    "route between, so NCCL sees the host's own interfaces.")
+    c.evidence.extend(hi.bootstrap[k] for hi in m.hosts.values() for k in hi.bootstrap if k in bridged[:1])
+    return [c]
+
+
 def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """ncclSocketInit refusing an address "with family N": a handle from a peer whose NCCL lays it out differently, or
     (NVIDIA/nccl#1837, reproduced by its reporter) an address never filled in because NCCL_SOCKET_IFNAME matched no
@@ -951,7 +969,7 @@ SIGNATURES = (
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
        r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",
        "rendezvous_unreachable", ROOT, 2, "NCCL_COMM_ID (the bootstrap root's address) is malformed or not reachable from this host",
-       code="LOG011", params=_comm_id,
+       code="LOG011", params=_comm_id, build=_comm_id_reach,
        detail="NCCL_COMM_ID names the bootstrap root as <ipv4>:<port>, [<ipv6>]:<port> or <host>:<port>; every rank "
               "must reach it over one of its own interfaces.",
        alts=[("wrong_interface", "if the address is right, NCCL_SOCKET_IFNAME may exclude the only interface on that network")]),

@@ -295,3 +295,20 @@ def test_running_out_of_file_descriptors_explains_the_failed_binds(tmp_path: Pat
     assert (f["code"], f["cause"]) == ("LOG082", "other"), f
     # Without it, the same bind failure is the transport's interface, as before.
     assert _verdict(tmp_path, *lines[:2])["code"] == "LOG023"
+
+
+def test_nccl_comm_id_from_a_container_on_dockers_default_bridge(tmp_path: Path) -> None:
+    """NVIDIA/nccl#331: NCCL_COMM_ID names the host's address; inside a container on docker's default bridge the only
+    interface is 172.17.0.3, so no interface is on that network and the bind fails: the container's network is what
+    to change (--network=host), not the address."""
+    lines = ("e82c50601d13:213:213 [0] include/socket.h:197 NCCL WARN Net : No interface found in the same subnet as "
+             "remote address 192.168.0.91<27030>",
+             "e82c50601d13:213:213 [0] NCCL INFO Bootstrap : Using [0]eth0:172.17.0.3<0>",
+             "e82c50601d13:213:213 [0] include/socket.h:333 NCCL WARN Call to bind failed : Cannot assign requested "
+             "address")
+    f = _verdict(tmp_path, *lines)
+    assert (f["code"], f["cause"]) == ("LOG020", "wrong_interface"), f
+    assert "172.17.0.3" in f["title"] and "--network=host" in f["detail"]
+    # On a routed network of its own, the same warning is NCCL_COMM_ID's address, as before.
+    routed = (lines[0], lines[1].replace("172.17.0.3", "10.1.2.3"), lines[2])
+    assert _verdict(tmp_path, *routed)["code"] == "LOG011"
