@@ -929,6 +929,22 @@ def _graph_file(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                                              "this one name the cause")])]
 
 
+def _nvml_hidden(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    hidden = [h for h in hs if "PciBusId" in h.ev.text and "Not Found" in str(h.groups.get("err") or "")]
+    rest = [h for h in hs if h not in hidden]
+    out = [own_reading(rest)] if rest else []
+    if hidden:
+        out.append(cand("LOG066", "launcher_misconfig", 3, hidden, params={
+            "what": "NVML cannot see the other GPUs of this node from this process: each task is confined to its own "
+                    "GPU (Slurm's --gpus-per-task with ConstrainDevices, a container given only its /dev/nvidiaN), so "
+                    "NCCL cannot find NVLink or P2P between the local ranks"},
+            detail="Give the tasks of one node all of its GPUs (Slurm: --gpus-per-node, or --gpu-bind=none with "
+                   "--gpus-per-task; a container: every /dev/nvidiaN) and let each rank pick its own with LOCAL_RANK.",
+            alts=[("nccl_internal_bug", "with every GPU visible to every task, an NVML that does not know a GPU CUDA "
+                                        "reports is NCCL's or the driver's")]))
+    return out
+
+
 def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
@@ -1120,11 +1136,15 @@ SIGNATURES = (
               "and move to a newer NCCL."),
     # NCCL's misc/nvmlwrap.cc: "nvmlDeviceGetHandleByIndex() failed: %s" / "...ByPciBusId() failed: %s". NVML does
     # not know the GPU CUDA gave NCCL: the NCCL 2.5 preview's index lookup under CUDA_VISIBLE_DEVICES (NVIDIA/nccl#255),
-    # fixed in the release; or a container exposing the device to CUDA and not to NVML.
+    # fixed in the release; or a container exposing the device to CUDA and not to NVML. By bus id, "Not Found" is a
+    # GPU of this node this process may not open: NCCL looks up every local rank's GPU to find NVLink and P2P paths,
+    # and a task confined to its own GPU (Slurm's --gpus-per-task with ConstrainDevices, a container given only its
+    # own /dev/nvidiaN) cannot see the others (NVIDIA/nccl#1066).
     sig("nvml_handle_failed", ("nvmlDeviceGetHandleBy",),
        r"nvmlDeviceGetHandleBy(?:Index|PciBusId)(?:_v2)?\(\) failed: (?P<err>[^\n]{1,80})",
        "nccl_internal_bug", ROOT, 3, "NCCL could not find its GPU in NVML",
        code="LOG070", params=lambda hs: {"what": f"NVML does not know the GPU CUDA gave NCCL ({(group(hs, 'err') or 'failed').strip()})"},
+       build=_nvml_hidden,
        detail="NCCL asks NVML for the GPU it runs on. An NCCL release that looks GPUs up by index (the 2.5 preview) "
               "gets the wrong one under CUDA_VISIBLE_DEVICES; the released version looks them up by PCI bus id.",
        alts=[("other", "in a container, NVML must see the same GPUs as CUDA: expose the device nodes and "

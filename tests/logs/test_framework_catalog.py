@@ -312,3 +312,14 @@ def test_nccl_comm_id_from_a_container_on_dockers_default_bridge(tmp_path: Path)
     # On a routed network of its own, the same warning is NCCL_COMM_ID's address, as before.
     routed = (lines[0], lines[1].replace("172.17.0.3", "10.1.2.3"), lines[2])
     assert _verdict(tmp_path, *routed)["code"] == "LOG011"
+
+
+def test_nvml_not_finding_a_local_gpu_by_bus_id_is_a_task_confined_to_its_own(tmp_path: Path) -> None:
+    """NVIDIA/nccl#1066: two ranks of one Slurm node, each started with --gpus-per-task, each see one GPU; NCCL's NVML
+    lookup of the other rank's GPU by bus id finds nothing. The 2.5 preview's lookup by index stays NCCL's own."""
+    f = _verdict(tmp_path, "gcn6:1080061:1080359 [0] misc/nvmlwrap.cc:181 NCCL WARN nvmlDeviceGetHandleByPciBusId() "
+                           "failed: Not Found")
+    assert (f["code"], f["cause"]) == ("LOG066", "launcher_misconfig") and "--gpus-per-task" in f["title"]
+    f = _verdict(tmp_path, "node1:12:12 [0] misc/nvmlwrap.cc:63 NCCL WARN nvmlDeviceGetHandleByIndex() failed: Invalid "
+                           "Argument")
+    assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
