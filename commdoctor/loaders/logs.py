@@ -106,10 +106,12 @@ _WORK = re.compile(
     r"Work(?P<backend>NCCL|Gloo|UCC)?\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})"
     r"(?:, NumelIn=(?P<nin>-?\d{1,15}), NumelOut=(?P<nout>-?\d{1,15}))?(?:, Timeout\(ms\)=(?P<tmo>\d{1,12}))?"
     # A post that wrapped the message ends the line after a field: the rest is on the next line (_WORK_TAIL).
-    r"(?:\)|(?P<cut>,)\s*$)"
+    # (a terminal's copy may cut the word itself: ", Timeo" then "ut(ms)=...").
+    r"(?:\)|(?P<cut>,(?: ?T(?:i(?:m(?:e(?:o(?:u(?:t)?)?)?)?)?)?)?)\s*$)"
     r"(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?"
 )
-_WORK_TAIL = re.compile(r"^\s*(?:Timeout\(ms\)=(?P<tmo>\d{1,12})\))?(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?")
+_WORK_TAIL = re.compile(r"^\s*(?:(?:Timeout|imeout|meout|eout|out|ut|t)?\(ms\)=(?P<tmo>\d{1,12})\))?"
+                        r"(?: ran for (?P<ran>\d{1,15}) milliseconds before timing out)?")
 _RANK_IN_MSG = re.compile(r"\[(?:PG ID \S{1,40} PG GUID \S{1,80} )?Rank (?P<rank>\d{1,7})\]|\[rank(?P<rank2>\d{1,7})\]|^\[(?P<rank3>\d{1,7})\] is ")
 # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL, TORCH_CPP_LOG_LEVEL=INFO) traces every collective before it
 # checks it against the other ranks: "[Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3,

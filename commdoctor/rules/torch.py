@@ -376,6 +376,25 @@ def _fr_evidence(m: Any, entries: dict[int, str]) -> list[Any]:
     return [Evidence(source=files.get(r, "flight recorder"), text=text, rank=r) for r, text in sorted(entries.items())][:4]
 
 
+#: Collectives whose output holds one piece per rank of the group (all-gather) or whose input does (reduce-scatter).
+_GATHERS = re.compile(r"_?ALLGATHER(?:_BASE|_COALESCED|_INTO_TENSOR_COALESCED)?$")
+_SCATTERS = re.compile(r"_?REDUCE_SCATTER(?:_BASE|_TENSOR_COALESCED)?$")
+
+
+def _gathered_world(recs: list[Any]) -> int:
+    """The group size an all-gather's or reduce-scatter's element counts give (NumelOut = N x NumelIn, or the
+    reverse): FSDP's timeouts are these. Only when every rank that timed out is below it, as in the default group."""
+    for w in recs:
+        nin, nout = w.numel_in or 0, w.numel_out or 0
+        if nin <= 0 or nout <= 0:
+            continue
+        big, small = (nout, nin) if _GATHERS.match(w.op or "") else (nin, nout) if _SCATTERS.match(w.op or "") else (0, 1)
+        n = big // small if big % small == 0 else 0
+        if 1 < n <= 100_000 and w.pg in (None, "0") and all(x.rank is None or x.rank < n for x in recs):
+            return n
+    return 0
+
+
 def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Watchdog timeouts: a straggler, ranks in different collectives, a hang in the library, or the echo of
     an earlier failure."""
@@ -392,6 +411,8 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     world = max([c.nranks for c in m.comms] + [0])
     if not world and m.progress:
         world = max(m.progress) + 1
+    if not world:
+        world = _gathered_world(recs)
     progress = m.progress
     strong_root = [c for c in found if c.tier <= 5 and not c.consequence]
     # -- ranks in different collectives: the flight recorder's entries, or progress that cannot pair up --------

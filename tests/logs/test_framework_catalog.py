@@ -323,3 +323,21 @@ def test_nvml_not_finding_a_local_gpu_by_bus_id_is_a_task_confined_to_its_own(tm
     f = _verdict(tmp_path, "node1:12:12 [0] misc/nvmlwrap.cc:63 NCCL WARN nvmlDeviceGetHandleByIndex() failed: Invalid "
                            "Argument")
     assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
+
+
+def test_fsdp_all_gather_timeouts_name_the_rank_that_did_not_log_one(tmp_path: Path) -> None:
+    """An all-gather's NumelOut is NumelIn times the group's size: ranks 1-3 of a group of 4 timed out, so rank 0 is
+    the one that never arrived, though no line names the world size. The message wrapped inside the word
+    "Timeout" as a terminal copied it (meta-pytorch/torchtune#1165) is still read as one."""
+    lines = [f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+             f"WorkNCCL(SeqNum=537, OpType=_ALLGATHER_BASE, NumelIn=131072512, NumelOut=524290048, Timeo"
+             for r in (3, 1, 2)]
+    doc = diagnose_lines(tmp_path / "node.log", *[x for ln in lines for x in
+                                                  (ln, "ut(ms)=600000) ran for 600055 milliseconds before timing out.")])
+    f = next(f for f in doc["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG051", "collective_timeout_straggler"), f
+    assert "rank(s) 0 never logged a timeout" in f["title"] and "600 s" in f["title"], f["title"]
+    # An all-reduce's counts say nothing of the group's size.
+    doc = diagnose_lines(tmp_path / "ar.log", *[ln.replace("_ALLGATHER_BASE", "ALLREDUCE").replace("524290048", "131072512")
+                                                for ln in lines])
+    assert "rank(s) 0 never logged" not in next(f for f in doc["findings"] if f["cause"])["title"]
