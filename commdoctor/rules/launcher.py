@@ -14,7 +14,7 @@ import signal
 from typing import Any
 
 from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-                                   group, hits, missing_ranks, quiet_exits, raised_ranks, sig)
+                                   group, hits, missing_ranks, own_reading, quiet_exits, raised_ranks, sig)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -190,6 +190,13 @@ def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
         name = f"signal {g.get('sig')}"
     return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
 
+
+
+def _unschedulable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Pods the scheduler could not place, less those of an input that shows a pod placed after them."""
+    placed = {h.ev.source: h.seq for h in hits(m, "k8s_scheduled")}
+    hs = [h for h in hs if not (h.ev.source in placed and placed[h.ev.source] > h.seq)]
+    return [own_reading(hs)] if hs else []
 
 
 def _slurm_cancelled(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -630,12 +637,15 @@ SIGNATURES = (
            "the scheduler preempted a pod of the job for another pod")}),
     # The scheduler cannot place the job's pods ("0/N nodes are available: N Insufficient nvidia.com/gpu", untolerated
     # taints, node affinity): they stay Pending, and the pods that did start wait in the rendezvous for them.
+    # A pod the scheduler placed later (the autoscaler added a node) says "Successfully assigned NS/POD to NODE".
     sig("k8s_unschedulable", ("nodes are available:",),
        r"0/(?P<n>\d{1,6}) nodes are available: (?P<why>[^\n]{1,200}?)(?:\. preemption:|\.\s*$|$)",
        "launcher_misconfig", ROOT, 3, "Kubernetes could not schedule pods of the job",
-       code="LOG066", params=lambda hs: {"what": f"pods of the job could not be scheduled on any of "
+       code="LOG066", build=_unschedulable, params=lambda hs: {"what": f"pods of the job could not be scheduled on any of "
                                                  f"{group(hs, 'n')} nodes ({(group(hs, 'why') or '')[:120]}), so the "
                                                  "ranks that started wait for them"}),
+    ctx("k8s_scheduled", ("Successfully assigned",), r"Successfully assigned \S{1,253} to \S{1,253}",
+        "the scheduler placed a pod after all", harmless=True),
     # torch/csrc/DataLoader.cpp: "DataLoader worker (pid {pid}) is killed by signal: {strsignal}." A worker killed by
     # SIGKILL ("Killed") is the kernel's OOM killer or a cgroup limit taking it: the rank raises and dies with it.
     # (Bus error names /dev/shm, which the shm rule reads.)

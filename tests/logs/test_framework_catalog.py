@@ -341,3 +341,13 @@ def test_fsdp_all_gather_timeouts_name_the_rank_that_did_not_log_one(tmp_path: P
     doc = diagnose_lines(tmp_path / "ar.log", *[ln.replace("_ALLGATHER_BASE", "ALLREDUCE").replace("524290048", "131072512")
                                                 for ln in lines])
     assert "rank(s) 0 never logged" not in next(f for f in doc["findings"] if f["cause"])["title"]
+
+
+def test_pods_placed_after_a_failed_scheduling_are_no_finding(tmp_path: Path) -> None:
+    """kubectl describe of a pod that waited for the autoscaler: FailedScheduling, then the scheduler placed it."""
+    pending = ("  Warning  FailedScheduling  3m  default-scheduler  0/4 nodes are available: 4 Insufficient "
+               "nvidia.com/gpu. preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.")
+    placed = "  Normal   Scheduled         1m  default-scheduler  Successfully assigned default/worker-1 to gpu-node-5"
+    assert _verdict(tmp_path, pending)["code"] == "LOG066"
+    doc = diagnose_lines(tmp_path / "describe.txt", pending, placed)
+    assert not [f for f in doc["findings"] if f["cause"]], doc["findings"]
