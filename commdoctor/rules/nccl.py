@@ -949,10 +949,9 @@ def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
     it, and no other host reaches 172.17.x (NVIDIA/nccl#331)."""
-    own = own_reading(hs)
     bridged = sorted({k for hi in m.hosts.values() for k in hi.bootstrap if k.split(":", 1)[-1].startswith("172.17.")})
     if not group(hs, "addr") or not bridged:
-        return [own]
+        return [own_reading(hs)]
     c = cand("LOG020", "wrong_interface", 2, hs,
              params={"what": f"{bridged[0]}, an address on docker's default bridge network, where no other host "
                              f"reaches it and NCCL_COMM_ID's {group(hs, 'addr')} is on no interface"},

@@ -282,7 +282,8 @@ def _lib_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         return []
     lib = group(hs, "lib") or "a library"
     base = lib.split(".so")[0]
-    why = next((w for k, w in _LIB_WHY if base == k or base.startswith(k)), _LIB_WHY[-1][1])
+    # By the library's own name: libcuda (the driver's) is not libcudart (the runtime's); libmpi_cxx is libmpi's.
+    why = next((w for k, w in _LIB_WHY if base == k or base.startswith(k + "_")), _RUNTIME_LIB_WHY)
     return [cand("LOG113", "other", 2, hs, params={"lib": lib}, detail=why)]
 
 
@@ -295,10 +296,10 @@ _LIB_WHY = (
                 "--gpus all, the Kubernetes device plugin), or no NVIDIA driver on this host."),
     ("libmpi", "The MPI library this build was linked against is not on the loader's path (a module not loaded on "
                "this node, another MPI installed)."),
-    ("", "A CUDA (or ROCm) runtime library this build links against is missing or of another major version: install "
-         "the runtime matching the build (pip's nvidia-*-cu* packages, the CUDA toolkit's lib64 on LD_LIBRARY_PATH) or "
-         "a build for the CUDA installed."),
 )
+_RUNTIME_LIB_WHY = ("A CUDA (or ROCm) runtime library this build links against is missing or of another major version: "
+                    "install the runtime matching the build (pip's nvidia-*-cu* packages, the CUDA toolkit's lib64 on "
+                    "LD_LIBRARY_PATH) or a build for the CUDA installed.")
 
 
 def _cuda_failure_kind(h: Any) -> str:

@@ -384,13 +384,14 @@ _SCATTERS = re.compile(r"_?REDUCE_SCATTER(?:_BASE|_TENSOR_COALESCED)?$")
 def _gathered_world(recs: list[Any]) -> int:
     """The group size an all-gather's or reduce-scatter's element counts give (NumelOut = N x NumelIn, or the
     reverse): FSDP's timeouts are these. Only when every rank that timed out is below it, as in the default group."""
+    top = max((x.rank for x in recs if x.rank is not None), default=-1)
     for w in recs:
         nin, nout = w.numel_in or 0, w.numel_out or 0
         if nin <= 0 or nout <= 0:
             continue
         big, small = (nout, nin) if _GATHERS.match(w.op or "") else (nin, nout) if _SCATTERS.match(w.op or "") else (0, 1)
         n = big // small if big % small == 0 else 0
-        if 1 < n <= 100_000 and w.pg in (None, "0") and all(x.rank is None or x.rank < n for x in recs):
+        if top < n <= 100_000 and n > 1 and w.pg in (None, "0"):
             return n
     return 0
 

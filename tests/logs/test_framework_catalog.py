@@ -351,3 +351,13 @@ def test_pods_placed_after_a_failed_scheduling_are_no_finding(tmp_path: Path) ->
     assert _verdict(tmp_path, pending)["code"] == "LOG066"
     doc = diagnose_lines(tmp_path / "describe.txt", pending, placed)
     assert not [f for f in doc["findings"] if f["cause"]], doc["findings"]
+
+
+def test_the_cuda_runtime_missing_is_not_called_the_driver(tmp_path: Path) -> None:
+    """libcudart (the toolkit's runtime) and libcuda (the driver's library) differ by a prefix, not by what to fix."""
+    runtime = _verdict(tmp_path, "python: error while loading shared libraries: libcudart.so.12: cannot open shared "
+                                 "object file: No such file or directory")
+    driver = _verdict(tmp_path, "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory")
+    assert runtime["code"] == driver["code"] == "LOG113"
+    assert "driver" not in runtime["detail"] and "runtime" in runtime["detail"]
+    assert "driver's own library" in driver["detail"]
