@@ -41,13 +41,19 @@ def test_agent_writes_progress_and_dumps_on_request(tmp_path: Path) -> None:
         "x = torch.ones(4)\nfor _ in range(3): dist.all_reduce(x)\n"
         f"p = {str(tmp_path / 'progress' / 'rank0.json')!r}\n"
         "import json\n"
+        # The job's own recorder, as the agent reads it. Under load, torch's generic recorder sometimes never marks
+        # gloo's last collective completed (measured: 1 run in 30 with two busy CPUs, "3 enqueued, 2 completed" a
+        # second later): the agent must report what the recorder says, whichever it is.
+        "own = lambda: json.loads(torch._C._distributed_c10d._dump_fr_trace_json(False, False))['pg_status']['0']\n"
         "def done():\n    try:\n        st = json.load(open(p))['pg_status']['0']\n"
         "    except (OSError, ValueError, KeyError):\n        return False\n"
-        "    return str(st['last_completed_collective']) == '3'\n"
+        "    mine = {k: str(v) for k, v in own().items()}\n"
+        "    return str(st['last_enqueued_collective']) == '3' and {k: str(v) for k, v in st.items()} == mine\n"
         # bounded waits with room for a loaded machine (3 test workers on 2 cores): the agent samples every 0.2 s
         "saw = False\n"
         "for _ in range(900):\n    time.sleep(0.1)\n    if done():\n        saw = True\n        break\n"
         "print('progress 3 seen' if saw else 'progress 3 never seen')\n"
+        "print('recorder completed', own()['last_completed_collective'])\n"
         f"open({str(tmp_path / 'fr-request')!r}, 'w').close()\n"
         f"d = {str(tmp_path / 'fr' / 'rank0.pkl')!r}\n"
         "for _ in range(450):\n    time.sleep(0.1)\n    if os.path.exists(d): break\n"
@@ -57,9 +63,10 @@ def test_agent_writes_progress_and_dumps_on_request(tmp_path: Path) -> None:
     p = py(code, env)
     assert p.returncode == 0 and "ok" in p.stdout, p.stderr[-2000:]
     assert time.monotonic() - t0 < 150
-    # What the job saw in the agent's file while it ran: all three collectives completed. (The file is read by the
-    # job itself, as the watcher reads it, not once the process is gone.)
+    # What the job saw in the agent's file while it ran: its recorder's status after all three collectives. (The
+    # file is read by the job itself, as the watcher reads it, not once the process is gone.)
     assert "progress 3 seen" in p.stdout, p.stdout
+    lost = "recorder completed 3" not in p.stdout  # torch's recorder never marked the third completed (see above)
     import json
 
     hb = json.loads((tmp_path / "progress" / "rank0.json").read_text())
@@ -69,7 +76,8 @@ def test_agent_writes_progress_and_dumps_on_request(tmp_path: Path) -> None:
     # A CPU build has no NCCL recorder: only the generic one is dumped.
     assert sorted(p.name for p in (tmp_path / "fr").iterdir()) == ["rank0.pkl"]
     (g,) = analyze(dumps)
-    assert g.front_seq == 3 and not g.waiting
+    if not lost:
+        assert g.front_seq == 3 and not g.waiting
 
 
 def test_cli_rejects_bad_input_with_a_message() -> None:
