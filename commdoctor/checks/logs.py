@@ -129,7 +129,7 @@ class LogDiagnosisCheck(Check):
     What it checks:
         Every line that matches a known failure signature of NCCL (2.0 to
         current), torch/c10d, gloo, the elastic agent, Open MPI, MPICH, UCX,
-        Horovod, JAX/XLA's coordination service, TensorFlow, PaddlePaddle,
+        Horovod, JAX/XLA's coordination service, TensorFlow, PaddlePaddle, oneCCL,
         the training frameworks' and LLM servers' launch checks, or
         Kubernetes' events, plus the model of the run
         built from NCCL_DEBUG=INFO output (versions, interfaces, transports,

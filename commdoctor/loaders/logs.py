@@ -60,6 +60,8 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
                               r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
+#: oneCCL's level tags ("2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: ...").
+_ONECCL_ERROR = re.compile(r"\|CCL_(?:ERROR|FATAL)\|")
 #: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.
 _CXX_TERMINATE = re.compile(CXX_TERMINATE)
 #: A program's own error report at the start of its line ("[2022-01-13 14:50:23] Error: NCCL error 2 'unhandled system
@@ -511,6 +513,7 @@ class _Builder:
                 self.m.exceptions.append((rec.exc_type, msg, self.ev(src, line_no, rec, rank), self.seq))
         is_error = (kind == "nccl" and rec.level == "WARN") or (kind == "c10d" and rec.level in ("E", "F")) or kind == "exception" \
             or (kind == "text" and bool(_NCCL_TESTS_FAIL.search(subject) or _UCX_ERROR.search(subject)
+                                        or _ONECCL_ERROR.search(subject)
                                         or _CXX_TERMINATE.search(subject) or _CXX_WHAT.match(subject)
                                         or (subject[:1] in "EF[" and _ERROR_HEAD.match(subject) is not None)
                                         or _MPI_FATAL.search(subject)

@@ -56,6 +56,8 @@ _PREFIX_ALTS = (
     r"|\[rank(?P<rank>\d{1,6})\]:\s?"  # torch >= 2.2: "[rank3]:[E... ]"
     r"|\[default(?P<local>\d{1,6})\]:\s?"  # torchrun --log-dir / --tee with role "default"
     r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? "  # a clock, bare or bracketed (before srun's "3: ", which "20:" also is)
+    # oneCCL's time and pid ("2024:08:21-10:24:26:( 4456) |CCL_ERROR| ..."), which "2024: " would otherwise read as a task
+    r"|\d{4}:\d\d:\d\d-\d\d:\d\d:\d\d:\( {0,8}\d{1,10}\) "
     r"|(?P<task>\d{1,6}): ?"  # torchrun --tee / srun -l: "3: "
     # mpirun --tag-output: "[1,3]<stderr>:"; horovodrun: "[3]<stderr>:", with --prefix-output-with-timestamp after
     # time.asctime()'s "Tue Jun  9 20:10:40 2020" (no space between).
@@ -368,13 +370,14 @@ RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nr
 #: prefixes for Slurm) and the raw level below (bytes) share these.
 SLURM_REPORT = r"(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
 CXX_TERMINATE = r"\bterminate called (?:after throwing an instance of|without an active exception)"
-# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here; so do Python logging's
+# NCCL has no ERROR level: its WARN lines report failures, so they count as errors here (oneCCL's |CCL_ERROR| tag
+# too); so do Python logging's
 # CRITICAL, Slurm's reports and the C++ runtime's terminate (the log reader counts them too), tried only on lines
 # that hold one of RAW_ERROR_RARE_WORDS, so the common line pays for one pattern.
-RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
+RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\|CCL_(?:ERROR|FATAL)\||\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
 RAW_ERROR_RARE_WORDS = (b"CRITICAL", b": error: ", b": fatal: ", b"terminate called")
 RAW_ERROR_RARE = re.compile(rb"\bCRITICAL\b|\b" + SLURM_REPORT.encode() + rb"|" + CXX_TERMINATE.encode())
-RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
+RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\|CCL_WARN\||\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")
 #: Lines worth showing around a failure (broader than RAW_ERROR: timeouts, failed calls, signals).
 RAW_TROUBLE = re.compile(
     rb"NCCL WARN|NCCL ERROR|Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|"

@@ -10,11 +10,11 @@ and a near-miss (tests/logs/test_rule_rows.py).
 
 from __future__ import annotations
 
-from commdoctor.rules import gloo, horovod, launcher, mpi, nccl, paddle, system, torch, xla
+from commdoctor.rules import gloo, horovod, launcher, mpi, nccl, oneccl, paddle, system, torch, xla
 from commdoctor.rules.base import CONSEQUENCE, CONTEXT, ROOT, Code, ModelRule, Signature
 
 FAMILIES = (("system", system), ("nccl", nccl), ("torch", torch), ("gloo", gloo), ("mpi", mpi), ("xla", xla), ("horovod", horovod),
-            ("paddle", paddle), ("launcher", launcher))
+            ("paddle", paddle), ("oneccl", oneccl), ("launcher", launcher))
 
 SIGNATURES: tuple[Signature, ...] = tuple(s for _, mod in FAMILIES for s in mod.SIGNATURES)
 BY_ID: dict[str, Signature] = {s.id: s for s in SIGNATURES}

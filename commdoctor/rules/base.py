@@ -217,6 +217,22 @@ def raised_ranks(m: Any) -> dict[int, Any]:
     return out
 
 
+#: Rows that are the launcher's own report of a rank it ended or saw end, not a sign that the other ranks failed.
+_LAUNCH_ECHO = ("process_died", "agent_closing_worker")
+
+
+def peers_failed(m: Any, rank: int) -> bool:
+    """Whether the logs show more than ``rank``'s own error: a watchdog, a line a rule reads as a failure, or an
+    exception of the communication stack on any rank. Without any, a rank that raised stopped the job alone."""
+    if m.watchdog:
+        return True
+    if any(h.sig.role != CONTEXT and not h.sig.harmless for sid, hs in m.hits.items() if sid not in _LAUNCH_ECHO
+           for h in hs):
+        return True
+    return any(typ not in ("ChildFailedError", "SignalException") and (typ in _COMM_EXCEPTIONS or _COMM_WORDS.search(msg))
+               for typ, msg, _ev, _seq in m.exceptions)
+
+
 def quiet_exits(m: Any) -> list[Any]:
     """Launcher failure records of ranks that exited with a status of their own (exit code > 0, no signal) having
     logged no error at all: the rank ended itself (sys.exit(3) on a bad loss, a failed check). A rank that fails in

@@ -13,8 +13,8 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import (E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-                                   group, hits, missing_ranks, own_reading, quiet_exits, raised_ranks, sig)
+from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+                                   group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -45,9 +45,16 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         r, ev = sorted(raised.items())[0]
         f = next((x for x in el if x.rank == r), None)
         where = f" on {f.host}" if f is not None and f.host else ""
-        c = Cand("LOG060", "peer_process_died", 4, ev_seq(m, ev), [ev] + [x.ev for x in el if x.rank == r and x.ev][:1],
+        evs = [ev] + [x.ev for x in el if x.rank == r and x.ev][:1]
+        hosts = {f.host} if f is not None and f.host else set()
+        if not peers_failed(m, r):
+            # Nothing else failed: no timeout, no closed connection, no communication error anywhere. The job
+            # stopped on that error alone, and the launcher stopping the other ranks is what followed.
+            return [Cand("LOG115", "other", 4, ev_seq(m, ev), evs, ranks={r}, hosts=hosts,
+                         params={"who": f"rank {r}{where}", "what": ev.text[:160]})]
+        c = Cand("LOG060", "peer_process_died", 4, ev_seq(m, ev), evs,
                  params={"what": f"rank {r}{where} raised an error of its own: {ev.text[:160]}"},
-                 ranks={r}, hosts={f.host} if f is not None and f.host else set())
+                 ranks={r}, hosts=hosts)
         return [c]
     if not hs and not el:
         return []
@@ -109,6 +116,47 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                     "Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
                     "collective timeout or a communicator error, so the error it logged before is the cause.")
     return [c]
+
+
+def _rank_conflict(hs: list[Any]) -> str:
+    g = hs[0].groups
+    if g.get("mpi"):
+        return f"MPI gives {g['what']} {g['mpi']} where torch.distributed has {g['torch']}: two launchers set the ranks"
+    if g.get("lr"):
+        return (f"LOCAL_RANK {g['lr']} and Open MPI's local rank {g['olr']} disagree: a launcher was started under "
+                "mpirun, or LOCAL_RANK is exported for every process")
+    if g.get("env"):
+        return (f"--local_rank={g['arg']} on the command line but LOCAL_RANK={g['env']} in the environment (a "
+                "hard-coded --local_rank)")
+    if g.get("nolr"):
+        return "the script was started without a launcher that sets LOCAL_RANK (plain python, srun or mpirun)"
+    if g.get("over"):
+        return (f"local rank {g['over']} on a node that shows {g['ndev']} GPU(s): more processes per node than "
+                "visible GPUs")
+    if g.get("slots"):
+        return "the hostfile or the processes per node do not match the GPUs each node has"
+    if g.get("ws"):
+        return (f"a process group of one rank was created before the framework's own, while the launcher started "
+                f"{g['ws']}: every rank holds the whole model")
+    return "the process group was created with NCCL only, without the gloo CPU backend vLLM needs"
+
+
+def _launch_args(g: dict[str, Any]) -> str:
+    if g.get("ntasks"):
+        return f"--ntasks={g['ntasks']} in the Slurm script, which Lightning does not read: use --ntasks-per-node"
+    if g.get("lr"):
+        return "LOCAL_RANK was set for the process that launches the others (an exported LOCAL_RANK)"
+    if g.get("gpus"):
+        return "GPUs were asked for that this machine does not have (devices / gpu ids against nvidia-smi)"
+    if g.get("addr"):
+        return "a multi-node launch without MASTER_ADDR (rank 0's address)"
+    if g.get("two"):
+        return "a multi-GPU launch with fewer than two processes or GPU ids"
+    if g.get("nw"):
+        return f"{g['nw']} workers were asked for and MPI started {g['np']}"
+    if g.get("mpi"):
+        return f"{g['mpi']} MPI processes on a node where {g['det']} GPU(s) are visible"
+    return "data parallelism without LMDEPLOY_DP_MASTER_ADDR / LMDEPLOY_DP_MASTER_PORT"
 
 
 def ev_seq(m: Any, ev: Any) -> int:
@@ -363,6 +411,159 @@ SIGNATURES = (
     # Ray Train (v2/_internal/exceptions.py, backend_executor.py): the workers (and their GPUs) it asked the
     # cluster for never all came up: "The worker group startup timed out after %s seconds waiting for %d workers"
     # and, before v2, "Placement group creation timed out."
+    # What a framework checks about its own launch when it starts, each written from its source:
+    # DeepSpeed (comm/comm.py mpi_discovery: "MPI rank {} does not match torch rank {}", "MPI world size {} does not
+    # match torch world size {}"; runtime/engine.py: "LOCAL_RANK ({}) != OMPI_COMM_WORLD_LOCAL_RANK ({})", "Mismatch in
+    # local rank setting, args.local_rank={} but env['LOCAL_RANK']={}", "DeepSpeed requires the LOCAL_RANK environment
+    # variable"; launcher/multinode_runner.py: "MPICH requires same number of devices per node"; utils/groups.py:
+    # "num_gpus not equal to device per node"; zero/partition_parameters.py: "zero.Init resolved a process group of
+    # world_size=1, but the launcher environment reports WORLD_SIZE={}"), torchtitan (tools/utils.py: "LOCAL_RANK must
+    # be set before selecting a local device", "LOCAL_RANK={} is outside the visible {} device count ({})") and vLLM
+    # (parallel_state.py: "External launcher initialized the default process group without a CPU (gloo) backend").
+    # Two launchers setting different ranks, a script started without one, more processes than GPUs.
+    sig("launch_rank_conflict", ("does not match torch", "OMPI_COMM_WORLD_LOCAL_RANK (", "Mismatch in local rank setting",
+                                 "requires the LOCAL_RANK environment", "LOCAL_RANK must be set", "device count (",
+                                 "requires same number of devices per node", "num_gpus not equal to device per node",
+                                 "resolved a process group of world_size=1", "without a CPU (gloo) backend"),
+        r"MPI (?P<what>rank|world size) (?P<mpi>\d{1,6}) does not match torch (?:rank|world size) (?P<torch>\d{1,6})"
+        r"|LOCAL_RANK \((?P<lr>\d{1,4})\) != OMPI_COMM_WORLD_LOCAL_RANK \((?P<olr>\d{1,4})\)"
+        r"|Mismatch in local rank setting, args\.local_rank=(?P<arg>-?\d{1,4}) but env\['LOCAL_RANK'\]=(?P<env>\d{1,4})"
+        r"|(?P<nolr>DeepSpeed requires the LOCAL_RANK environment variable|LOCAL_RANK must be set before selecting a local device)"
+        r"|LOCAL_RANK=(?P<over>\d{1,4}) is outside the visible \w{1,10} device count \((?P<ndev>\d{1,4})\)"
+        r"|(?P<slots>MPICH requires same number of devices per node|num_gpus not equal to device per node)"
+        r"|zero\.Init resolved a process group of world_size=1, but the launcher environment reports WORLD_SIZE=(?P<ws>\d{1,6})"
+        r"|(?P<gloo>External launcher initialized the default process group without a CPU \(gloo\) backend)",
+        "launcher_misconfig", ROOT, 2, "the ranks the process was given do not agree with its launch",
+        code="LOG066", params=lambda hs: {"what": _rank_conflict(hs)}),
+    # The batch sizes against the data-parallel world the launch formed: DeepSpeed (runtime/config.py "Check batch
+    # related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size
+    # {} != {} * {} * {}") and Megatron-LM (num_microbatches_calculator.py "global batch size ({}) is not divisible by
+    # micro batch size ({}) times data parallel size ({})"). Written for one GPU count, started on another.
+    sig("batch_world", ("train_batch_size is not equal to micro_batch_per_gpu", "times data parallel size ("),
+        r"train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size "
+        r"\d{1,9} != \d{1,9} \* \d{1,9} \* (?P<world>\d{1,6})"
+        r"|global batch size \(\d{1,9}\) is not divisible by micro batch size \(\d{1,9}\) times data parallel size "
+        r"\((?P<dp>\d{1,6})\)",
+        "launcher_misconfig", ROOT, 2, "the batch sizes were set for another number of processes than were started",
+        code="LOG066", params=lambda hs: {"what": (
+            f"the batch sizes do not divide among the data-parallel world of {group(hs, 'world', 'dp')} this launch "
+            "formed (written for another number of GPUs or nodes, or the script ran without its launcher)")}),
+    # vLLM's checks of what Ray gave it (v1/executor/ray_utils.py: "The number of required GPUs exceeds the total
+    # number of available GPUs in the placement group. Required number of devices: {}. Total number of devices: {}.";
+    # the warning "Tensor parallel size (%d) exceeds available GPUs (%d)", fatal unless other nodes join the cluster)
+    # and of a multi-node data-parallel launch (config/parallel.py "Invalid data parallel configuration: nnodes ({})
+    # must be divisible by ..."); SGLang's argument check "multi-node data-parallel replicas are not supported".
+    sig("serving_gpus_short", ("exceeds the total number of available GPUs", "exceeds available GPUs",
+                               "Invalid data parallel configuration", "multi-node data-parallel replicas are not supported"),
+        r"(?:The number of required GPUs exceeds the total number of available GPUs in the placement group\.?"
+        r"(?: Required number of devices: (?P<need>\d{1,6})\. Total number of devices: (?P<have>\d{1,6}))?)"
+        r"|Tensor parallel size \((?P<need2>\d{1,6})\) exceeds available GPUs \((?P<have2>\d{1,6})\)"
+        r"|Invalid data parallel configuration: nnodes \((?P<nnodes>\d{1,5})\) must be divisible"
+        r"|multi-node data-parallel replicas are not supported",
+        "launcher_misconfig", ROOT, 3, "the server asks for more GPUs, or another layout, than its nodes give it",
+        code="LOG066", params=lambda hs: {"what": (
+            f"{group(hs, 'need', 'need2')} GPUs are needed where Ray has {group(hs, 'have', 'have2')} (ray status: the "
+            "other nodes must have joined the cluster)" if group(hs, "need", "need2") else
+            "more GPUs are needed than Ray's placement group has (ray status: the other nodes must have joined the "
+            "cluster)" if "placement group" in hs[0].ev.text else
+            f"--nnodes {group(hs, 'nnodes')} does not fit the data-parallel size per node" if group(hs, "nnodes") else
+            "data-parallel replicas across nodes are not supported (use attention DP)")}),
+    # vLLM's data-parallel engines (v1/engine/core.py): a headless engine connected to the front-end's handshake
+    # address and heard nothing for HANDSHAKE_TIMEOUT_MINS: "Did not receive response from front-end process within
+    # {} minutes" (the front-end node not started, another address or port, or traffic to it dropped). DeepSpeed's
+    # runner (launcher/runner.py): "Unable to detect suitable master address via `hostname -I`" (no --master_addr, and
+    # `ssh FIRST_HOST hostname -I` gave nothing).
+    sig("serving_frontend_silent", ("Did not receive response from front-end process",
+                                    "Unable to detect suitable master address"),
+        r"Did not receive response from front-end process within (?P<min>\d{1,4}) minutes"
+        r"|Unable to detect suitable master address via `hostname -I`",
+        "rendezvous_unreachable", ROOT, 3, "a process never heard from the address it was told to start from",
+        code="LOG011", params=lambda hs: {
+            "endpoint": "the vLLM front-end (--data-parallel-address / --data-parallel-rpc-port)" if group(hs, "min")
+            else "the first host of the hostfile (to find the master address)",
+            "how": f"no reply in {group(hs, 'min')} minutes" if group(hs, "min") else
+                   "`hostname -I` over ssh gave no address; pass --master_addr"}),
+    # vLLM's StatelessProcessGroup (distributed/utils.py, a TCPStore-based group for data-parallel coordination and
+    # weight sync): "Barrier timed out after {:.2f} seconds" -- some rank never wrote its arrival key.
+    sig("serving_barrier_timeout", ("Barrier timed out after",),
+        r"Barrier timed out after (?P<s>[\d.]{1,10}) seconds",
+        "collective_timeout_straggler", ROOT, 6, "a rank never arrived at a store barrier",
+        code="LOG051", params=lambda hs: {"op": "a store barrier (vLLM's stateless group)", "timeout": f"{group(hs, 's')} s",
+                                          "who": "a rank never arrived (it is busy elsewhere, or it died)"}),
+    # The shared-memory ring the engine uses to hand each step to its TP workers (vLLM
+    # device_communicators/shm_broadcast.py "No available shared memory broadcast block found in %d seconds. This
+    # typically happens when some processes are hanging or doing some time-consuming work"; SGLang's copy "No
+    # available block found in %s second."): a worker has not taken the previous step. A worker stuck or slow;
+    # whatever holds it (a hung collective, a dead peer) is the cause when the logs show it.
+    sig("serving_ring_wait", ("No available shared memory broadcast block found", "No available block found in"),
+        r"No available (?:shared memory broadcast )?block found in (?P<s>\d{1,6}) seconds?",
+        "collective_timeout_straggler", ROOT, 8, "a worker of the server stopped taking its steps",
+        code="LOG051", params=lambda hs: {"op": "the engine's hand-off of a step to its workers",
+                                          "timeout": f"{group(hs, 's')} s",
+                                          "who": "a worker has not taken the previous step: it hangs (often in a "
+                                                 "collective) or is busy (compilation, loading)"}),
+    # SGLang (model_executor/.../load_model_utils.py): after loading weights the TP ranks meet in a monitored
+    # barrier: "TP rank {} could finish the model loading, but there are other ranks that didn't finish loading. It
+    # is likely due to unexpected failures (e.g., OOM) or a slow node." (entrypoints/engine.py, in the launcher:
+    # "Received sigquit from a child process. It usually means the child failed." -- that child's own error says why.)
+    sig("serving_rank_unloaded", ("could finish the model loading, but there are other ranks",),
+        r"TP rank (?P<r>\d{1,5}) could finish the model loading, but there are other ranks that didn't finish loading",
+        "peer_process_died", ROOT, 5, "another rank of the server never finished loading the model",
+        code="LOG060", params=lambda hs: {"what": f"TP rank {group(hs, 'r')} loaded the model and another rank never "
+                                                  "did (it died, often out of memory, or its node is far slower)"}),
+    sig("serving_child_quit", ("Received sigquit from a child process",),
+        r"Received sigquit from a child process",
+        "peer_process_died", CONSEQUENCE, 7, "a child process of the server failed and signalled the launcher",
+        code="LOG060", params=lambda hs: {"what": "a child process of the server (scheduler, detokenizer) failed; its "
+                                                  "own error, above this line, says why"}),
+    # More launch checks, each from its source: Lightning (fabric/plugins/environments/slurm.py "You set `--ntasks={}`
+    # in your SLURM bash script, but this variable is not supported"; pytorch/strategies/launchers/subprocess_script.py
+    # "Lightning attempted to launch new distributed processes with `local_rank > 0`"; accelerators' "You requested gpu:
+    # [...] But your machine only has: [...]"), accelerate (state.py "Tried to launch on distributed with multinode, but
+    # `MASTER_ADDR` env was not set"; commands/launch.py "You need to use at least 2 processes to use `--multi_gpu`",
+    # "Less than two GPU ids were configured"), TensorRT-LLM (llmapi/mpi_session.py "n_workers must be equal to the number
+    # of processes in MPI, got {} vs {}"; runtime/worldConfig.cpp "gpusPerNode is {} and mpiSize is {}, but only {} GPUs
+    # detected") and lmdeploy (executor/ray_executor.py "DP > 1 requires \"LMDEPLOY_DP_MASTER_ADDR\"").
+    sig("launch_args", ("in your SLURM bash script, but this variable is not supported", "new distributed processes with `local_rank > 0`",
+                        "But your machine only has", "multinode, but `MASTER_ADDR` env was not set",
+                        "at least 2 processes to use `--multi_gpu`", "Less than two GPU ids were configured",
+                        "must be equal to the number of processes in MPI", "GPUs detected, which is smaller than",
+                        "DP > 1 requires"),
+        r"You set `--ntasks=(?P<ntasks>\d{1,6})` in your SLURM bash script, but this variable is not supported"
+        r"|(?P<lr>Lightning attempted to launch new distributed processes with `local_rank > 0`)"
+        r"|(?P<gpus>But your machine only has: \[[\d, ]{0,200}\])"
+        r"|(?P<addr>Tried to launch on distributed with multinode, but `MASTER_ADDR` env was not set)"
+        r"|(?P<two>You need to use at least 2 processes to use `--multi_gpu`|Less than two GPU ids were configured)"
+        r"|n_workers must be equal to the number of processes in MPI, got (?P<nw>\d{1,6}) vs (?P<np>\d{1,6})"
+        r"|mpiSize is (?P<mpi>\d{1,6}), but only (?P<det>\d{1,4}) GPUs detected"
+        r"|(?P<dp>DP > 1 requires \"LMDEPLOY_DP_MASTER_ADDR\")",
+        "launcher_misconfig", ROOT, 2, "the launch's arguments or environment do not fit the job",
+        code="LOG066", params=lambda hs: {"what": _launch_args(hs[0].groups)}),
+    # Ray's reports of a worker that died, each the first sign in the driver's log: ray/exceptions.py "The worker died
+    # unexpectedly while executing this task" (WorkerCrashedError), Ray Train v2 "At least one of the worker actors
+    # failed to initialize", lmdeploy's executor "Ray worker exited.", and Lightning's signal handler "[rank: N]
+    # Received SIGTERM: 15" (something outside the job stopped it: a scheduler's preemption or time limit, scancel).
+    sig("ray_worker_died", ("The worker died unexpectedly while executing", "worker actors failed to initialize",
+                            "Ray worker exited.", "Received SIGTERM: ", "Received SIGTERM, saving checkpoint and exiting"),
+        r"(?P<crash>The worker died unexpectedly while executing this task)"
+        r"|(?P<init>At least one of the worker actors failed to initialize)"
+        r"|(?P<lmd>Ray worker exited\.)"
+        # (NeMo's preemption callback, utils/callbacks/preemption.py, says the same of its own rank)
+        r"|\[rank: (?P<rank>\d{1,6})\] Received SIGTERM: 15|(?P<nemo>Received SIGTERM, saving checkpoint and exiting)",
+        "peer_process_died", ROOT, 5, "a worker process of the job died or was stopped",
+        code="LOG060", params=lambda hs: {"what": (
+            f"rank {group(hs, 'rank')} was sent SIGTERM from outside the job (preemption, a time limit, scancel)"
+            if group(hs, "rank") else "a rank was sent SIGTERM from outside the job (preemption, a time limit, "
+            "scancel) and stopped after saving a checkpoint" if group(hs, "nemo") else "a worker failed while it started (its own log says why)" if group(hs, "init")
+            else "a Ray worker process died (its raylet log and dmesg say why: OOM, a crash)")}),
+    # Ray's placement wait (vLLM v1/executor/ray_utils.py, lmdeploy pytorch/ray.py): "Waiting for creating a placement
+    # group of specs for N seconds. specs=[...]. Check `ray status`": the cluster does not (yet) have the GPUs asked
+    # for; repeated until it does. Ends the log when the other nodes never joined.
+    sig("ray_placement_wait", ("Waiting for creating a placement group of specs",),
+        r"Waiting for creating a placement group of specs for (?P<s>\d{1,6}) seconds",
+        "launcher_misconfig", ROOT, 7, "Ray has not got the GPUs the server asks for",
+        code="LOG066", params=lambda hs: {"what": "Ray waits for GPUs it does not have for the placement group (ray "
+                                                  "status: the other nodes must join the cluster, with their GPUs)"}),
     sig("ray_workers_unplaced", ("worker group startup timed out", "Placement group creation timed out"),
         r"The worker group startup timed out after [\d.]{1,10} seconds waiting for (?P<n>\d{1,6}) workers"
         r"|Placement group creation timed out",
@@ -627,14 +828,25 @@ SIGNATURES = (
     # operator's summary ("PyTorchJob J is failed because N Worker replica(s) failed.", MPIJob the same).
     sig("k8s_pod_lost", ("The node was low on resource: memory", "Preempted by pod", "replica(s) failed"),
        r"The node was low on resource: memory|Preempted by pod \S{1,80}"
-       r"|(?P<kind>PyTorchJob|MPIJob|TFJob|PaddleJob|XGBoostJob|JAXJob|TrainJob) \S{1,253} is failed because "
-       r"(?P<n>\d{1,6}) (?P<role>\w{1,20}) replica\(s\) failed",
+       r"|(?P<kind>PyTorchJob|MPIJob|TFJob|PaddleJob|XGBoostJob|JAXJob|TrainJob) \S{1,253} is (?:failed|restarting) "
+       r"because (?P<n>\d{1,6}) (?P<role>\w{1,20}) replica\(s\) failed",
        "peer_process_died", ROOT, 5, "Kubernetes evicted or preempted a pod of the job, or the operator saw one fail",
        code="LOG060", params=lambda hs: {"what": (
            f"{group(hs, 'n')} {group(hs, 'role')} pod(s) of the {group(hs, 'kind')} failed (the operator's summary: "
            "that pod's own log says why)" if group(hs, "kind") else
            "Kubernetes evicted a pod of the job for the node's memory" if "low on resource" in hs[0].ev.text else
            "the scheduler preempted a pod of the job for another pod")}),
+    # The kubelet's device manager (pkg/kubelet/cm/devicemanager/manager.go): "Allocate failed due to requested number of
+    # devices unavailable for nvidia.com/gpu. Requested: %d, Available: %d, which is unexpected" -- the scheduler
+    # counted GPUs the device plugin has since withdrawn (the NVIDIA plugin marks a GPU unhealthy on a critical Xid).
+    sig("k8s_gpu_withdrawn", ("requested number of devices unavailable for nvidia.com/gpu",),
+       r"requested number of devices unavailable for nvidia\.com/gpu\. Requested: (?P<req>\d{1,4}), Available: (?P<av>\d{1,4})",
+       "hardware_fault", ROOT, 4, "a GPU of the node was withdrawn as unhealthy after the pod was scheduled",
+       code="LOG037", params=lambda hs: {"what": f"the node offers {group(hs, 'av')} of the {group(hs, 'req')} GPUs the pod "
+                                                 "asked for: the device plugin withdrew one as unhealthy (an Xid in "
+                                                 "the node's kernel log)"},
+       alts=[("driver_cuda_mismatch", "a device plugin that lost the driver (after a driver update) withdraws every GPU "
+                                      "of the node: kubectl describe node shows the nvidia.com/gpu capacity")]),
     # The scheduler cannot place the job's pods ("0/N nodes are available: N Insufficient nvidia.com/gpu", untolerated
     # taints, node affinity): they stay Pending, and the pods that did start wait in the rendezvous for them.
     # A pod the scheduler placed later (the autoscaler added a node) says "Successfully assigned NS/POD to NODE".
@@ -786,6 +998,9 @@ CODES = (
     Code("LOG065", "launcher-ssh-failed", E, "the launcher could not reach {host} over ssh, so no rank started there",
          "Make passwordless ssh work from the first node to every node of the hostfile (same port, key and user), or on one node drop the hostfile; under a scheduler without ssh, start each node's launcher through the scheduler",
          cause="launcher_misconfig", steps=("ssh -o PasswordAuthentication=no {host} hostname from the first node",)),
+    Code("LOG115", "own-error", E, "{who} stopped on an error of its own code: {what}",
+         "Fix what its traceback names: the communication did not fail, the other ranks were stopped because this "
+         "one ended", cause="other"),
     Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
          "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "
          "--nproc-per-node=<GPUs>, mpirun -np N -H host:slots, or srun with --ntasks matching the allocation",

@@ -980,6 +980,29 @@ def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 SIGNATURES = (
+    # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL
+    # version mismatch with remote peer %s (local: %s, remote %s)" -- two installs in one job, said outright.
+    sig("ras_version_mismatch", ("version mismatch with remote peer",),
+       r"NCCL version mismatch with remote peer (?P<peer>\S{1,80}) \(local: (?P<local>[\d.]{3,12}), remote (?P<remote>[\d.]{3,12})\)",
+       "version_mismatch", ROOT, 2, "processes of one job run different NCCL releases",
+       code="LOG040", params=lambda hs: {"what": f"this process runs NCCL {group(hs, 'local')}, the one at "
+                                                 f"{group(hs, 'peer')} runs {group(hs, 'remote')}"}),
+    # The ncclras client's status report (src/ras/client_support.cc), which users paste when a job hangs: the DEAD
+    # section ("%d job process%s considered dead (unreachable via the RAS network)", then "Process %d on node %s
+    # managing GPU..." for each) and a communicator's MISMATCH details ("Communicator ranks have different %s
+    # operation counts", "%d ranks have not launched any operations": some ranks are behind, or called other
+    # collectives).
+    sig("ras_report_dead", ("considered dead (unreachable via the RAS network)",),
+       r"(?P<n>\d{1,7}) job process(?:es are| is) considered dead \(unreachable via the RAS network\)",
+       "peer_process_died", ROOT, 5, "NCCL's RAS service cannot reach some processes of the job any more",
+       code="LOG060", params=lambda hs: {"what": f"{group(hs, 'n')} process(es) of the job are dead or unreachable "
+                                                 "(ncclras: the DEAD section names their node and GPU)"}),
+    sig("ras_report_counts", ("operation counts", "have not launched any operations"),
+       r"Communicator ranks have different (?P<op>\w{1,20}) operation counts"
+       r"|(?P<n>\d{1,7}) ranks? ha(?:ve|s) not launched any operations",
+       "collective_mismatch", ROOT, 4, "the ranks of a communicator launched different numbers of collectives",
+       code="LOG050", alts=[("collective_timeout_straggler", "a rank that is only late (still in its own code) also "
+                                                             "shows fewer operations: its stack tells which")]),
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
        r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",

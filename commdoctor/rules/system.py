@@ -294,6 +294,9 @@ _LIB_WHY = (
     ("librccl", "RCCL (ROCm's NCCL) is not installed, or not on the loader's path (the ROCm lib directory)."),
     ("libcuda", "The GPU driver's own library is missing: a container started without the NVIDIA runtime (docker "
                 "--gpus all, the Kubernetes device plugin), or no NVIDIA driver on this host."),
+    ("libfabric", "libfabric, which oneCCL's and MPI's network transports load at run time, is not on the loader's "
+                  "path: the oneAPI environment (setvars.sh, or the torch-ccl wheel's own lib directory) was not "
+                  "loaded for this process."),
     ("libmpi", "The MPI library this build was linked against is not on the loader's path (a module not loaded on "
                "this node, another MPI installed)."),
 )
@@ -944,7 +947,7 @@ SIGNATURES = (
     # plugins (libnccl-net.so, -tuner, -profiler, -env) are probed and skipped when absent.
     sig("lib_missing", ("cannot open shared object file",),
        r"(?<![\w-])(?P<lib>lib(?:nccl(?![-_](?:net|tuner|profiler|env|ras))|rccl(?!-net)|cudart|cublas(?:Lt)?|cudnn\w{0,20}"
-       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64)"
+       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64|fabric)"
        r"(?:\.so(?:\.[\d.]{1,12})?)?): cannot open shared object file",
        "other", ROOT, 2, "a library the GPU or communication stack needs could not be loaded",
        build=_lib_missing),
@@ -1072,6 +1075,20 @@ SIGNATURES = (
        code="LOG039", build=_p2p_unsupported,
        alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "
                                "`lspci -vvv | grep ACSCtl` shows SrcValid+ on the bridges")]),
+    # vLLM's own probe of CUDA IPC between every pair of GPUs before its custom all-reduce
+    # (device_communicators/all_reduce_utils.py): "Two processes do not agree on the P2P access status on %d -> %d,
+    # treat as disabled" (the writer saw its data land, the reader did not, or the other way) and "Error happened when
+    # batch testing peer-to-peer access from [...] to [...]" (the test process itself failed). The driver offers P2P
+    # and the data does not arrive: ACS or the IOMMU redirecting the PCIe path.
+    sig("serving_p2p_probe", ("do not agree on the P2P access status", "batch testing peer-to-peer access"),
+       r"Two processes do not agree on the P2P access status on (?P<a>\d{1,3}) -> (?P<b>\d{1,3})"
+       r"|Error happened when batch testing peer-to-peer access",
+       "p2p_acs_iommu", ROOT, 3, "a test of GPU peer-to-peer copies gave wrong or no data",
+       code="LOG038", params=lambda hs: {"what": (
+           f"vLLM's probe of GPU {group(hs, 'a')} -> {group(hs, 'b')} saw the copy on one side only"
+           if group(hs, "a") else "vLLM's test of peer-to-peer copies between the GPUs failed")},
+       alts=[("p2p_driver_bug", "consumer GPUs whose driver offers P2P it does not carry out fail the same test: "
+                                "NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce work around it")]),
     # glibc's malloc consistency checks (malloc/malloc.c malloc_printerr): "free(): corrupted unsorted chunks",
     # "double free or corruption (!prev)", "malloc(): corrupted top size", "corrupted size vs. prev_size", ... then
     # abort(). Native code of the process wrote outside its memory; which library it was the message cannot say.
@@ -1122,6 +1139,45 @@ SIGNATURES = (
        r"Can not get local ip from NIC",
        "wrong_interface", ROOT, 1, "the network interface named for the server has no address here",
        code="LOG021", params=lambda hs: {"iface": "named by SGLANG_LOCAL_IP_NIC"}),
+    # The LLM servers' own memory checks, each the GPU short of what the server was told to take: vLLM
+    # (v1/worker/utils.py "Free memory on device {} ({}/{} GiB) on startup is less than desired GPU memory
+    # utilization ({}, {} GiB)": another process holds memory on that GPU), SGLang (distributed/bootstrap.py "The
+    # memory capacity is unbalanced. Some GPUs may be occupied by other processes."; pool_configurator.py "Not enough
+    # memory. Please try to increase --mem-fraction-static.").
+    sig("serving_gpu_mem", ("on startup is less than desired GPU memory utilization", "The memory capacity is unbalanced",
+                            "Not enough memory. Please try to increase --mem-fraction-static"),
+       r"Free memory on device (?P<dev>\S{1,20}) \((?P<free>[\d.]{1,8})/(?P<total>[\d.]{1,8}) GiB\) on startup is less than "
+       r"desired GPU memory utilization"
+       r"|(?P<unbal>The memory capacity is unbalanced)"
+       r"|Not enough memory\. Please try to increase --mem-fraction-static",
+       "cuda_oom", ROOT, 2, "a GPU had less free memory than the server was told to take",
+       code="LOG031", params=lambda hs: {"what": (
+           f"before the server loaded: {group(hs, 'dev')} had {group(hs, 'free')} of {group(hs, 'total')} GiB free "
+           "(another process holds memory on it)" if group(hs, "dev") else
+           "before the server loaded: some GPUs of the group are already partly used by other processes"
+           if group(hs, "unbal") else "for the KV cache once the weights were loaded (--mem-fraction-static)")},
+       detail="A leftover server or worker, another job, or two ranks placed on one GPU hold memory the server counted "
+              "on: nvidia-smi on each node shows the processes."),
+    # The servers' search for their own address: vLLM (utils/network_utils.py "Failed to get the IP address, using
+    # 0.0.0.0 by default": no default route and VLLM_HOST_IP unset) and SGLang (utils/network.py "Can not get local
+    # ip", no HOST_IP, NIC or route gave one). Peers cannot connect to 0.0.0.0 or a missing address.
+    sig("serving_no_ip", ("Failed to get the IP address, using 0.0.0.0", "Can not get local ip"),
+       r"Failed to get the IP address, using 0\.0\.0\.0 by default|Can not get local ip(?! from NIC)",
+       "wrong_interface", ROOT, 2, "the server found no address of its own for peers to reach",
+       code="LOG020", params=lambda hs: {"what": "no address of this host was found (no default route, VLLM_HOST_IP / "
+                                                 "SGLANG_HOST_IP unset), so 0.0.0.0 or nothing was advertised"}),
+    # Megatron-LM's rerun state machine (core/rerun_state_machine.py, --rerun-mode validate_results): a NaN/Inf or
+    # spiky value was computed again; "First rerun: unexpected result is not reproducible within the tolerance" is a
+    # computation corrupted once on the same GPU, "Second rerun: unexpected result is not reproducible on a different
+    # GPU, therefore was likely incorrect" one reproducible on the GPU that first computed it and not elsewhere.
+    sig("megatron_rerun_gpu", ("unexpected result is not reproducible",),
+       r"(?P<n>First|Second) rerun: unexpected result is not reproducible (?:within the tolerance|on a different GPU)",
+       "hardware_fault", ROOT, 2, "a value the model computed could not be reproduced: the GPU computed it wrongly",
+       code="LOG037", params=lambda hs: {"what": (
+           "a GPU computed wrong results that another GPU does not reproduce (Megatron's rerun check: a persistent "
+           "fault)" if group(hs, "n") == "Second" else
+           "a GPU computed a result once that rerunning the step does not reproduce (Megatron's rerun check: a "
+           "transient fault)")}),
     sig("nofile", ("Too many open files", "EMFILE"),
        r"Too many open files|EMFILE",
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",

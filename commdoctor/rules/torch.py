@@ -490,7 +490,10 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # watchdog's message is a barrier (or a scalar sync), which a rank busy elsewhere (saving a checkpoint,
     # evaluating on rank 0) reaches late however many collectives went through before; it says nothing of a deadlock.
     barrier = bool(recs) and all(w.op == "ALLREDUCE" and w.numel_in == 1 for w in recs)
-    if ((maxseq >= 10000 and not barrier) or graph) and not busy and fr is None:
+    # Several ranks timed out in the same collective and, by the group's own size, some never did: those are
+    # elsewhere (late, or dead without a word in this log), which a deadlock inside the library does not explain.
+    absent = len(timed) >= 2 and bool(world) and bool(missing_ranks(world, timed))
+    if ((maxseq >= 10000 and not barrier and not absent) or graph) and not busy and fr is None:
         return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
                      params={"what": f"a collective hung after {maxseq} had completed ({op})"},
                      detail=f"{who}. Hanging after tens of thousands of successful collectives, with no rank reporting an "
@@ -612,8 +615,12 @@ SIGNATURES = (
     # because some parameters got no gradient ("Expected to have finished reduction in the prior iteration before
     # starting a new one. This error indicates that your module has parameters that were not used in producing
     # loss."). Raised on the rank itself; the ranks' allreduce buckets no longer agree.
-    sig("ddp_unused_params", ("Expected to have finished reduction in the prior iteration",),
-       r"Expected to have finished reduction in the prior iteration before starting a new one",
+    sig("ddp_unused_params", ("Expected to have finished reduction in the prior iteration",
+                              "has parameters that were not used in producing the loss"),
+       # Lightning's rewording of DDP's error (pytorch/strategies/ddp.py): "It looks like your LightningModule has
+       # parameters that were not used in producing the loss returned by training_step."
+       r"Expected to have finished reduction in the prior iteration before starting a new one"
+       r"|It looks like your LightningModule has parameters that were not used in producing the loss",
        "other", ROOT, 1, "DDP found parameters that took no part in the loss",
        code="LOG095"),
     # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
@@ -628,8 +635,13 @@ SIGNATURES = (
     # torch/cuda/__init__.py _lazy_init: "Cannot re-initialize CUDA in forked subprocess. To use CUDA with
     # multiprocessing, you must use the 'spawn' start method": a child forked from a process that had already used
     # CUDA (worker pools, vLLM's VLLM_WORKER_MULTIPROC_METHOD=fork, DataLoader workers touching the GPU).
-    sig("cuda_forked", ("Cannot re-initialize CUDA in forked subprocess",),
-       r"Cannot re-initialize CUDA in forked subprocess",
+    sig("cuda_forked", ("Cannot re-initialize CUDA in forked subprocess", "can't create new processes if CUDA is already",
+                        "CUDA has been initialized before the `notebook_launcher`"),
+       # Lightning's and accelerate's checks before they fork (fabric/strategies/launchers/multiprocessing.py
+       # "Lightning can't create new processes if CUDA is already initialized"; accelerate/launchers.py "CUDA has
+       # been initialized before the `notebook_launcher` could create a forked subprocess").
+       r"Cannot re-initialize CUDA in forked subprocess|Lightning can't create new processes if CUDA is already initialized"
+       r"|CUDA has been initialized before the `notebook_launcher` could create a forked subprocess",
        "other", ROOT, 1, "a process forked after CUDA was initialised tried to use CUDA",
        code="LOG096"),
     # -- collectives and their timeouts --------------------------------------------------------------
@@ -648,8 +660,11 @@ SIGNATURES = (
        r"|Cannot apply desired operation due to shape mismatches",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
        code="LOG050", exclude=("wrapper_barrier_error",)),
-    sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout"),
-       r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)",
+    # (Ray's collective library, util/collective/collective_group/nccl_collective_group.py, waits the same way for the
+    # id rank 0 puts in a named actor: "Unable to get the NCCLUniqueID from the store within {} seconds.")
+    sig("store_get_timeout", ("ncclUniqueId", "store->get", "Socket Timeout", "wait timeout", "Unable to get the NCCLUniqueID"),
+       r"retrieving ncclUniqueId from \[(?P<src>\d+)\].{0,200}?(?:Socket Timeout|[Tt]imeout|timed out)|store->get\([^)]{0,80}\) got error: (?:Socket Timeout|[Tt]imeout)"
+       r"|Unable to get the NCCLUniqueID from the store within \d{1,6} seconds",
        "collective_timeout_straggler", ROOT, 4, "a rank waited in the store for rank 0's NCCL unique id until the timeout",
        build=_unique_id),
     # torch/distributed/elastic/agent/server/api.py: each node's agent writes its node's key

@@ -206,6 +206,166 @@ ROWS = [
                        "failed MPIDI_CH3_Init(550)......:  MPIDI_CH3I_RDMA_init(446):  rdma_iba_hca_init(1636)..: "
                        "cannot create cq ",
      "MPIDI_CH3I_RDMA_init(446):  rdma_iba_hca_init(1636)..: Failed to open HCA number 0"),
+    # -- launch checks of DeepSpeed, torchtitan, vLLM, Lightning, accelerate, TensorRT-LLM, lmdeploy ------------------
+    ("launch_rank_conflict", "AssertionError: MPI world size 16 does not match torch world size 8",
+     "[2026-08-22 12:00:05,214] [INFO] [comm.py:895:mpi_discovery] Discovered MPI settings of world_rank=0, local_rank=0, "
+     "world_size=16, master_addr=10.0.0.4, master_port=29500"),
+    ("launch_rank_conflict", "[rank1]: AssertionError: LOCAL_RANK (0) != OMPI_COMM_WORLD_LOCAL_RANK (1), not sure how to "
+                             "proceed as we're seeing conflicting local rank info.",
+     "[rank1]: OMPI_COMM_WORLD_LOCAL_RANK (1) read from the environment"),
+    ("launch_rank_conflict", "[rank3]: AssertionError: Mismatch in local rank setting, args.local_rank=0 but "
+                             "env['LOCAL_RANK']=3.",
+     "[rank3]: args.local_rank=3 env['LOCAL_RANK']=3"),
+    ("launch_rank_conflict", "[rank6]: ValueError: LOCAL_RANK=6 is outside the visible cuda device count (4). If each "
+                             "process is launched with a single visible cuda device, set the visible-device mask per "
+                             "process so device_count() returns 1.",
+     "[titan] 2026-03-02 10:14:55,120 - root - INFO - cuda device count (8), LOCAL_RANK=6"),
+    ("launch_rank_conflict", "RuntimeError: zero.Init resolved a process group of world_size=1, but the launcher "
+                             "environment reports WORLD_SIZE=8. A single-rank process group was likely initialized "
+                             "before zero.Init ran",
+     "[2026-08-22 12:00:05,330] [INFO] [partition_parameters.py:348:__exit__] finished initializing model - num_params = "
+     "291, num_elems = 6.74B"),
+    ("launch_rank_conflict", "RuntimeError: External launcher initialized the default process group without a CPU (gloo) "
+                             "backend. vLLM requires both CPU and device backends.",
+     "INFO 11-29 03:03:58 [parallel_state.py:1165] world_size=2 rank=0 local_rank=0 distributed_init_method=env:// "
+     "backend=nccl"),
+    ("batch_world", "[rank0]: AssertionError: Check batch related parameters. train_batch_size is not equal to "
+                    "micro_batch_per_gpu * gradient_acc_step * world_size 256 != 4 * 8 * 16",
+     "[2026-03-02 10:14:55,120] [INFO] [config.py:1003:print]   train_batch_size ............. 256"),
+    ("batch_world", "[rank0]: AssertionError: global batch size (256) is not divisible by micro batch size (2) times "
+                    "data parallel size (12)",
+     "[rank0]: setting number of micro-batches to constant 16"),
+    ("serving_gpus_short", "ValueError: The number of required GPUs exceeds the total number of available GPUs in the "
+                           "placement group. Required number of devices: 8. Total number of devices: 4.",
+     "INFO 11-29 03:05:20 [ray_utils.py:380] Using the existing placement group"),
+    ("serving_gpus_short", "WARNING 11-29 03:05:01 [ray_utils.py:293] Tensor parallel size (16) exceeds available GPUs "
+                           "(8). This may result in Ray placement group allocation failures.",
+     "INFO 11-29 03:05:01 [ray_utils.py:300] Tensor parallel size (8), available GPUs (8)"),
+    ("serving_gpus_short", "ValueError: Invalid data parallel configuration: nnodes (3) must be divisible by the number "
+                           "of data parallel node groups (2 = data_parallel_size 4 / data_parallel_size_local 2)",
+     "INFO 11-29 03:05:01 [parallel.py:512] data parallel configuration: nnodes (2), data_parallel_size 4"),
+    ("serving_frontend_silent", "(EngineCore_DP2 pid=3121) RuntimeError: Did not receive response from front-end "
+                                "process within 5 minutes",
+     "(EngineCore_DP2 pid=3121) INFO 11-29 03:05:01 [core.py:1380] Received response from front-end process"),
+    ("serving_barrier_timeout", "RuntimeError: Barrier timed out after 300.00 seconds",
+     "INFO 11-29 03:05:01 [utils.py:440] Barrier passed after 3.20 seconds"),
+    ("serving_ring_wait", "(EngineCore_DP0 pid=41532) INFO 11-29 03:41:07 [shm_broadcast.py:878] No available shared "
+                          "memory broadcast block found in 60 seconds. This typically happens when some processes are "
+                          "hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization).",
+     "(EngineCore_DP0 pid=41532) INFO 11-29 03:41:07 [shm_broadcast.py:300] vLLM message queue communication handle: "
+     "Handle(local_reader_ranks=[1, 2, 3], buffer_handle=(3, 4194304, 6, 'psm_f3b1'))"),
+    ("serving_rank_unloaded", "[2026-11-29 03:31:07 TP3] ValueError: TP rank 3 could finish the model loading, but there "
+                              "are other ranks that didn't finish loading. It is likely due to unexpected failures (e.g., "
+                              "OOM) or a slow node.",
+     "[2026-11-29 03:31:07 TP3] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=61.20 GB"),
+    ("serving_child_quit", "[2026-11-29 03:31:08] Received sigquit from a child process. It usually means the child "
+                           "failed.",
+     "[2026-11-29 03:31:08] Received sigterm, shutting down"),
+    ("launch_args", "RuntimeError: You set `--ntasks=8` in your SLURM bash script, but this variable is not supported. "
+                    "HINT: Use `--ntasks-per-node=8` instead.",
+     "SLURM_NTASKS_PER_NODE=8"),
+    ("launch_args", "ValueError: n_workers must be equal to the number of processes in MPI, got 8 vs 4",
+     "[TensorRT-LLM][INFO] MPI size: 8, MPI local size: 8, rank: 0"),
+    ("launch_args", "[TensorRT-LLM][WARNING] gpusPerNode is 8 and mpiSize is 8, but only 1 GPUs detected, which is "
+                    "smaller than min(mpiSize, gpusPerNode). gpusPerNode will be set to 1",
+     "[TensorRT-LLM][INFO] gpusPerNode is 8 and mpiSize is 8"),
+    ("ray_worker_died", "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this task. "
+                        "Check python-core-worker-*.log files for more information.",
+     "(raylet) A worker died or exited before it was scheduled a task"),
+    ("ray_worker_died", "[rank: 5] Received SIGTERM: 15",
+     "[rank: 5] Received SIGUSR1: 10"),
+    ("ray_placement_wait", "INFO 11-29 03:05:20 [ray_utils.py:223] Waiting for creating a placement group of specs for "
+                           "30 seconds. specs=[{'node:10.0.0.11': 0.001, 'GPU': 1.0}, {'GPU': 1.0}].",
+     "INFO 11-29 03:05:20 [ray_utils.py:230] Created a placement group of specs=[{'GPU': 1.0}, {'GPU': 1.0}]"),
+    ("store_get_timeout", "RuntimeError: Unable to get the NCCLUniqueID from the store within 180 seconds.",
+     "2026-07-01 10:02:11,404\tINFO nccl_collective_group.py:110 -- Got the NCCLUniqueID from the store."),
+    ("ddp_unused_params", "RuntimeError: It looks like your LightningModule has parameters that were not used in "
+                          "producing the loss returned by training_step. If this is intentional, you must enable the "
+                          "detection of unused parameters in DDP",
+     "[rank: 0] Parameters that were not used in producing the loss: none"),
+    ("cuda_forked", "RuntimeError: Lightning can't create new processes if CUDA is already initialized. Did you manually "
+                    "call `torch.cuda.*` functions",
+     "RuntimeError: Lightning can't create new processes in a Jupyter notebook with strategy='ddp'"),
+    # -- the servers' memory and address checks; Megatron's rerun check; vLLM's P2P probe ----------------------
+    ("serving_gpu_mem", "(Worker_TP1 pid=41790) ValueError: Free memory on device cuda:1 (61.2/79.19 GiB) on startup is "
+                        "less than desired GPU memory utilization (0.9, 71.27 GiB). Decrease GPU memory utilization or "
+                        "reduce GPU memory used by other processes.",
+     "(Worker_TP1 pid=41790) INFO 11-29 03:10:12 [gpu_worker.py:298] Available KV cache memory: 61.20 GiB"),
+    ("serving_gpu_mem", "[2026-11-29 03:31:07 TP3] The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                        "processes. pre_model_load_memory=41.7, local_gpu_memory=78.9, local_gpu_memory * 0.9=71.01",
+     "[2026-11-29 03:31:07 TP3] Load weight begin. avail mem=78.90 GB"),
+    ("serving_gpu_mem", "[2026-11-29 03:31:07 TP3] RuntimeError: Not enough memory. Please try to increase "
+                        "--mem-fraction-static. Current value: mem_fraction_static=0.88",
+     "[2026-11-29 03:31:07 TP3] KV Cache is allocated. #tokens: 412345, K size: 18.90 GB, V size: 18.90 GB"),
+    ("serving_no_ip", "/usr/local/lib/python3.12/dist-packages/vllm/utils/network_utils.py:85: UserWarning: Failed to get "
+                      "the IP address, using 0.0.0.0 by default. The value can be set by the environment variable "
+                      "VLLM_HOST_IP or HOST_IP.",
+     "INFO 11-29 03:04:11 [network_utils.py:60] Using the IP address 10.0.0.11 (VLLM_HOST_IP)"),
+    ("serving_no_ip", "ValueError: Can not get local ip",
+     "ValueError: Can not get local ip from NIC. Please verify whether SGLANG_LOCAL_IP_NIC is set correctly."),
+    ("megatron_rerun_gpu", "[rank5]: Second rerun: unexpected result is not reproducible on a different GPU, therefore was "
+                           "likely incorrect (0.8123 != nan)",
+     "[rank5]: Second rerun: unexpected result is reproducible on a different GPU, therefore was likely correct"),
+    ("serving_p2p_probe", "WARNING 11-29 03:09:58 [all_reduce_utils.py:319] Two processes do not agree on the P2P access "
+                          "status on 0 -> 3, treat as disabled.",
+     "INFO 11-29 03:09:41 [all_reduce_utils.py:380] generating GPU P2P access cache in "
+     "/root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json"),
+    # -- NCCL's RAS service and its ncclras report; Kubernetes' device manager; preemption notes -----------------
+    ("ras_version_mismatch", "node-7:5510:5602 [0] NCCL WARN NCCL version mismatch with remote peer 10.0.3.9<58120> "
+                             "(local: 2.23.4, remote 2.21.5)",
+     "node-7:5510:5602 [0] NCCL INFO NCCL version 2.23.4+cuda12.4"),
+    ("ras_report_dead", "  1 job process is considered dead (unreachable via the RAS network)",
+     "  0 job processes are unreachable via the RAS network"),
+    ("ras_report_counts", "  Communicator ranks have different AllReduce operation counts",
+     "  Communicator ranks have the same AllReduce operation counts"),
+    ("k8s_gpu_withdrawn", "  Warning  UnexpectedAdmissionError  12s  kubelet  Allocate failed due to requested number of "
+                          "devices unavailable for nvidia.com/gpu. Requested: 8, Available: 7, which is unexpected",
+     "  Normal  Scheduled  30s  default-scheduler  Successfully assigned default/worker-1 to gpu-node-3"),
+    ("k8s_pod_lost", "  Warning  PyTorchJobRestarting  2m  pytorchjob-controller  PyTorchJob llm-pretrain is restarting "
+                     "because 1 Worker replica(s) failed.",
+     "  Normal  PyTorchJobRestarting  2m  pytorchjob-controller  PyTorchJob llm-pretrain is restarting."),
+    ("ray_worker_died", "[NeMo I 2026-03-02 11:02:17 preemption:94] Received SIGTERM, saving checkpoint and exiting",
+     "[NeMo I 2026-03-02 11:02:17 preemption:60] Preemption is supported only on GPUs"),
+    # -- oneCCL (uxlfoundation/oneCCL) and torch-ccl ---------------------------------------------------------------
+    ("ccl_kvs_connect", "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs.cpp:606 kvs_init: connection time (120) >= "
+                        "limit (120)",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| port [29500] is busy, connecting as client"),
+    ("ccl_kvs_get_timeout", "2025:03:21-10:15:02:(48213) |CCL_ERROR| pmi_resizable_simple_internal.cpp:343 kvs_get_value: "
+                            "KVS get error: timeout limit: 60 > 60, prefix: CCL_BARRIER_FULL0, key: 3",
+     "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs_server.hpp:124 get: read/write error: Connection reset by peer"),
+    ("ccl_iface_missing", "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs.cpp:325 fill_local_host_ip: can't find "
+                          "interface ib0 to get host IP",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| interface ib0 has no IPv6 address, using IPv4"),
+    ("ccl_launch_env", "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs.cpp:664 set_sin_addr: inet_pton error - "
+                       "invalid network address, af: 2, src: node-0",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| could not get local_idx/count from environment variables, trying to get "
+     "them from ATL"),
+    ("ccl_kvs_lost", "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs_server.hpp:124 get: read/write error: "
+                     "Connection reset by peer",
+     "[rank1]: RuntimeError: read/write error: the dataset file is truncated"),
+    ("ccl_provider", "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:907 atl_ofi_get_prov_list: can't create "
+                     "providers for name shm",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| can not open network providers with hmem support"),
+    ("ccl_mr_nomem", "RuntimeError: oneCCL: atl_ofi.cpp:1173 get: EXCEPTION: failed to register mr, ret: -12, strerror: "
+                     "Cannot allocate memory, buf: 0x7f3a2c000000, len: 67108864",
+     "RuntimeError: oneCCL: atl_ofi.cpp:1173 get: EXCEPTION: failed to register mr, ret: -22, strerror: Invalid argument"),
+    ("ccl_ze_result", "RuntimeError: oneCCL: ze_call.cpp:43 do_call: EXCEPTION: ze error at zeMemAllocDevice, code: "
+                      "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+     "RuntimeError: oneCCL: ze_call.cpp:43 do_call: EXCEPTION: ze error at zeMemOpenIpcHandle, code: "
+     "ZE_RESULT_ERROR_INVALID_ARGUMENT"),
+    ("ccl_pidfd_denied", "RuntimeError: oneCCL: ze_fd_manager.cpp:396 convert_fd_pidfd: EXCEPTION: pidfd_getfd failed: "
+                         "convert_from_fd: 57, fd: -1, handle: 42, errno: Operation not permitted",
+     "RuntimeError: oneCCL: ze_fd_manager.cpp:332 pidfd_open: EXCEPTION: pidfd_open failed: fd: -1, pid: 48217, errno: "
+     "No such process"),
+    ("ccl_entry_expired", "RuntimeError: oneCCL: entry.cpp:96 do_progress: EXCEPTION: entry RECV 0x55d0c2a8e3f0 update "
+                          "time expired",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| entry RECV 0x55d0c2a8e3f0 update time 30 s"),
+    ("lib_missing", "2025:03:21-10:15:02:(48213) |CCL_WARN| dlopen (libfabric.so): libfabric.so: cannot open shared object "
+                    "file: No such file or directory",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| dlopen (libfabric.so): loaded from /opt/intel/oneapi/lib/libfabric.so"),
+    ("ccl_ofi_peer", "2025:03:21-10:15:02:(48213) |CCL_ERROR| atl_ofi.cpp:944 prov_ep_handle_cq_err: fi_cq_readerr: err: 5, "
+                     "prov_err: Input/output error(5)",
+     "2025:03:21-10:15:02:(48213) |CCL_WARN| fi_cq_read returned no completions"),
 ]
 
 
@@ -361,3 +521,78 @@ def test_the_cuda_runtime_missing_is_not_called_the_driver(tmp_path: Path) -> No
     assert runtime["code"] == driver["code"] == "LOG113"
     assert "driver" not in runtime["detail"] and "runtime" in runtime["detail"]
     assert "driver's own library" in driver["detail"]
+
+
+def test_a_ranks_own_error_that_stopped_the_job_alone_is_not_a_dead_peer(tmp_path: Path) -> None:
+    """A configuration check raised on rank 0 and torchrun stopped the others: nothing in the communication failed,
+    so the verdict names the error and says so, rather than asking why a process died."""
+    doc = diagnose_lines(
+        tmp_path / "train.log",
+        "[rank0]: Traceback (most recent call last):",
+        "[rank0]:   File \"/workspace/pretrain_gpt.py\", line 241, in <module>",
+        "[rank0]: ValueError: num_attention_heads (28) must be a multiple of tensor_model_parallel_size (8).",
+        "W0302 10:14:58.120000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 4191 closing "
+        "signal SIGTERM",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ")
+    f = next(f for f in doc["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG115", "other"), f
+    assert "num_attention_heads (28)" in f["title"] and "rank 0" in f["title"]
+
+
+def test_a_ranks_own_error_that_others_timed_out_on_is_a_dead_peer(tmp_path: Path) -> None:
+    """The same error with another rank's watchdog timing out in the collective rank 0 never reached: the others'
+    failure follows from rank 0 ending, which LOG060 says."""
+    doc = diagnose_lines(
+        tmp_path / "train.log",
+        "[rank0]: ValueError: checkpoint key lm_head.weight not found in the state dict",
+        "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=15, "
+        "OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600055 milliseconds before "
+        "timing out.")
+    f = next(f for f in doc["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG060", "peer_process_died"), f
+
+
+def test_ranks_missing_from_a_late_timeout_make_a_straggler_not_a_library_hang(tmp_path: Path) -> None:
+    """meta-pytorch/torchtune#1165: three of four ranks time out in the same all-gather after 15,000 collectives and
+    rank 0 never does (it died saving a checkpoint). A deadlock inside NCCL would hold every rank; the one missing is
+    elsewhere."""
+    lines = [f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum=15037, OpType=_ALLGATHER_BASE, NumelIn=131072512, NumelOut=524290048, Timeout(ms)=600000) "
+             "ran for 600055 milliseconds before timing out." for r in (3, 1, 2)]
+    f = next(f for f in diagnose_lines(tmp_path / "train.log", *lines)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG051", "collective_timeout_straggler"), f
+    assert "rank(s) 0 never logged a timeout" in f["title"]
+
+
+def test_oneccl_errors_are_errors_and_its_time_is_no_rank(tmp_path: Path) -> None:
+    """oneCCL tags its failures |CCL_ERROR| after "YYYY:MM:DD-HH:MM:SS:( PID)": an unrecognised failure, quoted, never
+    "healthy", and the year is not read as an srun task number."""
+    doc = diagnose_lines(tmp_path / "worker.log",
+                         "2024:08:21-10:24:26:( 4456) |CCL_ERROR| base_thread.cpp:98 set_cpu_affinity: worker 0 is not "
+                         "pinned to CPU 63")
+    errs = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert [f["code"] for f in errs] == ["LOG080"], doc["findings"]
+    assert "2024" not in str(errs[0].get("ranks")) and "rank(s) 2024" not in errs[0]["title"]
+
+
+@pytest.mark.parametrize(("lines", "code", "cause", "said"), [
+    # intel/ipex-llm#11877: oneCCL in a container started without --shm-size could not open libfabric's shm provider.
+    (("2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:867 atl_ofi_get_prov_list: fi_getinfo error: ret -61, "
+      "providers 0",
+      "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:907 atl_ofi_get_prov_list: can't create providers for "
+      "name shm",
+      "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: can't find suitable provider",
+      "failed to initialize ATL"), "ENV030", "shm_too_small", "shared-memory provider"),
+    (("2025:03:21-10:15:02:(48213) |CCL_ERROR| atl_ofi_helper.cpp:907 atl_ofi_get_prov_list: can't create providers for "
+      "name psm3",
+      "RuntimeError: oneCCL: atl_ofi_comm.cpp:276 init_transport: EXCEPTION: failed to initialize ATL"),
+     "LOG116", "other", "psm3"),
+    (("RuntimeError: oneCCL: ze_event_wait_entry.cpp:32 check_event_status: EXCEPTION: ze error at zeEventQueryStatus, "
+      "code: ZE_RESULT_ERROR_DEVICE_LOST",), "LOG037", "hardware_fault", "DEVICE_LOST"),
+    (("2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs.cpp:325 fill_local_host_ip: can't find interface ib0 to get "
+      "host IP",), "NET001", "wrong_interface", "ib0"),
+])
+def test_oneccl_messages_mean_what_its_source_says(tmp_path: Path, lines: tuple, code: str, cause: str, said: str) -> None:
+    f = _verdict(tmp_path, *lines)
+    assert (f["code"], f["cause"]) == (code, cause), f
+    assert said in f["title"] + " " + f.get("detail", ""), f

@@ -145,7 +145,7 @@ def test_tables_hold_together() -> None:
         # a needle every line holds ("]", ": ") sends every line down the slow path: 3 MB/s instead of 500
         for n in s.needles:
             assert len(n) >= 3 and any(ch.isalnum() for ch in n), f"{s.id}: needle {n!r} is too common to select lines"
-    assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "xla", "horovod", "paddle", "launcher"}
+    assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "xla", "horovod", "paddle", "oneccl", "launcher"}
 
 
 def test_hostname_note_in_a_working_gloo_job_is_not_a_cause(tmp_path: Path) -> None:
