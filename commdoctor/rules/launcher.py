@@ -785,9 +785,12 @@ SIGNATURES = (
     # OOM Killed." (older: "Detected %u oom-kill event(s) in step %u.%u cgroup. Some of your processes may have been
     # killed by the cgroup out-of-memory handler."), and srun's "srun: error: {node}: task(s) {ids}: Out Of Memory".
     # The kernel killed tasks of the job for exceeding their memory limit: host memory, not GPU memory.
-    sig("slurm_oom_kill", ("oom_kill event", "oom-kill event", "Out Of Memory"),
+    sig("slurm_oom_kill", ("oom_kill event", "oom-kill event", "Out Of Memory", "exceeded memory limit ("),
        r"Detected \d{1,9} oom[_-]kill events?(?:\(s\))? in (?P<step>[\w.=]{1,60})"
-       r"|srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): Out Of Memory",
+       r"|srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): Out Of Memory"
+       # (jobacct_gather's own limit, without the cgroup plugin: "StepId=%s exceeded memory limit (%lu > %lu), being
+       # killed")
+       r"|(?P<acct>StepId=[\w.]{1,40}) exceeded memory limit \(\d{1,20} > \d{1,20}\), being killed",
        "peer_process_died", ROOT, 3, "Slurm killed tasks of the job for running out of host memory",
        code="LOG060", params=lambda hs: {"what": "Slurm's cgroup killed " + (
            f"task(s) {group(hs, 'tasks')} on {group(hs, 'node')}" if group(hs, "tasks") else "tasks of the step")
@@ -808,6 +811,50 @@ SIGNATURES = (
        r"(?: DUE TO (?P<why>TIME LIMIT|PREEMPTION|NODE FAILURE))?",
        "peer_process_died", ROOT, 7, "Slurm cancelled the job or step (time limit, preemption, scancel or a lost node)",
        build=_slurm_cancelled, fails=True),
+    # What Slurm refuses at submission or step creation, from its error strings (common/slurm_errno.c, srun/opt.c,
+    # srun/launch.c): the request does not fit the allocation or the cluster, or srun steps inside one job compete
+    # for its resources ("step creation temporarily disabled, retrying (Requested nodes are busy)": a second srun
+    # waiting for the first's GPUs, which --overlap or --exact changes).
+    sig("slurm_request", ("Requested node configuration is not available", "Insufficient GRES available",
+                          "Invalid generic resource (gres) specification", "step creation temporarily disabled",
+                          "Invalid MPI type"),
+       r"(?P<conf>Requested node configuration is not available|Insufficient GRES available in allocation"
+       r"|Invalid generic resource \(gres\) specification)"
+       r"|(?P<busy>step creation temporarily disabled, retrying \(Requested nodes are busy\))"
+       r"|Invalid MPI type '(?P<mpi>[\w.]{1,20})'",
+       "launcher_misconfig", ROOT, 4, "Slurm could not give the job or its step what it asked for",
+       code="LOG066", params=lambda hs: {"what": (
+           "the resources asked for (--gres/--gpus, nodes, memory) are not in the partition or the allocation"
+           if group(hs, "conf") else
+           "an srun step waits for GPUs another step of the same job holds (srun --overlap, or --exact per step)"
+           if group(hs, "busy") else
+           f"srun --mpi={group(hs, 'mpi')} names an MPI plugin this Slurm does not have (srun --mpi=list)")}),
+    # Slurm's PMIx plugin (plugins/mpi/pmix): the direct connections between the nodes' slurmstepd for the PMIx
+    # exchange ("Cannot establish direct connection to %s (%d)", "_tcp_connect: ... Cannot establish the
+    # connection"), a node's name it cannot resolve ("Can't find address for host %s, check slurm.conf"), and its
+    # fence between the nodes timing out ("collective timeout seq=%d").
+    sig("slurm_pmix_net", ("Cannot establish direct connection to", "Cannot establish the connection",
+                           "Can't find address for host", "collective timeout seq="),
+       r"Cannot establish direct connection to (?P<peer>[\w.\-]{1,255})|pmixp_dconn_tcp\.c:\d{1,6}: Cannot establish the connection"
+       r"|Can't find address for host (?P<host>[\w.\-]{1,255}), check slurm\.conf"
+       r"|mpi/pmix\w{0,6}: [^\n]{0,200}collective timeout seq=\d{1,9}",
+       "firewall_or_port_blocked", ROOT, 3, "Slurm's PMIx plugin could not connect the nodes of the step",
+       build=lambda m, hs, found: [
+           cand("LOG015", "hostname_resolution", 2, hs, params={"what": f"{group(hs, 'host')} (a node's name in slurm.conf)"})
+           if group(hs, "host") else
+           cand("LOG063", "firewall_or_port_blocked", 3, hs, params={"what": (
+               f"Slurm's PMIx plugin could not connect to {group(hs, 'peer')}" if group(hs, "peer") else
+               "Slurm's PMIx plugin could not connect the nodes (its TCP connections or its fence timed out)")},
+                alts=[("peer_process_died", "a node whose slurmstepd or tasks died never answers either"),
+                      ("wrong_interface", "SLURM_PMIXP_... / PMIX_MCA_ptl_tcp_if_include choose the interface it uses")])]),
+    # srun losing the step's node (api/step_launch.c): "Cannot communicate with node %d.  Aborting job." and
+    # "_step_io_error_handler: aborting, io error with slurmstepd on node %d".
+    sig("srun_node_lost", ("Cannot communicate with node", "io error with slurmstepd on node"),
+       r"Cannot communicate with node (?P<n>\d{1,6})\.|io error with slurmstepd on node (?P<n2>\d{1,6})",
+       "hardware_fault", ROOT, 5, "srun lost contact with a node of the step",
+       code="LOG037", params=lambda hs: {"what": f"srun lost contact with node {group(hs, 'n', 'n2')} of the step"},
+       alts=[("peer_process_died", "a node that rebooted, or whose slurmstepd was killed, is lost the same way: "
+                                   "sinfo -R and the node's own logs say which")]),
     sig("srun_task_signal", ("srun: error:",),
        r"srun: error: (?P<node>[\w.\-]{1,255}): tasks? (?P<tasks>[\d,\-]{1,60}): (?P<sig>Killed|Terminated|Aborted"
        r"|Segmentation fault|Bus error)\b",

@@ -43,7 +43,23 @@ def _ib_reg_mr(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         out.append(own_reading(rest))
     return out
 
+#: What EFA says of a peer it had a connection with and lost (efa_errno.h, efa_strerror.c): the peer process went
+#: away, or its host failed -- unlike "Unreachable remote - never received a response", a peer never reached.
+_EFA_PEER_GONE = re.compile(r"Unresponsive receiver|becomes unresponsive|peer process no longer being present")
+
+
 def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    gone = [h for h in hs if _EFA_PEER_GONE.search(h.ev.text)]
+    out = []
+    if gone:
+        out.append(cand("LOG061", "peer_process_died", 5, gone, consequence=bool(found),
+                        detail="EFA had a connection to the peer, or reached its device, and the peer stopped answering: "
+                               "its process ended (read its own log: an OOM kill, a crash) or its host failed.",
+                        alts=[("hardware_fault", "with the peer process alive, its host's EFA device or link failed: "
+                                                 "check the instance's status and the peer's dmesg")]))
+    hs = [h for h in hs if h not in gone]
+    if not hs:
+        return out
     av = [h for h in hs if "address vector" in h.ev.text]
     return [cand("LOG025", "firewall_or_port_blocked", 3 if av else 5, av + [h for h in hs if h not in av],
                  detail="NCCL's EFA plugin could not reach a peer's EFA device"
@@ -54,7 +70,7 @@ def _ofi_peer_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand
                  alts=[("other", "instances in different availability zones or placement groups cannot reach each "
                                  "other over EFA at all"),
                        ("peer_process_died", "a peer that died mid-run fails the transfers to it the same way: "
-                                             "read its own log")])]
+                                             "read its own log")])] + out
 
 def _no_algo(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """enqueue.cc: no algorithm and protocol pair can run this collective. NCCL 2.26 on appends " NCCL_ALGO was set to
@@ -1383,12 +1399,44 @@ SIGNATURES = (
     # ("NET/OFI Request %p completed with error. RC: %d", libfabric efa's "rxr_cq_write_tx_error ... prov_err"). EFA
     # reaches a peer only when the security group allows all traffic to and from itself, both ways, and only within
     # one availability zone: a rule missing there is what these threads found (aws/aws-ofi-nccl#156, #663).
-    sig("ofi_peer_unreachable", ("Unable to insert remote address", "completed with error. RC", "rxr_cq_write_tx_error",
-                                 "efa_rdm_pke_handle_tx_error", "efa_rdm_txe_handle_error"),
+    # Newer plugins say "Request %p (%s) completed with error: err: %d, flags: %ld, prov_errno: %d, strerror: %s, ..."
+    # with EFA's own words for the provider error, and libfabric's EFA provider logs "The peer of address %s becomes
+    # unresponsive" and aborts with "Libfabric EFA provider has encountered an internal error: ... Unresponsive
+    # receiver ..."; its help texts ("The peer is not reachable by the EFA device ... security group rules", "The
+    # connection was previously established via handshake ... peer process no longer being present") say which.
+    sig("ofi_peer_unreachable", ("Unable to insert remote address", "completed with error", "rxr_cq_write_tx_error",
+                                 "efa_rdm_pke_handle_tx_error", "efa_rdm_txe_handle_error", "becomes unresponsive",
+                                 "EFA provider has encountered an internal error", "not reachable by the EFA device",
+                                 "previously established via handshake", "failed to complete a handshake"),
        r"Unable to insert remote address into address vector|NET/OFI Request \S{1,40} completed with error\. RC: -?\d{1,5}"
-       r"|rxr_cq_write_tx_error\(?\)?:?\d{0,5}<warn>|efa_rdm_(?:pke|txe)_handle_(?:tx_)?error",
+       r"|NET/OFI Request \S{1,40} \(\w{1,20}\) completed with error: err: \d{1,5}"
+       r"|rxr_cq_write_tx_error\(?\)?:?\d{0,5}<warn>|efa_rdm_(?:pke|txe)_handle_(?:tx_)?error"
+       r"|The peer of address \S{1,120} becomes unresponsive|EFA provider has encountered an internal error: [^\n]{0,200}"
+       r"Unresponsive receiver|The peer is not reachable by the EFA device"
+       r"|connection was previously established via handshake|libfabric failed to complete a handshake",
        "firewall_or_port_blocked", ROOT, 4, "the EFA network plugin could not reach a peer (security group, zone)",
        build=_ofi_peer_unreachable),
+    # aws-ofi-nccl's and libfabric EFA's resource creation failing with ENOMEM (nccl_ofi_ofiutils.c "Couldn't create
+    # domain|allocate endpoint|create completion queue|register memory region with regattr. RC: -12, ERROR: Cannot
+    # allocate memory"; efa_base_ep.c "ibv_create_qp failed. errno: 12"; efa_rdm_cq.c "Unable to create extended CQ:
+    # Cannot allocate memory"): creating queues and registering host memory pin pages, which the locked-memory limit
+    # caps.
+    sig("ofi_nomem", ("RC: -12, ERROR: Cannot allocate memory", "ibv_create_qp failed. errno: 12",
+                      "Unable to create extended CQ: Cannot allocate memory"),
+       r"NET/OFI Couldn't (?:create domain|allocate endpoint|create completion queue|register memory region with regattr)"
+       r"\. RC: -12, ERROR: Cannot allocate memory"
+       r"|efa_qp_create\(\)[^\n]{0,40}ibv_create_qp failed\. errno: 12|Unable to create extended CQ: Cannot allocate memory",
+       "rlimit_memlock", ROOT, 2, "the EFA plugin or provider could not create its queues or register memory (ENOMEM)",
+       code="LOG035", alts=[("other", "with `ulimit -l unlimited` in force, registering GPU memory fails this way when "
+                                      "GPUDirect RDMA is missing (nvidia-peermem, or dma-buf)")]),
+    # aws-ofi-nccl (platform-aws.cpp): "GDR disabled on GDR-supported instance type %s" and libfabric EFA
+    # (efa_hmem.c): "Failed to register CUDA buffer with the EFA device, FI_HMEM transfers that require peer to peer
+    # support will fail." -- the instance has GPUDirect RDMA, the node's software does not offer it.
+    sig("ofi_gdr_off", ("GDR disabled on GDR-supported instance type", "Failed to register CUDA buffer with the EFA device"),
+       r"GDR disabled on GDR-supported instance type (?P<inst>[\w.\-]{1,40})"
+       r"|Failed to register CUDA buffer with the EFA device",
+       "other", ROOT, 4, "the EFA plugin runs without GPUDirect RDMA on an instance that has it",
+       code="LOG101", params=lambda hs: {"what": f"EFA on {group(hs, 'inst') or 'this instance'}"}),
     # aws-ofi-nccl register_mr_buffers: "Unable to register memory (type = %d) for device %d. RC: %d, Error: %s" --
     # type 2 is FI_HMEM_CUDA, GPU memory. EINVAL there is libfabric refusing the registration NCCL asks for: NCCL
     # 2.19+ with the libfabric of an EFA installer older than 1.29 (aws/aws-ofi-nccl#584), or no GPUDirect RDMA.

@@ -216,7 +216,7 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # serving engine's custom all-reduce) the caller asked for peer access without asking first, on GPUs that
     # correctly say they have none.
     caller = [h for h in hs if h not in shm and h.rec.kind != "nccl" and not any(
-        w in h.ev.text for w in ("NCCL", "Cuda failure", "cudaErrorPeerAccessUnsupported", "CUDA_ERROR_PEER", "cudaIpc"))]
+        w in h.ev.text for w in ("NCCL", "Cuda failure", "cudaErrorPeerAccessUnsupported", "CUDA_ERROR_PEER", "cudaIpc", "hipIpc"))]
     rest = [h for h in hs if h not in shm and h not in caller]
     out = []
     if rest:
@@ -249,12 +249,15 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 #: application's context was reset), 45 (preemptive cleanup after an earlier error).
 _APP_XIDS = frozenset({"13", "31", "43", "45"})
 _XID = re.compile(r"\bXid\b(?: \([^)]{0,40}\))?:? (?P<xid>\d{1,3})\b")
+_XID_CAUSE = re.compile(r"caused by previous Xid (\d{1,3})\b")
 
 
 def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """GPU hardware errors, less the Xids the driver raises for a process's own faults (an illegal memory access in
     a kernel gives Xid 13 or 31 in dmesg; the board is fine)."""
     xid = {id(h): x.group("xid") for h in hs if (x := _XID.search(h.ev.text))}
+    # Newer drivers end Xid 45 (channels torn down) with the Xid that caused it: "... caused by previous Xid 79".
+    xid.update({id(h): p.group(1) for h in hs if (p := _XID_CAUSE.search(h.ev.text))})
     app = [h for h in hs if xid.get(id(h)) in _APP_XIDS]
     rest = [h for h in hs if h not in app]
     out = []
@@ -847,7 +850,7 @@ SIGNATURES = (
        alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "CUDA host alloc", "MemoryAllocation",
                      "OUT_OF_MEMORY", "Out of memory error on GPU"),
-       r"Cuda failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
+       r"(?:Cuda|HIP) failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
        r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory"
        # Paddle's wording of the same (enforce.h "CUDA error(%d), %s.", cuda_allocator.cc's own report).
@@ -966,11 +969,15 @@ SIGNATURES = (
     # GDRCopy's library (gdrapi.c) returns the errno of its ioctl to gdrdrv: UCX prints "gdr_pin_buffer failed. length
     # :%lu ret:%d" (uct/cuda/gdr_copy), NCCL "GDRCOPY failure %d" (gdrwrap.h). ENOTTY (25) is a driver that does not
     # know the request: a libgdrapi of another GDRCopy release than the host's gdrdrv module (the 2.0 ABI change).
-    sig("gdrcopy_abi", ("gdr_pin_buffer", "GDRCOPY failure"),
-       r"gdr_pin_buffer(?:_v2)? failed\. length ?:\s?\d{1,20} ret:\s?(?P<ret>25)\b|GDRCOPY failure (?P<ret2>25)\b",
+    sig("gdrcopy_abi", ("gdr_pin_buffer", "GDRCOPY failure", "minimum required gdrdrv driver version"),
+       r"gdr_pin_buffer(?:_v2)? failed\. length ?:\s?\d{1,20} ret:\s?(?P<ret>25)\b|GDRCOPY failure (?P<ret2>25)\b"
+       # (GDRCopy 2.x's own check, gdrapi.c, with GDRCOPY_ENABLE_LOGGING=1: "The minimum required gdrdrv driver version
+       # is %d.%d but the current gdrdrv version is %d.%d")
+       r"|The minimum required gdrdrv driver version is (?P<need>[\d.]{1,8}) but the current gdrdrv version is (?P<have>[\d.]{1,8})",
        "version_mismatch", ROOT, 2, "GDRCopy's library and the host's gdrdrv module are different releases",
-       code="LOG097", params=lambda hs: {"what": "gdrdrv refused the library's pin request as an unknown ioctl (errno 25, "
-                                                 "ENOTTY)"}),
+       code="LOG097", params=lambda hs: {"what": (
+           f"the library needs gdrdrv {group(hs, 'need')} and the host's module is {group(hs, 'have')}" if group(hs, "need")
+           else "gdrdrv refused the library's pin request as an unknown ioctl (errno 25, ENOTTY)")}),
     # graph/paths.cc (2.12 on): NVML reports P2P read/write not OK between two GPUs joined by NVLink, and NCCL stops
     # (ncclUnhandledCudaError) unless NCCL_IGNORE_DISABLED_P2P=1: "P2P is disabled between NVLINK connected GPUs %d
     # and %d. This should not be the case given their connectivity, and is probably due to a hardware issue."
@@ -992,6 +999,22 @@ SIGNATURES = (
     # nvidia-smi when NVML enumerates a board but cannot open it: "Unable to determine the device handle for GPU<id>
     # [: <bus id>]: Unknown Error". The board stopped answering (Xid 79, fallen off the bus), or the driver module
     # did not come up for it after a driver or kernel update.
+    # The driver could not bring a GPU up (open-gpu-kernel-modules osinit.c / nv.c): "NVRM: GPU %s: RmInitAdapter
+    # failed! (0x%x:0x%x:%d)", "rm_init_adapter failed, device minor number %d", "GPU does not have the necessary
+    # power cables connected.", "This PCI I/O region assigned to your NVIDIA device is invalid"; nvidia-smi -q's row
+    # remapper saying a remap failed ("Remapping Failure Occurred : Yes": no spare rows left in a bank).
+    sig("gpu_init_failed", ("RmInitAdapter failed", "rm_init_adapter failed", "necessary power cables", "region assigned to your NVIDIA device is invalid",
+                            "Remapping Failure Occurred"),
+       r"RmInitAdapter failed!|rm_init_adapter failed, device minor number \d{1,4}"
+       r"|GPU does not have the necessary power cables connected|PCI I/O region assigned to your NVIDIA device is invalid"
+       r"|(?P<remap>Remapping Failure Occurred\s{0,40}: Yes)",
+       "hardware_fault", ROOT, 2, "the driver could not bring up a GPU, or its memory has no spare rows left",
+       code="LOG037", params=lambda hs: {"what": (
+           "a GPU's memory row remapping failed (no spare rows left): the board needs replacing" if group(hs, "remap")
+           else "the driver could not initialise a GPU (dmesg: NVRM RmInitAdapter / power / BAR), so it is missing "
+                "from the node")},
+       alts=[("driver_cuda_mismatch", "RmInitAdapter also fails for a GPU the installed driver does not support, or "
+                                      "right after a driver update without a reboot")]),
     sig("gpu_handle_lost", ("device handle for GPU",),
        r"Unable to determine the device handle for GPU ?[\w:.]{0,20}(?:: [\dA-Fa-f]{4,8}:[\dA-Fa-f]{2}:[\dA-Fa-f]{2}\.\d)?"
        r": (?:Unknown Error|GPU is lost)",
@@ -1068,9 +1091,11 @@ SIGNATURES = (
        r"Missing \"?HSA_FORCE_FINE_GRAIN_PCIE=1\"? from environment",
        "other", ROOT, 4, "RCCL runs without fine-grained PCIe memory, which it says can hang",
        build=_rccl_fine_grain, phase=PHASE_SETUP),
-    sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc"),
+    sig("p2p_unsupported", ("peer access", "PeerAccessUnsupported", "PEER_ACCESS", "P2P is not supported", "P2P not supported", "cudaIpc",
+                            "hipIpc"),
        r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P (?:is )?not supported"
-       r"|cudaIpc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
+       # (RCCL's source is hipified, its message text with it: "hipIpcGetMemHandle failed : invalid argument")
+       r"|(?:cuda|hip)Ipc(?:Get|Open)MemHandle failed ?: ?(?:operation not supported|invalid device context|invalid argument)",
        "p2p_driver_bug", ROOT, 2, "the driver refuses or mishandles GPU peer-to-peer access",
        code="LOG039", build=_p2p_unsupported,
        alts=[("p2p_acs_iommu", "if the GPUs do support P2P, ACS/IOMMU blocking the path gives similar failures: "

@@ -366,6 +366,58 @@ ROWS = [
     ("ccl_ofi_peer", "2025:03:21-10:15:02:(48213) |CCL_ERROR| atl_ofi.cpp:944 prov_ep_handle_cq_err: fi_cq_readerr: err: 5, "
                      "prov_err: Input/output error(5)",
      "2025:03:21-10:15:02:(48213) |CCL_WARN| fi_cq_read returned no completions"),
+    # -- Slurm and its PMIx plugin --------------------------------------------------------------------------------
+    ("slurm_oom_kill", "slurmstepd: error: StepId=4183920.0 exceeded memory limit (68719476736 > 64424509440), being killed",
+     "slurmstepd: StepId=4183920.0 hit memory limit at least once during execution. This may or may not result in some "
+     "failure."),
+    ("slurm_request", "sbatch: error: Batch job submission failed: Requested node configuration is not available",
+     "sbatch: Submitted batch job 4183920"),
+    ("slurm_request", "srun: Job 4183920 step creation temporarily disabled, retrying (Requested nodes are busy)",
+     "srun: Step created for StepId=4183920.1"),
+    ("slurm_request", "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types",
+     "srun: MPI types are..."),
+    ("slurm_pmix_net", "slurmstepd: error:  mpi/pmix_v4: pmixp_dconn_connect: gpu-a017 [0]: pmixp_dconn.h:245: Cannot "
+                       "establish direct connection to gpu-a018 (1)",
+     "slurmstepd: error:  mpi/pmix_v4: pmixp_dconn_connect: gpu-a017 [0]: pmixp_dconn.h:245: direct connection to "
+     "gpu-a018 (1) established"),
+    ("slurm_pmix_net", "slurmstepd: error:  mpi/pmix_v4: _tcp_connect: gpu-a017 [0]: pmixp_dconn_tcp.c:112: Can't find "
+                       "address for host gpu-a018, check slurm.conf",
+     "slurmd: error: Can't find the state file, check slurm.conf"),
+    ("slurm_pmix_net", "slurmstepd: error:  mpi/pmix_v4: pmixp_coll_tree_reset_if_to: gpu-a017 [0]: pmixp_coll_tree.c:1314: "
+                       "0x7f2a6c00a6f0: collective timeout seq=0",
+     "[rank0]: RuntimeError: NCCL collective timeout seq=0"),
+    ("srun_node_lost", "srun: error: Cannot communicate with node 3.  Aborting job.",
+     "srun: error: Cannot communicate with the controller, retrying"),
+    # -- RCCL's own wording (hipified) --------------------------------------------------------------------------------
+    ("cuda_oom", "node01:40213:40290 [0] /opt/rocm-5.4.3/rccl/src/init.cc:1016 NCCL WARN HIP failure 'out of memory'",
+     "node01:40213:40290 [0] /opt/rocm-5.4.3/rccl/src/init.cc:1016 NCCL WARN HIP failure 'invalid device ordinal'"),
+    ("p2p_unsupported", "node01:40213:40290 [0] /opt/rocm/rccl/src/transport/p2p.cc:238 NCCL WARN hipIpcGetMemHandle failed "
+                        ": invalid argument",
+     "node01:40213:40290 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"),
+    # -- the NVIDIA driver's own lines --------------------------------------------------------------------------------
+    ("gpu_init_failed", "Mar  3 14:21:07 node17 kernel: NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x62:0x55:2477)",
+     "Mar  3 14:21:07 node17 kernel: NVRM: GPU 0000:3b:00.0: RmInitAdapter succeeded"),
+    ("gpu_init_failed", "        Remapping Failure Occurred        : Yes",
+     "        Remapping Failure Occurred        : No"),
+    ("gdrcopy_abi", "ERR:  The minimum required gdrdrv driver version is 2.4 but the current gdrdrv version is 2.3",
+     "INFO: gdrdrv version 2.4 loaded"),
+    # -- aws-ofi-nccl and libfabric's EFA provider ----------------------------------------------------------------------
+    ("ofi_peer_unreachable", "ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI Request 0x7f3c2c0f8a80 (SEND) completed with "
+                             "error: err: 103, flags: 2056, prov_errno: 4124, strerror: Unresponsive receiver (connection "
+                             "previously established)",
+     "ip-172-31-10-5:18234:18234 [0] NCCL INFO NET/OFI Request 0x7f3c2c0f8a80 (SEND) completed"),
+    ("ofi_peer_unreachable", "libfabric:18234:1724312345::efa:ep_ctrl:efa_rdm_cq_process_prov_errno():631<warn> The peer of "
+                             "address fi_addr_efa://[fe80::2b:11ff:fe90:4c02]:0:902 becomes unresponsive",
+     "libfabric:18234:1724312345::efa:ep_ctrl:efa_rdm_ep_open():120<info> The peer of address "
+     "fi_addr_efa://[fe80::2b:11ff:fe90:4c02]:0:902 is inserted"),
+    ("ofi_nomem", "ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -12, ERROR: Cannot allocate "
+                  "memory",
+     "ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI Couldn't create domain. RC: -22, ERROR: Invalid argument"),
+    ("ofi_nomem", "libfabric:18234:1724312345::efa:ep_ctrl:efa_qp_create():343<warn> ibv_create_qp failed. errno: 12",
+     "libfabric:18234:1724312345::efa:ep_ctrl:efa_qp_create():343<warn> ibv_create_qp failed. errno: 22"),
+    ("ofi_gdr_off", "ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI GDR disabled on GDR-supported instance type "
+                    "p4d.24xlarge",
+     "ip-172-31-10-5:18234:18234 [0] NCCL INFO NET/OFI Support for global registrations: true"),
 ]
 
 
@@ -596,3 +648,32 @@ def test_oneccl_messages_mean_what_its_source_says(tmp_path: Path, lines: tuple,
     f = _verdict(tmp_path, *lines)
     assert (f["code"], f["cause"]) == (code, cause), f
     assert said in f["title"] + " " + f.get("detail", ""), f
+
+
+def test_an_xid_45_caused_by_an_earlier_xid_is_that_xids_fault(tmp_path: Path) -> None:
+    """Xid 45 alone is the driver tearing down a process's channels (its own fault); newer drivers add which Xid
+    caused it, and Xid 79 is the board falling off the bus."""
+    f = _verdict(tmp_path, "Mar  3 14:21:07 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=48213, name=python, "
+                           "Ch 00000008 caused by previous Xid 79")
+    assert (f["code"], f["cause"]) == ("LOG037", "hardware_fault"), f
+    f = _verdict(tmp_path, "Mar  3 14:21:07 node17 kernel: NVRM: Xid (PCI:0000:3b:00): 45, pid=48213, name=python, "
+                           "Ch 00000008")
+    assert (f["code"], f["cause"]) == ("LOG081", "other"), f
+
+
+@pytest.mark.parametrize(("line", "code", "cause"), [
+    # EFA never heard from the peer: the security group's self rule, or another availability zone.
+    ("ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI Request 0x7f11e80a2c40 (SEND) completed with error: err: 113, "
+     "flags: 2056, prov_errno: 15, strerror: Unreachable remote - never received a response", "LOG025",
+     "firewall_or_port_blocked"),
+    # EFA had the connection and the peer stopped answering: the peer process went away (or its host).
+    ("ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI Request 0x7f3c2c0f8a80 (SEND) completed with error: err: 103, "
+     "flags: 2056, prov_errno: 4124, strerror: Unresponsive receiver (connection previously established)", "LOG061",
+     "peer_process_died"),
+    ("Libfabric EFA provider has encountered an internal error: Libfabric error: (103) Connection aborted EFA internal "
+     "error: (4126) Unresponsive receiver (reachable by EFA device but handshake failed) Your application will now "
+     "abort().", "LOG061", "peer_process_died"),
+])
+def test_efa_tells_a_peer_never_reached_from_one_that_went_away(tmp_path: Path, line: str, code: str, cause: str) -> None:
+    f = _verdict(tmp_path, line)
+    assert (f["code"], f["cause"]) == (code, cause), f
