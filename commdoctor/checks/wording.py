@@ -131,6 +131,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG109": {"what": "<who waited where>"},
     "LOG110": {"what": "<where each process was>"},
     "LOG113": {"lib": "<library>"},
+    "LOG116": {"prov": "<provider>"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},
     "HOOK005": {"what": "<op, shape, dtype or root>"},

@@ -135,6 +135,9 @@ def _rank_conflict(hs: list[Any]) -> str:
                 "visible GPUs")
     if g.get("slots"):
         return "the hostfile or the processes per node do not match the GPUs each node has"
+    if g.get("cvar"):
+        return (f"ColossalAI's launch_from_{g['cenv'].lower()} found no {g['cvar']}: the script was not started by "
+                f"{ {'torch': 'torchrun', 'SLURM': 'srun', 'OpenMPI': 'mpirun'}[g['cenv']] }")
     if g.get("ws"):
         return (f"a process group of one rank was created before the framework's own, while the launcher started "
                 f"{g['ws']}: every rank holds the whole model")
@@ -156,7 +159,15 @@ def _launch_args(g: dict[str, Any]) -> str:
         return f"{g['nw']} workers were asked for and MPI started {g['np']}"
     if g.get("mpi"):
         return f"{g['mpi']} MPI processes on a node where {g['det']} GPU(s) are visible"
-    return "data parallelism without LMDEPLOY_DP_MASTER_ADDR / LMDEPLOY_DP_MASTER_PORT"
+    if g.get("pernode"):
+        return "the nodes run different numbers of ranks (lmdeploy needs the same number on each)"
+    if g.get("headless"):
+        return "an engine on another node was started without --headless"
+    if g.get("cfg"):
+        return "the data-parallel engines were started with different settings (every node needs the same command line)"
+    if g.get("ibgpu"):
+        return f"GPU {g['ibgpu']} has no InfiniBand device in the transfer engine's mapping (the devices listed per GPU)"
+    return "lmdeploy's distributed start without its address variables (LMDEPLOY_DP_MASTER_ADDR / LMDEPLOY_DIST_INIT_ADDR)"
 
 
 def ev_seq(m: Any, ev: Any) -> int:
@@ -381,12 +392,19 @@ SIGNATURES = (
     # torchtitan (distributed/parallel_dims.py "Invalid parallel dims: dp_replicate(..) * ... != WORLD_SIZE(..)"),
     # DeepSpeed's pipeline topology ("num_stages (%d) must divide distributed world size (%d)").
     sig("parallel_sizes", ("is not divisible by", "must be divisible by total world_size", "Invalid parallel dims",
-                           "must divide distributed world size"),
+                           "must divide distributed world size", "must be equal to the world size(",
+                           "is not valid with the current list of valid GPU counts"),
         r"world[_ ]size:? \(?(?P<world>\d{1,6})\)? (?:is not divisible by|must be divisible by total world_size)"
         r"|Invalid parallel dims: [^\n]{1,200}!= WORLD_SIZE\((?P<world2>\d{1,6})\)"
-        r"|num_stages \(\d{1,6}\) must divide distributed world size \((?P<world3>\d{1,6})\)",
+        r"|num_stages \(\d{1,6}\) must divide distributed world size \((?P<world3>\d{1,6})\)"
+        # ColossalAI (booster/plugin/hybrid_parallel_plugin.py "World size %d is not divisible by tp_size %d * pp_size
+        # %d"; cluster/process_group_mesh.py "The product of the size(%d) must be equal to the world size(%d)") and
+        # DeepSpeed's elasticity ("World size (%d) is not valid with the current list of valid GPU counts")
+        r"|World size (?P<world4>\d{1,6}) is not divisible by tp_size \d{1,6}"
+        r"|The product of the size\(\d{1,6}\) must be equal to the world size\((?P<world5>\d{1,6})\)"
+        r"|World size \((?P<world6>\d{1,6})\) is not valid with the current list of valid GPU counts",
         "launcher_misconfig", ROOT, 2, "the processes started do not fit the parallel sizes the job asks for",
-        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3')} processes were started, "
+        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6')} processes were started, "
                                                   "which the tensor/pipeline/context/expert/data parallel sizes do "
                                                   "not divide (nodes x GPUs per node against the parallel config)"}),
     # The LLM servers' checks of the GPUs and processes a deployment asks for: vLLM (config/parallel.py "World size
@@ -423,16 +441,20 @@ SIGNATURES = (
     # Two launchers setting different ranks, a script started without one, more processes than GPUs.
     sig("launch_rank_conflict", ("does not match torch", "OMPI_COMM_WORLD_LOCAL_RANK (", "Mismatch in local rank setting",
                                  "requires the LOCAL_RANK environment", "LOCAL_RANK must be set", "device count (",
-                                 "requires same number of devices per node", "num_gpus not equal to device per node",
+                                 "requires same number of devices per node", "in the torch environment, visit",
+                                 "in the SLURM environment, visit", "in the OpenMPI environment, visit", "num_gpus not equal to device per node",
                                  "resolved a process group of world_size=1", "without a CPU (gloo) backend"),
         r"MPI (?P<what>rank|world size) (?P<mpi>\d{1,6}) does not match torch (?:rank|world size) (?P<torch>\d{1,6})"
         r"|LOCAL_RANK \((?P<lr>\d{1,4})\) != OMPI_COMM_WORLD_LOCAL_RANK \((?P<olr>\d{1,4})\)"
         r"|Mismatch in local rank setting, args\.local_rank=(?P<arg>-?\d{1,4}) but env\['LOCAL_RANK'\]=(?P<env>\d{1,4})"
         r"|(?P<nolr>DeepSpeed requires the LOCAL_RANK environment variable|LOCAL_RANK must be set before selecting a local device)"
         r"|LOCAL_RANK=(?P<over>\d{1,4}) is outside the visible \w{1,10} device count \((?P<ndev>\d{1,4})\)"
-        r"|(?P<slots>MPICH requires same number of devices per node|num_gpus not equal to device per node)"
+        r"|(?P<slots>(?:MPICH|Intel MPI|mvapich) requires same number of devices per node|num_gpus not equal to device per node)"
         r"|zero\.Init resolved a process group of world_size=1, but the launcher environment reports WORLD_SIZE=(?P<ws>\d{1,6})"
-        r"|(?P<gloo>External launcher initialized the default process group without a CPU \(gloo\) backend)",
+        r"|(?P<gloo>External launcher initialized the default process group without a CPU \(gloo\) backend)"
+        # (ColossalAI's launch_from_torch / _slurm / _openmpi, colossalai/initialize.py: "Could not find 'RANK' in the
+        # torch environment, visit ...")
+        r"|Could not find '(?P<cvar>\w{1,40})' in the (?P<cenv>torch|SLURM|OpenMPI) environment",
         "launcher_misconfig", ROOT, 2, "the ranks the process was given do not agree with its launch",
         code="LOG066", params=lambda hs: {"what": _rank_conflict(hs)}),
     # The batch sizes against the data-parallel world the launch formed: DeepSpeed (runtime/config.py "Check batch
@@ -528,7 +550,8 @@ SIGNATURES = (
                         "But your machine only has", "multinode, but `MASTER_ADDR` env was not set",
                         "at least 2 processes to use `--multi_gpu`", "Less than two GPU ids were configured",
                         "must be equal to the number of processes in MPI", "GPUs detected, which is smaller than",
-                        "DP > 1 requires"),
+                        "DP > 1 requires", "LMDEPLOY_DIST_INIT_ADDR not set", "number of ranks in each node should be same",
+                        "must use --headless", "Configuration mismatch detected for engine", "No IB devices configured for GPU"),
         r"You set `--ntasks=(?P<ntasks>\d{1,6})` in your SLURM bash script, but this variable is not supported"
         r"|(?P<lr>Lightning attempted to launch new distributed processes with `local_rank > 0`)"
         r"|(?P<gpus>But your machine only has: \[[\d, ]{0,200}\])"
@@ -536,7 +559,11 @@ SIGNATURES = (
         r"|(?P<two>You need to use at least 2 processes to use `--multi_gpu`|Less than two GPU ids were configured)"
         r"|n_workers must be equal to the number of processes in MPI, got (?P<nw>\d{1,6}) vs (?P<np>\d{1,6})"
         r"|mpiSize is (?P<mpi>\d{1,6}), but only (?P<det>\d{1,4}) GPUs detected"
-        r"|(?P<dp>DP > 1 requires \"LMDEPLOY_DP_MASTER_ADDR\")",
+        r"|(?P<dp>DP > 1 requires \"LMDEPLOY_DP_MASTER_ADDR\"|LMDEPLOY_DIST_INIT_ADDR not set)"
+        r"|(?P<pernode>The number of ranks in each node should be same)"
+        r"|(?P<headless>Remote engine \d{1,5} must use --headless)"
+        r"|(?P<cfg>Configuration mismatch detected for engine \d{1,5})"
+        r"|No IB devices configured for GPU (?P<ibgpu>\d{1,3})",
         "launcher_misconfig", ROOT, 2, "the launch's arguments or environment do not fit the job",
         code="LOG066", params=lambda hs: {"what": _launch_args(hs[0].groups)}),
     # Ray's reports of a worker that died, each the first sign in the driver's log: ray/exceptions.py "The worker died
@@ -544,17 +571,21 @@ SIGNATURES = (
     # failed to initialize", lmdeploy's executor "Ray worker exited.", and Lightning's signal handler "[rank: N]
     # Received SIGTERM: 15" (something outside the job stopped it: a scheduler's preemption or time limit, scancel).
     sig("ray_worker_died", ("The worker died unexpectedly while executing", "worker actors failed to initialize",
-                            "Ray worker exited.", "Received SIGTERM: ", "Received SIGTERM, saving checkpoint and exiting"),
+                            "Ray worker exited.", "Received SIGTERM: ", "Received SIGTERM, saving checkpoint and exiting",
+                            "Main process received SIGTERM, exiting"),
         r"(?P<crash>The worker died unexpectedly while executing this task)"
         r"|(?P<init>At least one of the worker actors failed to initialize)"
         r"|(?P<lmd>Ray worker exited\.)"
         # (NeMo's preemption callback, utils/callbacks/preemption.py, says the same of its own rank)
-        r"|\[rank: (?P<rank>\d{1,6})\] Received SIGTERM: 15|(?P<nemo>Received SIGTERM, saving checkpoint and exiting)",
+        r"|\[rank: (?P<rank>\d{1,6})\] Received SIGTERM: 15|(?P<nemo>Received SIGTERM, saving checkpoint and exiting)"
+        r"|(?P<ds>Main process received SIGTERM, exiting)",  # (DeepSpeed's launcher, launch.py sigkill_handler)
         "peer_process_died", ROOT, 5, "a worker process of the job died or was stopped",
         code="LOG060", params=lambda hs: {"what": (
             f"rank {group(hs, 'rank')} was sent SIGTERM from outside the job (preemption, a time limit, scancel)"
             if group(hs, "rank") else "a rank was sent SIGTERM from outside the job (preemption, a time limit, "
-            "scancel) and stopped after saving a checkpoint" if group(hs, "nemo") else "a worker failed while it started (its own log says why)" if group(hs, "init")
+            "scancel) and stopped after saving a checkpoint" if group(hs, "nemo") else
+            "DeepSpeed's launcher was sent SIGTERM from outside the job (preemption, a time limit, scancel) and "
+            "stopped its ranks" if group(hs, "ds") else "a worker failed while it started (its own log says why)" if group(hs, "init")
             else "a Ray worker process died (its raylet log and dmesg say why: OOM, a crash)")}),
     # Ray's placement wait (vLLM v1/executor/ray_utils.py, lmdeploy pytorch/ray.py): "Waiting for creating a placement
     # group of specs for N seconds. specs=[...]. Check `ray status`": the cluster does not (yet) have the GPUs asked
@@ -564,6 +595,53 @@ SIGNATURES = (
         "launcher_misconfig", ROOT, 7, "Ray has not got the GPUs the server asks for",
         code="LOG066", params=lambda hs: {"what": "Ray waits for GPUs it does not have for the placement group (ray "
                                                   "status: the other nodes must join the cluster, with their GPUs)"}),
+    # The servers' disaggregated prefill/decode and data-parallel paths, from their sources: a peer instance gone
+    # (SGLang disaggregation/common/conn.py "Failed to get kvcache from prefill instance, it might be dead", mooncake
+    # "Decode instance could be dead, remote mooncake session %s is not alive", "Lost connection with prefill instance
+    # (bootstrap_addr: %s)"; vLLM v1/utils.py "Process %s (PID: %d) died with exit code %d"), and vLLM's stateless
+    # group losing a member ("Barrier departure timed out", "Failed to signal barrier arrival").
+    sig("serving_peer_gone", ("it might be dead", "could be dead, remote mooncake session", "Lost connection with prefill instance",
+                              "Lost connection with decode instance", "died with exit code", "Barrier departure timed out",
+                              "Failed to signal barrier arrival"),
+        r"Failed to get kvcache from prefill instance, it might be dead"
+        r"|Decode instance could be dead, remote mooncake session (?P<sess>\S{1,80}) is not alive"
+        r"|Lost connection with (?:prefill|decode) instance \(bootstrap_addr: (?P<addr>\S{1,80})\)"
+        r"|Process (?P<proc>EngineCore\w{0,20}|ApiServer\w{0,20}|DPCoordinator\w{0,20}) \(PID: \d{1,9}\) died with exit code (?P<code>-?\d{1,3})"
+        r"|Barrier departure timed out after [\d.]{1,10} seconds|Failed to signal barrier arrival",
+        "peer_process_died", ROOT, 5, "another instance or process of the server went away",
+        code="LOG060", params=lambda hs: {"what": (
+            f"the server's {group(hs, 'proc')} process died (exit code {group(hs, 'code')}); its own error above says why"
+            if group(hs, "proc") else
+            f"the other instance of a prefill/decode pair went away ({group(hs, 'addr', 'sess')})"
+            if group(hs, "addr", "sess") else
+            "a member of the server's process group went away (its own log says why)")}),
+    # Their bootstrap and key-value stores unreachable: vLLM's Mooncake connector ("Failed to connect to bootstrap
+    # server %s (%s)", "Failed to register %s with the Mooncake bootstrap server at %s after %d attempts"), SGLang's
+    # ("Prefill instance failed to register to bootstrap server after %d retries"), NIXL's handshake
+    # ("NIXL transfer failure: handshake_failed"), lmdeploy TurboMind's TCP store ("Failed to connect to store after
+    # %d retries: unable to connect to %s").
+    sig("serving_bootstrap", ("Failed to connect to bootstrap server", "with the Mooncake bootstrap server at",
+                              "failed to register to bootstrap server", "NIXL transfer failure: handshake_failed",
+                              "Failed to connect to store after"),
+        r"Failed to connect to bootstrap server (?P<ep>\S{1,80}) \(|with the Mooncake bootstrap server at (?P<ep2>\S{1,120}) after"
+        r"|instance failed to register to bootstrap server after \d{1,4} retries"
+        r"|NIXL transfer failure: handshake_failed[^\n]{0,400}?'remote_host': '(?P<host>[^']{1,80})', 'remote_port': (?P<port>\d{1,5})"
+        r"|NIXL transfer failure: handshake_failed"
+        r"|Failed to connect to store after \d{1,4} retries: unable to connect to (?P<ep3>\S{1,80})",
+        "rendezvous_unreachable", ROOT, 3, "a server instance could not reach the bootstrap or store it starts from",
+        code="LOG011", params=lambda hs: {
+            "endpoint": group(hs, "ep", "ep2", "ep3") or (f"{group(hs, 'host')}:{group(hs, 'port')}" if group(hs, "host")
+                                                          else "the server's bootstrap endpoint"),
+            "how": "connection failed"},
+        alts=[("firewall_or_port_blocked", "the bootstrap, NIXL side-channel and transfer ports must be open between "
+                                           "the instances' nodes")]),
+    # vLLM's engine core died: what the API process says after it (v1/engine/exceptions.py "EngineDeadError:
+    # EngineCore encountered an issue. See stack trace (above) for the root cause."; core.py "EngineCore encountered
+    # a fatal error.") -- the error above it is the cause.
+    sig("engine_dead", ("EngineCore encountered an issue", "EngineCore encountered a fatal error"),
+        r"EngineCore encountered (?:an issue|a fatal error)",
+        "peer_process_died", CONSEQUENCE, 7, "vLLM's engine core died; its own error above says why",
+        code="LOG060", params=lambda hs: {"what": "vLLM's engine core died (EngineDeadError): the error above it says why"}),
     sig("ray_workers_unplaced", ("worker group startup timed out", "Placement group creation timed out"),
         r"The worker group startup timed out after [\d.]{1,10} seconds waiting for (?P<n>\d{1,6}) workers"
         r"|Placement group creation timed out",

@@ -406,6 +406,54 @@ SIGNATURES = (
         r"transports? (?P<asked>'[^']{1,40}'(?:,'[^']{1,40}'){0,15}) (?:is|are) not available, please use one or more "
         r"of: (?P<have>[\w, ]{1,400})",
         "UCX was asked for transports it does not have, and lists the ones it has"),
+    # ucp_context.c's device twin of the message above: "network device '%s' is not available, please use one or
+    # more of: %s" -- UCX_NET_DEVICES names a device this host does not have.
+    sig("ucx_netdev_missing", ("is not available, please use one or more of",),
+       r"network device '(?P<dev>[^']{1,64})' is not available, please use one or more of",
+       "wrong_interface", ROOT, 2, "UCX_NET_DEVICES names a device this host does not have",
+       code="LOG021", params=lambda hs: {"iface": f"{group(hs, 'dev')} (UCX_NET_DEVICES)"}),
+    # UCX's InfiniBand paths on the GID and queue-pair settings (uct/ib/base/ib_device.c "invalid gid[%d] on %s:%d",
+    # "ibv_query_gid(dev=%s port=%d index=%d) failed: %m", "failed to find a gid which matches/unmatches the following
+    # subnet list: %s"; rc_iface.c "error modifying QP to RTR: %m"): the GID index or subnet asked for
+    # (UCX_IB_GID_INDEX, UCX_IB_ROCE_LOCAL_SUBNET) does not exist on this port, or the path attributes are refused.
+    sig("ucx_gid", ("invalid gid[", "ibv_query_gid(", "failed to find a gid which matches", "error modifying QP to RTR"),
+       r"invalid gid\[(?P<idx>\d{1,4})\] on (?P<dev>\S{1,40})|ibv_query_gid\(dev=(?P<dev2>\S{1,40}) port=\d{1,3} "
+       r"index=(?P<idx2>\d{1,4})\) failed|failed to find a gid which matches/unmatches the following subnet list"
+       r"|error modifying QP to RTR: Invalid argument",
+       "ib_misconfig", ROOT, 2, "UCX's InfiniBand/RoCE GID or queue-pair settings do not fit the port",
+       code="LOG036", detail="The GID index (UCX_IB_GID_INDEX) or subnet (UCX_IB_ROCE_LOCAL_SUBNET) asked for does "
+                             "not exist on this port, or the peer's path attributes are refused (show_gids lists each "
+                             "port's table: the index must hold the same kind of address on every node)."),
+    # ib_md.c: "%s: Couldn't enable GPUDirect RDMA. Please make sure nv_peer_mem, amdgpu plugin, or Intel Xe driver
+    # is installed correctly, or dmabuf is supported."; proto_reconfig.c: "No zero-copy protocol found for %s from
+    # cuda to cuda ... Please check for proper GPU and/or HCA support".
+    sig("ucx_gdr_off", ("Couldn't enable GPUDirect RDMA", "No zero-copy protocol found for"),
+       r"(?P<dev>\S{1,40}): Couldn't enable GPUDirect RDMA|No zero-copy protocol found for \w{1,20} from cuda to cuda",
+       "other", ROOT, 4, "UCX cannot use GPUDirect RDMA on this node",
+       code="LOG101", params=lambda hs: {"what": f"UCX on {group(hs, 'dev') or 'this node'}"}),
+    # UCX's resource creation refused for the locked-memory limit: ib_iface.c "ibv_create_cq(cqe=%d) failed: Cannot
+    # allocate memory : Please set max locked memory (ulimit -l) to 'unlimited'", ib_md.c "ibv_reg_mr(address=%p,
+    # length=%zu, access=0x%lx) failed: Cannot allocate memory".
+    sig("ucx_memlock", ("ibv_create_cq(cqe=", "ibv_reg_mr(address="),
+       r"ibv_create_cq\(cqe=\d{1,9}\) failed: Cannot allocate memory|ibv_reg_mr\(address=\S{1,40}, length=\d{1,20}"
+       r"[^)]{0,60}\) failed: Cannot allocate memory",
+       "rlimit_memlock", ROOT, 2, "UCX could not create RDMA queues or register memory (Cannot allocate memory)",
+       code="LOG035"),
+    # UCX's CMA transport (uct/sm/scopy/cma/cma_ep.c): "process_vm_readv(pid=%d {...}-->{...}) returned %zd: %m" with
+    # EPERM -- ptrace_scope or a container without CAP_SYS_PTRACE, as for Open MPI's and MPICH's CMA.
+    sig("ucx_cma_denied", ("process_vm_readv(pid=", "process_vm_writev(pid="),
+       r"process_vm_(?:readv|writev)\(pid=\d{1,10} [^)]{0,200}\) returned -1: Operation not permitted",
+       "other", ROOT, 2, "the kernel refused UCX's cross-process copy (CMA, EPERM)",
+       code="LOG083"),
+    # ucp_ep.c: "ep %p: error '%s' on %s will not be handled since no error callback is installed" -- a transport
+    # endpoint failed ('Endpoint timeout', 'Connection reset by remote peer'): the peer stopped answering or went away;
+    # tcp_ep.c "recv(%d) failed: Connection reset by remote peer".
+    sig("ucx_ep_error", ("will not be handled since no error callback is installed", "failed: Connection reset by remote peer"),
+       r"error '(?P<err>Endpoint timeout|Connection reset by remote peer|Input/output error)' on \S{1,60} will not be "
+       r"handled since no error callback is installed|tcp_ep \S{1,40} \([^)]{1,40}\): recv\(\d{1,6}\) failed: "
+       r"Connection reset by remote peer",
+       "peer_process_died", ROOT, 6, "a UCX endpoint lost its peer",
+       code="LOG061", alts=[("hardware_fault", "with every process alive, a failing link or port times endpoints out")]),
     # uct/ib/ud/base/ud_ep.c: a UD endpoint whose peer acknowledged nothing within UCX_UD_TIMEOUT raises
     # UCS_ERR_ENDPOINT_TIMEOUT, fatal when nothing handles it ("UD endpoint %p to %s: unhandled timeout error"). The
     # datagrams never reached the peer: on RoCE a GID index that differs between the nodes (openucx/ucx#7785: index 3

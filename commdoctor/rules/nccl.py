@@ -135,8 +135,8 @@ def _ib_async(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     port = [h for h in hs if h not in qp]
     out = []
     if port:
-        dev = group(port, "dev")
-        ev_what = group(port, "what2", "what")
+        dev = group(port, "dev", "dev3")
+        ev_what = group(port, "what2", "what", "what3")
         what = "the InfiniBand port reported errors" + (f" ({dev}: {ev_what.strip()})" if dev and ev_what else "")
         out.append(cand("LOG037", "hardware_fault", 1, port, params={"what": what}))
     if qp:
@@ -1044,8 +1044,10 @@ SIGNATURES = (
     sig("gid_table", ("GID[",),
        r"GID\[\s*(?P<idx>\d+)\]:\s+(?P<gid>[0-9a-fA-F:.]+),\s*RoCE\s*(?P<ver>v\d)",
        None, CONTEXT, 9, "a RoCE GID table entry"),
-    sig("ib_async", ("async event", "catastrophic", "port error", "LINK_DOWN", "async fatal event"),
-       r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|port error|LINK_DOWN"
+    sig("ib_async", ("async event", "Async event", "catastrophic", "port error", "LINK_DOWN", "async fatal event"),
+       r"Got async event ?: ?(?P<what>[\w ]{1,40})|local catastrophic error|\bport error|LINK_DOWN"  # not "import error"
+       # (UCX's uct/ib/base/ib_device.c: "IB Async event on %s: %s")
+       r"|IB Async event on (?P<dev3>\S{1,40}): (?P<what3>[\w ]{1,60})"
        r"|(?P<dev>[\w\-]{1,32}:\d{1,3}) async fatal event(?: on \w{1,4} \([^)]{0,40}\))?[^:]{0,200}: (?P<what2>[\w ]{1,60})",
        "hardware_fault", ROOT, 1, "the HCA reported port or device events (a flapping or failing link)",
        build=_ib_async),

@@ -297,6 +297,8 @@ _LIB_WHY = (
     ("librccl", "RCCL (ROCm's NCCL) is not installed, or not on the loader's path (the ROCm lib directory)."),
     ("libcuda", "The GPU driver's own library is missing: a container started without the NVIDIA runtime (docker "
                 "--gpus all, the Kubernetes device plugin), or no NVIDIA driver on this host."),
+    ("libnvshmem", "NVSHMEM, which DeepEP and other expert-parallel kernels load, is not installed or not on the "
+                   "loader's path (the nvidia-nvshmem-cu* wheel, or the NVSHMEM the kernels were built against)."),
     ("libfabric", "libfabric, which oneCCL's and MPI's network transports load at run time, is not on the loader's "
                   "path: the oneAPI environment (setvars.sh, or the torch-ccl wheel's own lib directory) was not "
                   "loaded for this process."),
@@ -950,7 +952,7 @@ SIGNATURES = (
     # plugins (libnccl-net.so, -tuner, -profiler, -env) are probed and skipped when absent.
     sig("lib_missing", ("cannot open shared object file",),
        r"(?<![\w-])(?P<lib>lib(?:nccl(?![-_](?:net|tuner|profiler|env|ras))|rccl(?!-net)|cudart|cublas(?:Lt)?|cudnn\w{0,20}"
-       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64|fabric)"
+       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64|fabric|nvshmem(?:_host)?)"
        r"(?:\.so(?:\.[\d.]{1,12})?)?): cannot open shared object file",
        "other", ROOT, 2, "a library the GPU or communication stack needs could not be loaded",
        build=_lib_missing),
@@ -1203,8 +1205,8 @@ SIGNATURES = (
            "fault)" if group(hs, "n") == "Second" else
            "a GPU computed a result once that rerunning the step does not reproduce (Megatron's rerun check: a "
            "transient fault)")}),
-    sig("nofile", ("Too many open files", "EMFILE"),
-       r"Too many open files|EMFILE",
+    sig("nofile", ("Too many open files", "EMFILE", "maximal number of files that could be opened"),
+       r"Too many open files|EMFILE|the maximal number of files that could be opened simultaneously was reached",
        "other", ROOT, 2, "the open-file limit (ulimit -n) is too low for the job's sockets",
        code="LOG082"),
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, hits, lines_under, sig
+from commdoctor.rules.base import CONSEQUENCE, PHASE_ECHOES, ROOT, E, Cand, Code, cand, ctx, group, hits, lines_under, sig
 
 _TASK = re.compile(r"/job:[\w-]{1,40}/replica:\d{1,4}/task:(\d{1,6})")
 #: Barriers the service and the PjRt client pass while processes connect (kClusterRegisterBarrierId, the client's
@@ -283,6 +283,60 @@ SIGNATURES = (
         r"OOM when allocating tensor with shape ?\[[^\]\n]{0,200}\] and type \w{1,20} on [^\n]{0,120}?device:GPU:\d{1,3}",
         "cuda_oom", ROOT, 1, "TensorFlow ran out of GPU memory", code="LOG031",
         params=lambda hs: {"what": "in the program's own allocations (TensorFlow's allocator, not NCCL)"}),
+    # XLA's allocators out of GPU memory (stream_executor tf_allocator_adapter.cc "RESOURCE_EXHAUSTED: Out of memory
+    # while trying to allocate %d bytes."; stream_executor_memory_allocator.cc "Failed to allocate request for %s (%dB)
+    # on device ordinal %d").
+    sig("xla_gpu_oom", ("Out of memory while trying to allocate", "Failed to allocate request for"),
+        r"RESOURCE_EXHAUSTED: Out of memory while trying to allocate \d{1,20} bytes"
+        r"|RESOURCE_EXHAUSTED: Failed to allocate request for [\d.]{1,10}\w{0,3}iB \(\d{1,20}B\) on device ordinal \d{1,3}",
+        "cuda_oom", ROOT, 1, "XLA ran out of GPU memory", code="LOG031",
+        params=lambda hs: {"what": "in XLA's own allocations (XLA_PYTHON_CLIENT_MEM_FRACTION / preallocation)"}),
+    # PjRt's topology exchange (xla/pjrt/distributed/topology_util.cc): every process publishes its local topology
+    # under "cuda:local_topology/cuda/<node id>" and reads the others'; "Getting local topologies failed: Error N:
+    # GetKeyValue() timed out with key: cuda:local_topology/cuda/<id>" -- that process never published it (it died,
+    # never started, or its jax.distributed.initialize failed).
+    sig("xla_topology_wait", ("Getting local topologies failed",),
+        r"Getting local topologies failed: [^\n]{0,80}GetKeyValue\(\) timed out with key: \S{0,40}local_topology/\w{1,20}/(?P<id>\d{1,6})",
+        "peer_process_died", ROOT, 4, "a JAX process never published its devices to the others",
+        code="LOG103", params=lambda hs: {"who": f"task {group(hs, 'id')}, which never published its local topology"}),
+    # jax/_src/distributed.py and mesh_utils.py: the arguments of jax.distributed.initialize, and a device mesh the
+    # processes do not fill ("coordinator_address should be defined.", "Number of processes must be defined.",
+    # "process_id and num_processes must be nonnegative, with process_id < num_processes", "Number of devices %d must
+    # equal the product of mesh_shape %s"); the GPU client's "No visible GPU devices."
+    sig("jax_launch_args", ("coordinator_address should be defined", "Number of processes must be defined",
+                            "with process_id < num_processes", "must equal the product of mesh_shape", "No visible GPU devices"),
+        r"(?P<args>coordinator_address should be defined|Number of processes must be defined"
+        r"|process_id and num_processes must be nonnegative, with process_id < num_processes)"
+        r"|Number of devices (?P<n>\d{1,6}) must equal the product of mesh_shape (?P<shape>\([\d, ]{1,40}\))"
+        r"|(?P<nogpu>No visible GPU devices)",
+        "launcher_misconfig", ROOT, 2, "JAX was started without the processes or devices its job describes",
+        code="LOG066", params=lambda hs: {"what": (
+            f"{group(hs, 'n')} devices for a mesh of {group(hs, 'shape')}" if group(hs, "n") else
+            "the process sees no GPU (CUDA_VISIBLE_DEVICES, the container's GPUs, a CPU-only jaxlib)" if group(hs, "nogpu")
+            else "jax.distributed.initialize was not given the coordinator, the number of processes or this process's "
+                 "id (no cluster it detects: set them, or start it under Slurm/Open MPI/Kubernetes Indexed Jobs)")}),
+    # multihost_utils.sync_global_devices: the processes reached barriers of different names ("sync_global_devices name
+    # mismatch"): they run different code paths.
+    sig("jax_sync_mismatch", ("sync_global_devices name mismatch",),
+        r"sync_global_devices name mismatch \('(?P<name>[^']{0,80})'\)",
+        "collective_mismatch", ROOT, 2, "JAX processes reached differently named global barriers",
+        code="LOG050"),
+    # The coordination service's gRPC server could not start (xla/pjrt/distributed/service.cc "Failed to start RPC
+    # server"): its port is taken (another job, an earlier run still alive).
+    sig("jax_rpc_server", ("Failed to start RPC server",),
+        r"Failed to start RPC server",
+        "port_conflict", ROOT, 3, "JAX's coordinator could not listen on its port",
+        code="LOG010", params=lambda hs: {"port": "the coordinator's (coordinator_address)"},
+        alts=[("other", "an address in coordinator_address that is not this host's cannot be listened on either")]),
+    # cuda_diagnostics.cc: "kernel version %s does not match DSO version %s -- cannot find working devices in this
+    # configuration": the loaded kernel module and the user-space driver library are different releases (a driver
+    # updated without a reboot, or a container's libcuda from another release).
+    sig("cuda_dso_mismatch", ("does not match DSO version",),
+        r"kernel version (?P<k>[\d.]{3,20}) does not match DSO version (?P<d>[\d.]{3,20})",
+        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA kernel module and its user-space library are different releases",
+        code="LOG032", detail="The running kernel module and the libcuda the process loaded come from different driver "
+                              "releases: reboot (or reload the module) after a driver update, and give containers the "
+                              "host's libcuda (the NVIDIA container runtime does)."),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
         r"Unexpected task registered with task_name=(?P<task>\S{1,120})",

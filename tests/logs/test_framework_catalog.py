@@ -418,6 +418,84 @@ ROWS = [
     ("ofi_gdr_off", "ip-172-31-10-5:18234:18234 [0] NCCL WARN NET/OFI GDR disabled on GDR-supported instance type "
                     "p4d.24xlarge",
      "ip-172-31-10-5:18234:18234 [0] NCCL INFO NET/OFI Support for global registrations: true"),
+    # -- the servers' disaggregated and data-parallel paths ------------------------------------------------------------
+    ("serving_peer_gone", "[2025-11-29 03:41:07 DP0 TP0] Decode transfer failed for request rank=0 with exception "
+                          "KVTransferError(bootstrap_room=8421): Failed to get kvcache from prefill instance, it might be dead",
+     "[2025-11-29 03:41:07 DP0 TP0] Got kvcache from prefill instance 10.0.0.12:8998"),
+    ("serving_peer_gone", "RuntimeError: Process EngineCore_DP0 (PID: 41532) died with exit code 1",
+     "INFO 11-29 03:41:07 [utils.py:580] Process EngineCore_DP0 (PID: 41532) started"),
+    ("serving_bootstrap", "(Worker_TP0 pid=2211) ERROR 11-29 03:41:07 [mooncake_connector.py:2611] Failed to connect to "
+                          "bootstrap server 10.0.0.12:8998 (ConnectError): All connection attempts failed",
+     "(Worker_TP0 pid=2211) INFO 11-29 03:41:07 [mooncake_connector.py:2600] Connected to bootstrap server 10.0.0.12:8998"),
+    ("serving_bootstrap", "[TM][WARN][1129 03:41:07.123456] Failed to connect to store after 12 retries: unable to connect "
+                          "to 10.0.0.12:29551",
+     "[TM][WARN][1129 03:41:07.123456] Retrying to connect to store 10.0.0.12:29551"),
+    ("engine_dead", "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
+                    "for the root cause.",
+     "(EngineCore_DP0 pid=41532) INFO 11-29 03:41:07 [core.py:90] EngineCore started"),
+    ("launch_args", "RuntimeError: Check failed: intra_n_ranks_ == intra_n_ranks (8 vs. 4) The number of ranks in each "
+                    "node should be same.",
+     "[TM][INFO] intra_n_ranks 8"),
+    ("lib_missing", "ImportError: DeepEP is not available. Please install DeepEP package from "
+                    "https://github.com/deepseek-ai/deepep. Original import error: libnvshmem_host.so.3: cannot open "
+                    "shared object file: No such file or directory",
+     "INFO: libnvshmem_host.so.3 loaded from /usr/local/lib/python3.12/dist-packages/nvidia/nvshmem/lib"),
+    ("ib_async", "node1:123:456 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error",
+     "ImportError: DeepEP is not available. Original import error: libnvshmem_host.so.3"),
+    # -- JAX/XLA, a second pass; DeepSpeed's and ColossalAI's launch checks -----------------------------------------
+    ("xla_gpu_oom", "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 "
+                    "bytes.",
+     "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Too many open files"),
+    ("xla_topology_wait", "jax.errors.JaxRuntimeError: INTERNAL: Getting local topologies failed: Error 1: GetKeyValue() "
+                          "timed out with key: cuda:local_topology/cuda/1 and duration: 2m",
+     "I0808 14:03:10.001234 2841 topology_util.cc:150] Got local topologies from 2 processes"),
+    ("jax_launch_args", "ValueError: process_id and num_processes must be nonnegative, with process_id < num_processes. Got "
+                        "process_id=8, num_processes=8.",
+     "INFO:jax._src.distributed:Starting JAX distributed service on 10.0.0.11:1234 with process_id=0, num_processes=8"),
+    ("jax_sync_mismatch", "AssertionError: sync_global_devices name mismatch ('checkpoint_save'). Expected: [2851147264 "
+                          "2851147264 1630287543 2851147264]; got: 2851147264.",
+     "INFO: sync_global_devices('checkpoint_save') done"),
+    ("jax_rpc_server", "jax.errors.JaxRuntimeError: UNKNOWN: Failed to start RPC server",
+     "I0808 14:03:10.001234 2841 service.cc:100] Started RPC server on 10.0.0.11:1234"),
+    ("cuda_dso_mismatch", "E0808 09:00:00.223344 1201 cuda_diagnostics.cc:287] kernel version 535.104.5 does not match DSO "
+                          "version 550.54.15 -- cannot find working devices in this configuration",
+     "I0808 09:00:00.223344 1201 cuda_diagnostics.cc:200] kernel driver version is 550.54.15"),
+    ("launch_rank_conflict", "RuntimeError: Could not find 'RANK' in the torch environment, visit https://www.colossalai.org/ "
+                             "for more information on launching with torch",
+     "RuntimeError: Could not find the checkpoint in /ckpt, visit https://www.colossalai.org/ for more information"),
+    ("parallel_sizes", "AssertionError: World size 6 is not divisible by tp_size 4 * pp_size 1",
+     "INFO: World size 8, tp_size 4, pp_size 2"),
+    ("ray_worker_died", "[2026-08-22 10:14:03,512] [INFO] [launch.py:346:sigkill_handler] Main process received SIGTERM, "
+                        "exiting",
+     "[2026-08-22 10:14:03,512] [INFO] [launch.py:351:main] Process 1234 exits successfully."),
+    # -- UCX, a second pass -------------------------------------------------------------------------------------------
+    ("ucx_netdev_missing", "[1715656364.118587] [gpu-a017:48213:0]     ucp_context.c:1508 UCX  WARN  network device "
+                           "'mlx5_4:1' is not available, please use one or more of: 'eno1'(tcp), 'mlx5_0:1'(ib)",
+     "[1715656364.118587] [gpu-a017:48213:0]     ucp_context.c:1508 UCX  INFO  network device 'mlx5_0:1' is available"),
+    ("ucx_gid", "[1715656364.118587] [gpu-a017:48213:0]       ib_device.c:1433 UCX  ERROR invalid gid[3] on mlx5_0:1",
+     "[1715656364.118587] [gpu-a017:48213:0]       ib_device.c:1433 UCX  DEBUG using gid[3] on mlx5_0:1"),
+    ("ucx_gdr_off", "[1715656364.118587] [gpu-a017:48213:0]           ib_md.c:1449 UCX  ERROR mlx5_0: Couldn't enable "
+                    "GPUDirect RDMA. Please make sure nv_peer_mem, amdgpu plugin, or Intel Xe driver is installed correctly, "
+                    "or dmabuf is supported.",
+     "[1715656364.118587] [gpu-a017:48213:0]           ib_md.c:1449 UCX  DEBUG mlx5_0: GPUDirect RDMA is enabled"),
+    ("ucx_memlock", "[1715656364.118587] [gpu-a017:48213:0]        ib_iface.c:1377 UCX  ERROR mlx5_0: ibv_create_cq(cqe=4096) "
+                    "failed: Cannot allocate memory : Please set max locked memory (ulimit -l) to 'unlimited'",
+     "[1715656364.118587] [gpu-a017:48213:0]        ib_iface.c:1377 UCX  ERROR mlx5_0: ibv_create_cq(cqe=4096) failed: "
+     "Invalid argument"),
+    ("ucx_cma_denied", "[1715656364.118587] [gpu-a017:48213:0]          cma_ep.c:85   UCX  ERROR process_vm_readv(pid=39211 "
+                       "{0x7f2a3c000000,65536}-->{0x7f9b10000000,65536}) returned -1: Operation not permitted",
+     "[1715656364.118587] [gpu-a017:48213:0]          cma_ep.c:85   UCX  ERROR process_vm_readv(pid=39211 "
+     "{0x7f2a3c000000,65536}-->{0x7f9b10000000,65536}) returned -1: No such process"),
+    ("ucx_ep_error", "[1715656364.118587] [gpu-a017:48213:0]          ucp_ep.c:1661 UCX  ERROR ep 0x7f2a3c008000: error "
+                     "'Endpoint timeout' on rc_mlx5/mlx5_0:1 will not be handled since no error callback is installed",
+     "[1715656364.118587] [gpu-a017:48213:0]          ucp_ep.c:1661 UCX  DEBUG ep 0x7f2a3c008000: error callback installed"),
+    ("ib_async", "[1715656364.118587] [gpu-a017:48213:0]       ib_device.c:530  UCX  ERROR IB Async event on mlx5_0: local "
+                 "work queue catastrophic error on QPN 0x1a2b",
+     "[1715656364.118587] [gpu-a017:48213:0]       ib_device.c:530  UCX  DEBUG IB events on mlx5_0 are handled"),
+    ("nofile", "[1715656364.118587] [gpu-a017:48213:0]            sock.c:47   UCX  ERROR socket create failed: the maximal "
+               "number of files that could be opened simultaneously was reached, try to increase the limit",
+     "[1715656364.118587] [gpu-a017:48213:0]            sock.c:47   UCX  ERROR socket create failed: Address family not "
+     "supported by protocol"),
 ]
 
 
