@@ -723,7 +723,9 @@ class _Builder:
                 pg = _PG_IN_MSG.search(msg)
                 head_line, head_rank = self._watchdog_head.pop(src, (None, None))
                 headed = head_line is not None and line_no - head_line <= 2
-                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg or headed
+                # (TORCH_NCCL_BLOCKING_WAIT=1: the caller's wait() gives up instead, "Work WorkNCCL(...) timed out in
+                # blocking wait.")
+                timed_out = bool(w.group("ran")) or "Watchdog caught" in msg or headed or "timed out in blocking wait" in msg
                 if rank is None:
                     rank = head_rank
                 wd = Watchdog(

@@ -382,8 +382,11 @@ SIGNATURES = (
     # accelerate (state.py): on GeForce RTX 40xx it refuses to start unless P2P and IB are off ("Using RTX 4000
     # series doesn't support faster communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE="1"` ...");
     # `accelerate launch` sets them itself and only warns.
-    sig("accelerate_rtx4000", ("Using RTX 4000 series doesn't support",),
-        r"Using RTX 4000 series doesn't support faster communication broadband via P2P or IB",
+    # (accelerate's big_modeling.py warns the same of the driver: "We've detected an older driver with an RTX 4000
+    # series GPU. These drivers have issues with P2P.")
+    sig("accelerate_rtx4000", ("Using RTX 4000 series doesn't support", "older driver with an RTX 4000 series GPU"),
+        r"Using RTX 4000 series doesn't support faster communication broadband via P2P or IB"
+        r"|We've detected an older driver with an RTX 4000 series GPU\. These drivers have issues with P2P",
         "p2p_driver_bug", ROOT, 2, "accelerate refused to start on RTX 40xx boards with NCCL's P2P enabled",
         code="LOG039"),
     # The model-parallel stacks' checks that the processes started fit the parallel sizes asked for: Megatron-LM
@@ -393,7 +396,8 @@ SIGNATURES = (
     # DeepSpeed's pipeline topology ("num_stages (%d) must divide distributed world size (%d)").
     sig("parallel_sizes", ("is not divisible by", "must be divisible by total world_size", "Invalid parallel dims",
                            "must divide distributed world size", "must be equal to the world size(",
-                           "is not valid with the current list of valid GPU counts"),
+                           "is not valid with the current list of valid GPU counts", "The parallel mesh requires",
+                           "must be divisible by dp_replicate_size", "must divide world size"),
         r"world[_ ]size:? \(?(?P<world>\d{1,6})\)? (?:is not divisible by|must be divisible by total world_size)"
         r"|Invalid parallel dims: [^\n]{1,200}!= WORLD_SIZE\((?P<world2>\d{1,6})\)"
         r"|num_stages \(\d{1,6}\) must divide distributed world size \((?P<world3>\d{1,6})\)"
@@ -402,9 +406,15 @@ SIGNATURES = (
         # DeepSpeed's elasticity ("World size (%d) is not valid with the current list of valid GPU counts")
         r"|World size (?P<world4>\d{1,6}) is not divisible by tp_size \d{1,6}"
         r"|The product of the size\(\d{1,6}\) must be equal to the world size\((?P<world5>\d{1,6})\)"
-        r"|World size \((?P<world6>\d{1,6})\) is not valid with the current list of valid GPU counts",
+        r"|World size \((?P<world6>\d{1,6})\) is not valid with the current list of valid GPU counts"
+        # transformers (distributed/utils.py "The parallel mesh requires %d processes, but world_size is %d";
+        # configuration_utils.py "WORLD_SIZE (%d) must be divisible by dp_replicate_size * fsdp_size * pp_size (%d)")
+        # and TRL's colocated vLLM ("tensor_parallel_size (%d) must divide world size (%d) evenly")
+        r"|The parallel mesh requires \d{1,6} processes, but world_size is (?P<world7>\d{1,6})"
+        r"|WORLD_SIZE \((?P<world8>\d{1,6})\) must be divisible by dp_replicate_size"
+        r"|tensor_parallel_size \(\d{1,6}\) must divide world size \((?P<world9>\d{1,6})\) evenly",
         "launcher_misconfig", ROOT, 2, "the processes started do not fit the parallel sizes the job asks for",
-        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6')} processes were started, "
+        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9')} processes were started, "
                                                   "which the tensor/pipeline/context/expert/data parallel sizes do "
                                                   "not divide (nodes x GPUs per node against the parallel config)"}),
     # The LLM servers' checks of the GPUs and processes a deployment asks for: vLLM (config/parallel.py "World size
@@ -642,6 +652,21 @@ SIGNATURES = (
         r"EngineCore encountered (?:an issue|a fatal error)",
         "peer_process_died", CONSEQUENCE, 7, "vLLM's engine core died; its own error above says why",
         code="LOG060", params=lambda hs: {"what": "vLLM's engine core died (EngineDeadError): the error above it says why"}),
+    # TRL's trainer and its vLLM server (trl/generation/vllm_client.py "The vLLM server can't be reached at %s after %s
+    # seconds", async_grpo's "Timed out after %ss waiting for vLLM server at %s"), and the server's refusal of a
+    # trainer on one of its own GPUs (trl/scripts/vllm_serve.py "Attempting to use the same CUDA device (UUID: %s) for
+    # multiple distinct roles/ranks within the same communicator").
+    sig("trl_vllm_server", ("The vLLM server can't be reached at", "waiting for vLLM server at"),
+        r"The vLLM server can't be reached at (?P<url>\S{1,120}) after|Timed out after \d{1,6}s waiting for vLLM server at (?P<url2>\S{1,120}?)\.?\s",
+        "rendezvous_unreachable", ROOT, 2, "the trainer could not reach its vLLM server",
+        code="LOG011", params=lambda hs: {"endpoint": f"the vLLM server at {group(hs, 'url', 'url2')}",
+                                          "how": "no answer (trl vllm-serve not running there, still loading, or its "
+                                                 "port closed)"}),
+    sig("trl_same_gpu", ("for multiple distinct roles/ranks within the same communicator",),
+        r"Attempting to use the same CUDA device \(UUID: (?P<uuid>[\w\-]{1,60})\) for multiple distinct roles/ranks",
+        "duplicate_gpu", ROOT, 1, "the trainer and the vLLM server were given the same GPU",
+        code="LOG034", params=lambda hs: {"what": f"the trainer and the vLLM server on {group(hs, 'uuid')} (give the "
+                                                  "server its own GPUs: CUDA_VISIBLE_DEVICES for each)"}),
     sig("ray_workers_unplaced", ("worker group startup timed out", "Placement group creation timed out"),
         r"The worker group startup timed out after [\d.]{1,10} seconds waiting for (?P<n>\d{1,6}) workers"
         r"|Placement group creation timed out",

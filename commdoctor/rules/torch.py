@@ -683,6 +683,35 @@ SIGNATURES = (
     # them) say it as GLOO_THROW_IO_EXCEPTION("Wait timeout for key(s): ", keys): the keys are the ranks whose
     # addresses the full-mesh rendezvous waited for. Horovod's http_store.cc: "Wait timeout after %d seconds for
     # key(s): %s".
+    # torchrun's exit barrier (elastic/agent/server/api.py _exit_barrier, elastic/utils/store.py barrier): each node's
+    # agent waits, once its workers ended, for the others' to end too: "Timed out waiting on barrier on rank 0, for
+    # key prefix: torchelastic/agent/terminal_state (world_size=4, missing_ranks=[rank 2 (node3)], timeout=300)",
+    # "Error waiting on exit barrier. Elapsed: 300.46 seconds" -- the node named still runs (a hang, or slow).
+    sig("exit_barrier", ("torchelastic/agent/terminal_state", "Error waiting on exit barrier"),
+       r"Timed out waiting on barrier on rank \d{1,6}, for key prefix: torchelastic/agent/terminal_state[^\n]{0,80}?"
+       r"missing_ranks=\[(?P<missing>[^\]]{1,200})\]|Error waiting on exit barrier\. Elapsed: [\d.]{1,10} seconds",
+       "collective_timeout_straggler", ROOT, 6, "torchrun's agents waited for a node whose workers never ended",
+       code="LOG055", params=lambda hs: {"what": (
+           f"torchrun's exit barrier: {group(hs, 'missing')} never ended its workers (they still ran, or hung)"
+           if group(hs, "missing") else "torchrun's exit barrier: another node's workers never ended")}),
+    # DeviceMesh (torch/distributed/device_mesh.py): "Mesh should not be bigger than default world size %d, but found %d
+    # ranks!", "DeviceMesh only support homogeneous hardware, but found %d ranks and %d %s devices!".
+    sig("device_mesh_world", ("Mesh should not be bigger than default world size", "DeviceMesh only support homogeneous hardware"),
+       r"Mesh should not be bigger than default world size (?P<world>\d{1,6}), but found (?P<n>\d{1,6}) ranks"
+       r"|DeviceMesh only support homogeneous hardware, but found (?P<ranks>\d{1,6}) ranks and (?P<dev>\d{1,4}) \w{1,10} devices",
+       "launcher_misconfig", ROOT, 2, "the device mesh does not fit the processes or GPUs started",
+       code="LOG066", params=lambda hs: {"what": (
+           f"a device mesh of {group(hs, 'n')} ranks in a world of {group(hs, 'world')}" if group(hs, "n") else
+           f"{group(hs, 'ranks')} ranks on nodes of {group(hs, 'dev')} GPUs: DeviceMesh needs the same number of "
+           "processes on every node, one per GPU")}),
+    # torchrun tearing down a worker that ignores SIGKILL (elastic/multiprocessing/api.py): "Process %d did not exit
+    # after SIGKILL within %ds; abandoning and continuing teardown. Worker may be in uninterruptible kernel sleep (e.g.
+    # wedged on GPU/NIC)" -- a process stuck in the kernel, on a device that stopped answering.
+    sig("worker_unkillable", ("did not exit after SIGKILL within",),
+       r"Process \d{1,10} did not exit after SIGKILL within \d{1,5}s",
+       "hardware_fault", ROOT, 4, "a worker stayed in the kernel after SIGKILL (a GPU or NIC that stopped answering)",
+       code="LOG037", params=lambda hs: {"what": "a worker could not be killed (stuck in the kernel on its GPU or NIC: "
+                                                 "dmesg shows the device; the host may need a reboot)"}),
     sig("store_wait_timeout", ("wait timeout after", "Socket Timeout", "waitForInput", "Wait timeout for key", "Wait timeout after"),
        r"wait timeout after (?P<ms>\d+) ?ms, keys: (?P<keys>\S{1,200})|(?:DistStoreError|RuntimeError|DistNetworkError): Socket Timeout"
        r"|waitForInput: socket (?:SocketImpl\([^)\n]{0,200}\)|\S{1,200}) timed out after (?P<ms2>\d+) ?ms|Wait timeout (?:after \d{1,6} seconds )?for key\(s\): (?P<gkeys>[^\n]{0,200})",
@@ -710,14 +739,21 @@ SIGNATURES = (
        alts=[("collective_timeout_straggler", "if one worker is merely slow (loading, compiling), a "
                                               "longer RPC timeout lets it finish; a true deadlock never does"),
              ("peer_process_died", "a worker that died leaves the same RPC timeout: look for its exit")]),
+    # torch 2.5-2.6's watchdog says "Work timeout is detected by watchdog at work: N, last enqueued NCCL work: E, last
+    # completed NCCL work: C", torch 2.7 on " failure detected by watchdog at work sequence id: N PG status: last
+    # enqueued work: E, last completed work: C" (a timeout or an NCCL error: the error's own line leads when there is
+    # one); TORCH_NCCL_BLOCKING_WAIT=1 makes the caller's wait raise "Work WorkNCCL(...) timed out in blocking wait.".
     sig("watchdog_timeout", ("Watchdog caught", "before timing out", "checkTimeout", "ncclCommWatchdog", "Timeout at NCCL work",
                             "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out",
-                            "due to ProcessGroupNCCL watchdog hang"),
+                            "due to ProcessGroupNCCL watchdog hang", "Work timeout is detected by watchdog",
+                            "failure detected by watchdog at work sequence id", "timed out in blocking wait"),
        # The heartbeat monitor's own exit (ProcessGroupNCCL.cpp, torch 2.3 on): "Terminating the process after
        # attempting to dump debug info, due to ProcessGroupNCCL watchdog hang." -- the same stuck watchdog.
        r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|WorkNCCL::checkTimeout"
        r"|ncclCommWatchdog|Timeout at NCCL work|operations have failed or timed out|due to a collective timeout"
-       r"|watchdog got stuck|Heartbeat monitor timed out|due to ProcessGroupNCCL watchdog hang",
+       r"|watchdog got stuck|Heartbeat monitor timed out|due to ProcessGroupNCCL watchdog hang"
+       r"|Work timeout is detected by watchdog at work|failure detected by watchdog at work sequence id"
+       r"|\) timed out in blocking wait",
        "collective_timeout_straggler", CONSEQUENCE, 6, "a collective did not complete within the process-group timeout",
        build=_watchdog, always=True, phase=PHASE_WATCHDOG),
     # -- context ----------------------------------------------------------------------------------

@@ -496,6 +496,38 @@ ROWS = [
                "number of files that could be opened simultaneously was reached, try to increase the limit",
      "[1715656364.118587] [gpu-a017:48213:0]            sock.c:47   UCX  ERROR socket create failed: Address family not "
      "supported by protocol"),
+    # -- transformers, accelerate and TRL --------------------------------------------------------------------------
+    ("trl_vllm_server", "ConnectionError: The vLLM server can't be reached at http://10.0.0.5:8000 after 240.0 seconds. "
+                        "Make sure the server is running by running `trl vllm-serve`.",
+     "INFO:trl.generation.vllm_client:Server is not up yet. Retrying in 2.0 seconds..."),
+    ("trl_same_gpu", "RuntimeError: Attempting to use the same CUDA device (UUID: GPU-3b8a9c1e-5d7f-2a40-9e61-0c4f7b2d8e13) "
+                     "for multiple distinct roles/ranks within the same communicator.",
+     "INFO: vLLM server on CUDA device (UUID: GPU-3b8a9c1e-5d7f-2a40-9e61-0c4f7b2d8e13)"),
+    ("parallel_sizes", "RuntimeError: The parallel mesh requires 8 processes, but world_size is 4.",
+     "INFO: The parallel mesh uses 8 processes, world_size is 8."),
+    ("accelerate_rtx4000", "11/29/2026 06:20:15 - WARNING - accelerate.big_modeling - We've detected an older driver with an "
+                           "RTX 4000 series GPU. These drivers have issues with P2P.",
+     "11/29/2026 06:20:15 - INFO - accelerate.big_modeling - RTX 4000 series GPU with driver 550.54"),
+    # -- torch 2.3+ ---------------------------------------------------------------------------------------------------
+    ("watchdog_timeout", "[rank0]:[E709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0]  "
+                         "failure detected by watchdog at work sequence id: 20585 PG status: last enqueued work: 20589, last "
+                         "completed work: 20584",
+     "[rank0]:[I709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0] PG status: last "
+     "enqueued work: 20589, last completed work: 20589"),
+    ("watchdog_timeout", "[rank0]:[E1108 11:00:00.000000000 ProcessGroupNCCL.cpp:742] [Rank 0] Work WorkNCCL(SeqNum=12, "
+                         "OpType=BARRIER, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) timed out in blocking wait.",
+     "[rank0]:[I1108 11:00:00.000000000 ProcessGroupNCCL.cpp:742] [Rank 0] Work WorkNCCL(SeqNum=12, OpType=BARRIER, "
+     "NumelIn=1, NumelOut=1, Timeout(ms)=1800000) completed."),
+    ("exit_barrier", "torch.distributed.DistStoreError: Timed out waiting on barrier on rank 0, for key prefix: "
+                     "torchelastic/agent/terminal_state (world_size=4, missing_ranks=[rank 2 (node3)], timeout=300)",
+     "I1108 10:41:00.123000 1234 torch/distributed/elastic/agent/server/api.py:1000] Done waiting for other agents. "
+     "Elapsed: 0.5 seconds"),
+    ("device_mesh_world", "RuntimeError: DeviceMesh only support homogeneous hardware, but found 12 ranks and 8 cuda devices!",
+     "INFO: DeviceMesh('cuda', [0, 1, 2, 3, 4, 5, 6, 7])"),
+    ("worker_unkillable", "E1108 10:41:00.123000 1234 torch/distributed/elastic/multiprocessing/api.py:906] Process 8263 did "
+                          "not exit after SIGKILL within 30s; abandoning and continuing teardown.",
+     "W1108 10:41:00.123000 1234 torch/distributed/elastic/multiprocessing/api.py:888] Unable to shutdown process 8263 via "
+     "Signals.SIGTERM, forcefully exiting via Signals.SIGKILL"),
 ]
 
 
