@@ -740,20 +740,19 @@ SIGNATURES = (
                                               "longer RPC timeout lets it finish; a true deadlock never does"),
              ("peer_process_died", "a worker that died leaves the same RPC timeout: look for its exit")]),
     # torch 2.5-2.6's watchdog says "Work timeout is detected by watchdog at work: N, last enqueued NCCL work: E, last
-    # completed NCCL work: C", torch 2.7 on " failure detected by watchdog at work sequence id: N PG status: last
-    # enqueued work: E, last completed work: C" (a timeout or an NCCL error: the error's own line leads when there is
-    # one); TORCH_NCCL_BLOCKING_WAIT=1 makes the caller's wait raise "Work WorkNCCL(...) timed out in blocking wait.".
+    # completed NCCL work: C" (torch 2.7 on says " failure detected by watchdog at work sequence id: N ..." for a
+    # timeout and for an NCCL error alike, so that one is no timeout: the real captures show it after a peer died);
+    # TORCH_NCCL_BLOCKING_WAIT=1 makes the caller's wait raise "Work WorkNCCL(...) timed out in blocking wait.".
     sig("watchdog_timeout", ("Watchdog caught", "before timing out", "checkTimeout", "ncclCommWatchdog", "Timeout at NCCL work",
                             "failed or timed out", "collective timeout", "watchdog got stuck", "Heartbeat monitor timed out",
                             "due to ProcessGroupNCCL watchdog hang", "Work timeout is detected by watchdog",
-                            "failure detected by watchdog at work sequence id", "timed out in blocking wait"),
+                            "timed out in blocking wait"),
        # The heartbeat monitor's own exit (ProcessGroupNCCL.cpp, torch 2.3 on): "Terminating the process after
        # attempting to dump debug info, due to ProcessGroupNCCL watchdog hang." -- the same stuck watchdog.
        r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out|WorkNCCL::checkTimeout"
        r"|ncclCommWatchdog|Timeout at NCCL work|operations have failed or timed out|due to a collective timeout"
        r"|watchdog got stuck|Heartbeat monitor timed out|due to ProcessGroupNCCL watchdog hang"
-       r"|Work timeout is detected by watchdog at work|failure detected by watchdog at work sequence id"
-       r"|\) timed out in blocking wait",
+       r"|Work timeout is detected by watchdog at work|\) timed out in blocking wait",
        "collective_timeout_straggler", CONSEQUENCE, 6, "a collective did not complete within the process-group timeout",
        build=_watchdog, always=True, phase=PHASE_WATCHDOG),
     # -- context ----------------------------------------------------------------------------------

@@ -509,11 +509,12 @@ ROWS = [
                            "RTX 4000 series GPU. These drivers have issues with P2P.",
      "11/29/2026 06:20:15 - INFO - accelerate.big_modeling - RTX 4000 series GPU with driver 550.54"),
     # -- torch 2.3+ ---------------------------------------------------------------------------------------------------
-    ("watchdog_timeout", "[rank0]:[E709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0]  "
-                         "failure detected by watchdog at work sequence id: 20585 PG status: last enqueued work: 20589, last "
-                         "completed work: 20584",
-     "[rank0]:[I709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0] PG status: last "
-     "enqueued work: 20589, last completed work: 20589"),
+    ("watchdog_timeout", "[rank0]:[E1108 10:40:59.900000000 ProcessGroupNCCL.cpp:1803] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+                         "Work timeout is detected by watchdog at work: 5218, last enqueued NCCL work: 5219, last completed "
+                         "NCCL work: 5217.",
+     # torch 2.7+ says this of an NCCL error too (the real capture of a killed peer, fixtures/logs/nccl-peer-died)
+     "[rank0]:[E1124 22:41:27.645376883 ProcessGroupNCCL.cpp:2303] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure "
+     "detected by watchdog at work sequence id: 14 PG status: last enqueued work: 17, last completed work: 13"),
     ("watchdog_timeout", "[rank0]:[E1108 11:00:00.000000000 ProcessGroupNCCL.cpp:742] [Rank 0] Work WorkNCCL(SeqNum=12, "
                          "OpType=BARRIER, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) timed out in blocking wait.",
      "[rank0]:[I1108 11:00:00.000000000 ProcessGroupNCCL.cpp:742] [Rank 0] Work WorkNCCL(SeqNum=12, OpType=BARRIER, "
