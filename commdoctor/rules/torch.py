@@ -600,10 +600,11 @@ SIGNATURES = (
     # ... and torch's own check of the device count (c10/cuda/CUDAFunctions.cpp: "No CUDA GPUs are available"; a ROCm
     # build hipifies it to "No HIP GPUs are available"), CUDA's cudaErrorNoDevice (100, "no CUDA-capable device is
     # detected").
+    # (Megatron-LM's initialize_megatron checks torch.cuda.is_available() first: "Megatron requires CUDA.")
     sig("no_gpu_visible", ("no GPUs found", "no GPU resources available", "No CUDA GPUs are available",
-                           "No HIP GPUs are available", "no CUDA-capable device is detected"),
+                           "No HIP GPUs are available", "no CUDA-capable device is detected", "Megatron requires CUDA"),
        r"ProcessGroupNCCL is only supported with GPUs, no GPUs found|Unable to proceed, no GPU resources available"
-       r"|\bNo (?:CUDA|HIP) GPUs are available|\bno CUDA-capable device is detected",
+       r"|\bNo (?:CUDA|HIP) GPUs are available|\bno CUDA-capable device is detected|AssertionError: Megatron requires CUDA\.",
        "launcher_misconfig", ROOT, 2, "the process asked for NCCL but sees no GPU",
        code="LOG066", params=lambda hs: {"what": "the process that created an NCCL group sees no GPU"},
        detail="CUDA found no device in this process: the job step was given no GPUs (srun without --gpus/--gres, a "

@@ -529,6 +529,8 @@ ROWS = [
                           "not exit after SIGKILL within 30s; abandoning and continuing teardown.",
      "W1108 10:41:00.123000 1234 torch/distributed/elastic/multiprocessing/api.py:888] Unable to shutdown process 8263 via "
      "Signals.SIGTERM, forcefully exiting via Signals.SIGKILL"),
+    ("no_gpu_visible", "[rank0]: AssertionError: Megatron requires CUDA.",
+     "[rank0]: > initializing torch distributed ... Megatron requires CUDA 12 or later for TP overlap"),
 ]
 
 
