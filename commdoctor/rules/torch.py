@@ -787,9 +787,11 @@ SIGNATURES = (
        r"[Cc][Uu][Dd][Aa] ?[Gg]raph|cudagraph|CUDAGraph|enforce[_-]eager|graph capture",
        None, CONTEXT, 9, "CUDA graphs are in use"),
     # A traceback's frame inside transformers' / accelerate's main_process_first(): the other ranks wait in a barrier
-    # there while the main process prepares data alone (tokenising, map(), caching). Read by _waited_for_main.
+    # there while the main process prepares data alone (tokenising, map(), caching). Read by _waited_for_main. A
+    # traceback cut before that frame still shows the call site, `with args.main_process_first(...):`: a `with` line
+    # stands in a traceback only when entering or leaving the block raised, and both are that barrier.
     ctx("main_first_frame", ("main_process_first",),
-        r'File "[^"\n]{1,400}", line \d{1,7}, in main_process_first\b',
+        r'File "[^"\n]{1,400}", line \d{1,7}, in main_process_first\b|^\s{0,12}with [\w.\[\]]{1,80}\.main_process_first\(',
         "a rank raised while waiting for the main process inside main_process_first()"),
     # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
     # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".

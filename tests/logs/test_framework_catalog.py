@@ -790,3 +790,19 @@ def test_an_xid_45_caused_by_an_earlier_xid_is_that_xids_fault(tmp_path: Path) -
 def test_efa_tells_a_peer_never_reached_from_one_that_went_away(tmp_path: Path, line: str, code: str, cause: str) -> None:
     f = _verdict(tmp_path, line)
     assert (f["code"], f["cause"]) == (code, cause), f
+
+
+def test_a_traceback_cut_at_the_main_process_first_call_site_is_the_barrier(tmp_path: Path) -> None:
+    """hiyouga/LlamaFactory#360: rank 0 tokenised alone for 29:55 while another rank waited in main_process_first();
+    the posted traceback ends at the `with training_args.main_process_first(...)` call site and contextlib's
+    __enter__, before transformers' own frame. A `with` line stands in a traceback only when entering or leaving the
+    block raised: the barrier."""
+    f = _verdict(tmp_path,
+                 "Running tokenizer on dataset:  88%|████████▊ | 383700/433643 [29:55<03:25, 2432.70 examples/s]"
+                 "Traceback (most recent call last):",
+                 '  File "/workspace/src/llmtuner/dsets/preprocess.py", line 160, in preprocess_dataset',
+                 '    with training_args.main_process_first(desc="dataset map pre-processing"):',
+                 '  File "/usr/lib/python3.10/contextlib.py", line 135, in __enter__',
+                 "    return next(self.gen)")
+    assert (f["code"], f["cause"]) == ("LOG051", "collective_timeout_straggler"), f
+    assert "main_process_first" in f["title"]

@@ -37,7 +37,9 @@ ROWS = [
     ("ucx_create_ah", _AH, _AH.replace("Invalid argument", "Cannot allocate memory")),
     # a frame inside transformers' main_process_first (hiyouga/ChatGLM-Efficient-Tuning#137); the code line calling
     # it is in the caller's frame, not a rank waiting inside it
-    ("main_first_frame", _MAIN_FIRST, '    with training_args.main_process_first(desc="dataset map pre-processing"):'),
+    # (the call site `with training_args.main_process_first(...)` in a traceback is the barrier too: a `with` line
+    # stands in a traceback only when entering or leaving the block raised; a definition is not)
+    ("main_first_frame", _MAIN_FIRST, '    def main_process_first(self, local=True, desc="work"):'),
     # misc/ibvwrap.cc (vllm-project/vllm#19613: an oversized NCCL_BUFFSIZE); ibv_reg_mr's ENOMEM is the memlock limit
     ("ib_reg_dmabuf_nomem", _DMABUF, "h:1:2 [0] misc/ibvwrap.cc:180 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
                                      "allocate memory"),
