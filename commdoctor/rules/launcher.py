@@ -479,7 +479,11 @@ SIGNATURES = (
         "launcher_misconfig", ROOT, 2, "the batch sizes were set for another number of processes than were started",
         code="LOG066", params=lambda hs: {"what": (
             f"the batch sizes do not divide among the data-parallel world of {group(hs, 'world', 'dp')} this launch "
-            "formed (written for another number of GPUs or nodes, or the script ran without its launcher)")}),
+            "formed (written for another number of GPUs or nodes, or the script ran without its launcher)")},
+        detail="Either the launch started another number of processes than the configuration was written for (compare "
+               "the world size in the message with nodes x GPUs), or the batch sizes need setting for this one: leave "
+               "DeepSpeed's train_batch_size to be derived (set only the micro batch and accumulation steps), and "
+               "make Megatron's global batch a multiple of micro batch x data-parallel size."),
     # vLLM's checks of what Ray gave it (v1/executor/ray_utils.py: "The number of required GPUs exceeds the total
     # number of available GPUs in the placement group. Required number of devices: {}. Total number of devices: {}.";
     # the warning "Tensor parallel size (%d) exceeds available GPUs (%d)", fatal unless other nodes join the cluster)
