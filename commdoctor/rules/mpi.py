@@ -229,6 +229,55 @@ def _mpirun_exit(hs: list[Any]) -> dict[str, Any]:
 
 
 SIGNATURES = (
+    # HPC fabrics and MPI stacks, from their sources: HPE Slingshot's libfabric cxi provider (prov/cxi: cxip_if.c
+    # "Interface %s link down.", "CXI retry handler not running for device: %s"; cxip_iomm.c "cxil_map ... failure:
+    # -12, Cannot allocate memory", "mlockall(MCL_CURRENT | MCL_FUTURE) failed: -12"; cxip_nic.c/cxip_if.c the job's
+    # VNI and service id: "Failed to find valid default rgroup and vni for %s", "Invalid VNI %d for %s and svc_id %d",
+    # "Failed to find %s in SLINGSHOT_DEVICES"), MVAPICH2's verbs channel (rdma_iba_priv.c "Failed to create QP.
+    # Error: 12 (Cannot allocate memory)", vbuf.c "Cannot register vbuf region"; "No active HCAs found on the system"),
+    # MPICH's shared memory (MPL "unable to resize the shared memory object %s to size %d (errno 28)") and PMI
+    # ("Auto-detection of PMI version failed. Found both env vars PMI_SIZE and PMIX_NAMESPACE"), hydra's proxy
+    # ("unable to connect to server %s at port %d (check for firewalls!)").
+    sig("hpc_fabric_memlock", ("cxil_map lni", "mlockall(MCL_CURRENT | MCL_FUTURE) failed", "Failed to create QP. Error: 12",
+                               "Cannot register vbuf region"),
+       r"cxil_map lni: \d{1,6} [^\n]{0,120}failure: -12, Cannot allocate memory|mlockall\(MCL_CURRENT \| MCL_FUTURE\) failed: -12"
+       r"|Failed to create QP\. Error: 12 \(Cannot allocate memory\)|Cannot register vbuf region",
+       "rlimit_memlock", ROOT, 2, "the fabric provider could not pin the memory it maps (the locked-memory limit)",
+       code="LOG035"),
+    sig("hpc_fabric_down", ("link down.", "CXI retry handler not running"),
+       r"Interface (?P<dev>cxi\d{1,3}) link down\.|CXI retry handler not running for device: (?P<dev2>cxi\d{1,3})",
+       "hardware_fault", ROOT, 3, "a Slingshot NIC of the node is down or its retry handler is not running",
+       code="LOG037", params=lambda hs: {"what": f"Slingshot NIC {group(hs, 'dev', 'dev2')} is down or unmanaged "
+                                                 "(its link, or the cxi_rh retry-handler service of the node)"}),
+    sig("hpc_fabric_vni", ("Failed to find valid default rgroup and vni", "Invalid VNI", "in SLINGSHOT_DEVICES"),
+       r"Failed to find valid default rgroup and vni for (?P<dev>cxi\d{1,3})|Invalid VNI \d{1,6} for (?P<dev2>cxi\d{1,3})"
+       r" and svc_id \d{1,6}|Failed to find (?P<dev3>cxi\d{1,3}) in SLINGSHOT_DEVICES",
+       "launcher_misconfig", ROOT, 2, "the job was given no Slingshot VNI or service for its NICs",
+       code="LOG066", params=lambda hs: {"what": "the job has no Slingshot VNI/service for "
+                                                 f"{group(hs, 'dev', 'dev2', 'dev3')} (start it through srun on a "
+                                                 "Slingshot system, or set the cxi auth-key variables the site documents)"}),
+    sig("mvapich_no_hca", ("No active HCAs found on the system",),
+       r"No active HCAs found on the system",
+       "other", ROOT, 2, "MVAPICH2 found no active InfiniBand device on the node",
+       code="LOG089", params=lambda hs: {"what": "MVAPICH2 found no active HCA (ibstat: ports Active; the RDMA "
+                                                 "devices inside the container)"}),
+    sig("mpich_shm_resize", ("unable to resize the shared memory object",),
+       r"unable to resize the shared memory object \S{1,120} to size \d{1,20} \(errno 28\)",
+       "shm_too_small", ROOT, 1, "MPICH could not grow its shared-memory segment in /dev/shm (full)",
+       code="LOG030"),
+    sig("pmi_both_envs", ("Found both env vars PMI_SIZE and PMIX_NAMESPACE",),
+       r"Auto-detection of PMI version failed\. Found both env vars PMI_SIZE and PMIX_NAMESPACE",
+       "launcher_misconfig", ROOT, 2, "the process was given two launchers' PMI environments",
+       code="LOG064", params=lambda hs: {"what": "both PMI-1/2 (PMI_SIZE) and PMIx (PMIX_NAMESPACE) variables are set: "
+                                                 "a launcher inside another (mpirun under srun), or variables exported "
+                                                 "by hand"}),
+    sig("hydra_proxy_firewall", ("(check for firewalls!)",),
+       r"unable to connect to server (?P<host>\S{1,255}) at port (?P<port>\d{1,5}) \(check for firewalls!\)",
+       "firewall_or_port_blocked", ROOT, 2, "a node's Hydra proxy could not connect back to mpiexec",
+       build=lambda m, hs, found: [cand("LOG063", "firewall_or_port_blocked", 2, hs, params={
+           "what": f"a node's proxy could not connect to mpiexec on {group(hs, 'host')}:{group(hs, 'port')}"},
+           alts=[("wrong_interface", "mpiexec listens on the address of its host name; -iface / HYDRA_IFACE picks the "
+                                     "interface the nodes reach")])]),
     # Open MPI's runtime (orte/mca/oob/tcp help-oob-tcp.txt, Open MPI 2-4): "A process or daemon was unable to complete
     # a TCP connection to another process: Local host: ... Remote host: ... This is usually caused by a firewall on
     # the remote host." -- the runtime's own connection between nodes was refused or dropped.

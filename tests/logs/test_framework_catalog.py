@@ -531,6 +531,32 @@ ROWS = [
      "Signals.SIGTERM, forcefully exiting via Signals.SIGKILL"),
     ("no_gpu_visible", "[rank0]: AssertionError: Megatron requires CUDA.",
      "[rank0]: > initializing torch distributed ... Megatron requires CUDA 12 or later for TP overlap"),
+    # -- HPC fabrics and MPI stacks ---------------------------------------------------------------------------------
+    ("hpc_fabric_memlock", "libfabric:48213:1724237823::cxi:mr:cxip_scalable_iomm_init():235<warn> nid001234: "
+                           "mlockall(MCL_CURRENT | MCL_FUTURE) failed: -12",
+     "libfabric:48213:1724237823::cxi:mr:cxip_scalable_iomm_init():235<info> nid001234: mlockall(MCL_CURRENT | "
+     "MCL_FUTURE) done"),
+    ("hpc_fabric_memlock", "[node01:mpi_rank_0][cm_qp_conn_create] src/mpid/ch3/channels/mrail/src/gen2/rdma_iba_priv.c:2810: "
+                           "Failed to create QP. Error: 12 (Cannot allocate memory)",
+     "[node01:mpi_rank_0][cm_qp_conn_create] Failed to create QP. Error: 22 (Invalid argument)"),
+    ("hpc_fabric_down", "libfabric:48213:1724237823::cxi:core:cxip_get_if():143<info> nid001234: Interface cxi2 link down.",
+     "libfabric:48213:1724237823::cxi:core:cxip_get_if():143<info> nid001234: Interface cxi2 link up."),
+    ("hpc_fabric_vni", "libfabric:48213:1724237823::cxi:core:cxip_if_valid_rgroup_vni():228<warn> nid001234: Invalid VNI "
+                       "1234 for cxi0 and svc_id 5",
+     "libfabric:48213:1724237823::cxi:core:cxip_if_valid_rgroup_vni():228<info> nid001234: VNI 1234 for cxi0 and "
+     "svc_id 5"),
+    ("mvapich_no_hca", "rdma_open_hca(1365)..........: No active HCAs found on the system!!! (errno 0)",
+     "rdma_open_hca(1365)..........: 2 active HCAs found on the system"),
+    ("mpich_shm_resize", "MPL_shm_seg_create_and_attach: unable to resize the shared memory object /mpich_shar_tmpXXXX to "
+                         "size 33554432 (errno 28)",
+     "MPL_shm_seg_create_and_attach: unable to resize the shared memory object /mpich_shar_tmpXXXX to size 33554432 "
+     "(errno 22)"),
+    ("pmi_both_envs", "MPIR_pmi_init(134): Auto-detection of PMI version failed. Found both env vars PMI_SIZE and "
+                      "PMIX_NAMESPACE. There is likely something wrong with the runtime environment! Aborting.",
+     "MPIR_pmi_init(134): PMI version auto-detected: PMIx (PMIX_NAMESPACE)"),
+    ("hydra_proxy_firewall", "[proxy:0:1@node02] main (proxy/pmip.c:101): unable to connect to server node01 at port 39157 "
+                             "(check for firewalls!)",
+     "[proxy:0:1@node02] main (proxy/pmip.c:101): connected to server node01 at port 39157"),
 ]
 
 
