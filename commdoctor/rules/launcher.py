@@ -660,6 +660,18 @@ SIGNATURES = (
     # seconds", async_grpo's "Timed out after %ss waiting for vLLM server at %s"), and the server's refusal of a
     # trainer on one of its own GPUs (trl/scripts/vllm_serve.py "Attempting to use the same CUDA device (UUID: %s) for
     # multiple distinct roles/ranks within the same communicator").
+    # A model placed across GPUs by device_map inside a distributed launch: accelerate refuses to train it
+    # (accelerator.py "You can't train a model that has been loaded with `device_map='auto'` in any distributed mode.";
+    # "... that has been loaded in 8-bit or 4-bit precision on multiple devices in any distributed mode") -- every rank
+    # would spread its copy over every GPU of the node.
+    sig("device_map_distributed", ("loaded with `device_map='auto'` in any distributed mode",
+                                   "on multiple devices in any distributed mode"),
+        r"You can't train a model that has been loaded with `device_map='auto'` in any distributed mode"
+        r"|You can't train a model that has been loaded in 8-bit or 4-bit precision on multiple devices in any distributed mode",
+        "launcher_misconfig", ROOT, 2, "a model spread over the node's GPUs by device_map was launched on several ranks",
+        code="LOG066", params=lambda hs: {"what": "the model was loaded with device_map='auto' (spread over every GPU) "
+                                                  "in a job of several ranks: load it on the rank's own GPU "
+                                                  "(device_map={'': local_rank}), or run one process"}),
     sig("trl_vllm_server", ("The vLLM server can't be reached at", "waiting for vLLM server at"),
         r"The vLLM server can't be reached at (?P<url>\S{1,120}) after|Timed out after \d{1,6}s waiting for vLLM server at (?P<url2>\S{1,120}?)\.?\s",
         "rendezvous_unreachable", ROOT, 2, "the trainer could not reach its vLLM server",

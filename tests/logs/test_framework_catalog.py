@@ -557,6 +557,10 @@ ROWS = [
     ("hydra_proxy_firewall", "[proxy:0:1@node02] main (proxy/pmip.c:101): unable to connect to server node01 at port 39157 "
                              "(check for firewalls!)",
      "[proxy:0:1@node02] main (proxy/pmip.c:101): connected to server node01 at port 39157"),
+    ("device_map_distributed", "ValueError: You can't train a model that has been loaded with `device_map='auto'` in any "
+                               "distributed mode. Please rerun your script specifying `--num_processes=1` or by launching "
+                               "with `python {{myscript.py}}`.",
+     "11/29/2026 06:20:14 - INFO - accelerate.utils.modeling - Loading the model with device_map='auto' on 1 process"),
 ]
 
 
