@@ -158,5 +158,6 @@ def test_subgroup_mismatch_reaches_bystanders(backend: str) -> None:
         assert "ranks 0, 2" in r["message"] and site("sub") in r["message"], why
     for r in (res[1], res[3]):
         assert r["mismatch"]["kind"] == "remote", why
-        assert "rank 0 reported" in r["message"] and site("sub") in r["message"], why
+        # either witness's report may arrive first; each names the disagreement at the same site
+        assert ("rank 0 reported" in r["message"] or "rank 2 reported" in r["message"]) and site("sub") in r["message"], why
     assert detection_delay(res) < DETECT_S, why

@@ -416,7 +416,10 @@ class Hooks:
             g = c.groups.get(m.group)
             members = g.members if g is not None else ()
             involved = sorted({int(x["rank"]) for x in m.calls if "rank" in x} | set(members))
-            if involved and self.rank == involved[0]:
+            # Every rank that found it tells the bystanders (they keep the first report): a witness that then raises
+            # and leaves the group has said why on its channel before its departure reaches them, so a bystander
+            # never reads that departure as a skipped collective.
+            if involved and self.rank in involved:
                 c.tell_mismatch([p for p in mesh.peers() if p not in involved], m)
         if self.config.mode == "report":
             self.warn(f"[rank {self.rank}] {m.text}", key=f"mismatch:{m.group}:{m.seq}")
