@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
 from commdoctor.core.errors import CommDoctorError
 from commdoctor.core.model import Evidence
-from commdoctor.parsing.lines import CXX_TERMINATE, SLURM_REPORT, Record, classify, clean
+from commdoctor.parsing.lines import CXX_TERMINATE, ONECCL_ERROR, SLURM_REPORT, Record, classify, clean
 from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import (Salvaging, Unwrapping, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container,
@@ -60,8 +60,8 @@ _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Te
                               r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
 # UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
 _UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
-#: oneCCL's level tags ("2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: ...").
-_ONECCL_ERROR = re.compile(r"\|CCL_(?:ERROR|FATAL)\|")
+#: oneCCL's failure tags (parsing.lines.ONECCL_ERROR).
+_ONECCL_ERROR = re.compile(ONECCL_ERROR)
 #: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.
 _CXX_TERMINATE = re.compile(CXX_TERMINATE)
 #: A program's own error report at the start of its line ("[2022-01-13 14:50:23] Error: NCCL error 2 'unhandled system

@@ -370,11 +370,14 @@ RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nr
 #: prefixes for Slurm) and the raw level below (bytes) share these.
 SLURM_REPORT = r"(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
 CXX_TERMINATE = r"\bterminate called (?:after throwing an instance of|without an active exception)"
+#: oneCCL's failure tags ("2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: ...").
+ONECCL_ERROR = r"\|CCL_(?:ERROR|FATAL)\|"
 # NCCL has no ERROR level: its WARN lines report failures, so they count as errors here (oneCCL's |CCL_ERROR| tag
 # too); so do Python logging's
 # CRITICAL, Slurm's reports and the C++ runtime's terminate (the log reader counts them too), tried only on lines
 # that hold one of RAW_ERROR_RARE_WORDS, so the common line pays for one pattern.
-RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|\|CCL_(?:ERROR|FATAL)\||\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
+RAW_ERROR = re.compile(rb"NCCL WARN|\bERROR\b|" + ONECCL_ERROR.encode()
+                       + rb"|\bFATAL\b|Error:|Traceback \(most recent call last\)|(?:^|\n|\]:)\[E\d{4} ")
 RAW_ERROR_RARE_WORDS = (b"CRITICAL", b": error: ", b": fatal: ", b"terminate called")
 RAW_ERROR_RARE = re.compile(rb"\bCRITICAL\b|\b" + SLURM_REPORT.encode() + rb"|" + CXX_TERMINATE.encode())
 RAW_WARNING = re.compile(rb"\bWARN(?:ING)?\b|\|CCL_WARN\||\bWarning\b|(?:^|\n|\]:)\[W\d{4} ")

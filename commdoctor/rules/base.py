@@ -221,8 +221,8 @@ def raised_ranks(m: Any) -> dict[int, Any]:
 _LAUNCH_ECHO = ("process_died", "agent_closing_worker")
 
 
-def peers_failed(m: Any, rank: int) -> bool:
-    """Whether the logs show more than ``rank``'s own error: a watchdog, a line a rule reads as a failure, or an
+def peers_failed(m: Any) -> bool:
+    """Whether the logs show more than one rank's own error: a watchdog, a line a rule reads as a failure, or an
     exception of the communication stack on any rank. Without any, a rank that raised stopped the job alone."""
     if m.watchdog:
         return True

@@ -47,7 +47,7 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         where = f" on {f.host}" if f is not None and f.host else ""
         evs = [ev] + [x.ev for x in el if x.rank == r and x.ev][:1]
         hosts = {f.host} if f is not None and f.host else set()
-        if not peers_failed(m, r):
+        if not peers_failed(m):
             # Nothing else failed: no timeout, no closed connection, no communication error anywhere. The job
             # stopped on that error alone, and the launcher stopping the other ranks is what followed.
             return [Cand("LOG115", "other", 4, ev_seq(m, ev), evs, ranks={r}, hosts=hosts,
@@ -118,6 +118,10 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+#: The launcher each of ColossalAI's launch_from_* entry points reads its environment from.
+_COLOSSAL_LAUNCHER = {"torch": "torchrun", "SLURM": "srun", "OpenMPI": "mpirun"}
+
+
 def _rank_conflict(hs: list[Any]) -> str:
     g = hs[0].groups
     if g.get("mpi"):
@@ -137,7 +141,7 @@ def _rank_conflict(hs: list[Any]) -> str:
         return "the hostfile or the processes per node do not match the GPUs each node has"
     if g.get("cvar"):
         return (f"ColossalAI's launch_from_{g['cenv'].lower()} found no {g['cvar']}: the script was not started by "
-                f"{ {'torch': 'torchrun', 'SLURM': 'srun', 'OpenMPI': 'mpirun'}[g['cenv']] }")
+                f"{_COLOSSAL_LAUNCHER[g['cenv']]}")
     if g.get("ws"):
         return (f"a process group of one rank was created before the framework's own, while the launcher started "
                 f"{g['ws']}: every rank holds the whole model")
@@ -582,25 +586,30 @@ SIGNATURES = (
         code="LOG066", params=lambda hs: {"what": _launch_args(hs[0].groups)}),
     # Ray's reports of a worker that died, each the first sign in the driver's log: ray/exceptions.py "The worker died
     # unexpectedly while executing this task" (WorkerCrashedError), Ray Train v2 "At least one of the worker actors
-    # failed to initialize", lmdeploy's executor "Ray worker exited.", and Lightning's signal handler "[rank: N]
-    # Received SIGTERM: 15" (something outside the job stopped it: a scheduler's preemption or time limit, scancel).
+    # failed to initialize", lmdeploy's executor "Ray worker exited.".
     sig("ray_worker_died", ("The worker died unexpectedly while executing", "worker actors failed to initialize",
-                            "Ray worker exited.", "Received SIGTERM: ", "Received SIGTERM, saving checkpoint and exiting",
-                            "Main process received SIGTERM, exiting"),
+                            "Ray worker exited."),
         r"(?P<crash>The worker died unexpectedly while executing this task)"
         r"|(?P<init>At least one of the worker actors failed to initialize)"
-        r"|(?P<lmd>Ray worker exited\.)"
-        # (NeMo's preemption callback, utils/callbacks/preemption.py, says the same of its own rank)
-        r"|\[rank: (?P<rank>\d{1,6})\] Received SIGTERM: 15|(?P<nemo>Received SIGTERM, saving checkpoint and exiting)"
-        r"|(?P<ds>Main process received SIGTERM, exiting)",  # (DeepSpeed's launcher, launch.py sigkill_handler)
-        "peer_process_died", ROOT, 5, "a worker process of the job died or was stopped",
+        r"|(?P<lmd>Ray worker exited\.)",
+        "peer_process_died", ROOT, 5, "a Ray worker process of the job died",
         code="LOG060", params=lambda hs: {"what": (
-            f"rank {group(hs, 'rank')} was sent SIGTERM from outside the job (preemption, a time limit, scancel)"
-            if group(hs, "rank") else "a rank was sent SIGTERM from outside the job (preemption, a time limit, "
-            "scancel) and stopped after saving a checkpoint" if group(hs, "nemo") else
-            "DeepSpeed's launcher was sent SIGTERM from outside the job (preemption, a time limit, scancel) and "
-            "stopped its ranks" if group(hs, "ds") else "a worker failed while it started (its own log says why)" if group(hs, "init")
+            "a worker failed while it started (its own log says why)" if group(hs, "init")
             else "a Ray worker process died (its raylet log and dmesg say why: OOM, a crash)")}),
+    # A framework's own signal handler saying something outside the job stopped it (a scheduler's preemption or time
+    # limit, scancel): Lightning's "[rank: N] Received SIGTERM: 15", NeMo's preemption callback "Received SIGTERM,
+    # saving checkpoint and exiting" (utils/callbacks/preemption.py), DeepSpeed's launcher "Main process received
+    # SIGTERM, exiting" (launch.py sigkill_handler).
+    sig("sigterm_from_outside", ("Received SIGTERM: ", "Received SIGTERM, saving checkpoint and exiting",
+                                 "Main process received SIGTERM, exiting"),
+        r"\[rank: (?P<rank>\d{1,6})\] Received SIGTERM: 15|(?P<nemo>Received SIGTERM, saving checkpoint and exiting)"
+        r"|(?P<ds>Main process received SIGTERM, exiting)",
+        "peer_process_died", ROOT, 5, "a rank or the launcher was sent SIGTERM from outside the job",
+        code="LOG060", params=lambda hs: {"what": (
+            (f"rank {group(hs, 'rank')}" if group(hs, "rank") else "DeepSpeed's launcher" if group(hs, "ds") else "a rank")
+            + " was sent SIGTERM from outside the job (preemption, a time limit, scancel)"
+            + (" and stopped after saving a checkpoint" if group(hs, "nemo") else " and stopped its ranks" if group(hs, "ds")
+               else ""))}),
     # Ray's placement wait (vLLM v1/executor/ray_utils.py, lmdeploy pytorch/ray.py): "Waiting for creating a placement
     # group of specs for N seconds. specs=[...]. Check `ray status`": the cluster does not (yet) have the GPUs asked
     # for; repeated until it does. Ends the log when the other nodes never joined.

@@ -112,7 +112,7 @@ SIGNATURES = (
     # kernel.yama.ptrace_scope (or a container without CAP_SYS_PTRACE) refuses: "pidfd_getfd failed: ... errno:
     # Operation not permitted" after its warning "Operation not permitted: This error occurs when the calling process
     # does not have the necessary permissions".
-    sig("ccl_pidfd_denied", ("pidfd_getfd failed", "does not have the necessarypermissions", "does not have the necessary permissions"),
+    sig("ccl_pidfd_denied", ("pidfd_getfd failed", "does not have the necessary"),
         r"pidfd_getfd failed: [^\n]{0,120}errno: Operation not permitted"
         r"|Operation not permitted: This error occurs when the calling process does not have the necessary ?permissions",
         "other", ROOT, 2, "the kernel refused oneCCL the GPU memory handle of another rank (ptrace restriction)",

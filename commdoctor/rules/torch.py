@@ -438,6 +438,7 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # -- who was late ----------------------------------------------------------------------------------------
     who = ""
     late: set[int] = set()
+    missing = missing_ranks(world, timed) if world and timed else []  # ranks of the group that logged no timeout
     if fr is not None and fr.kind == "straggler":
         late = set(fr.entries)
         last = "; ".join(f"rank {r}'s last: {text}" for r, text in sorted(fr.entries.items())[:4])
@@ -450,11 +451,9 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         if len(late) < len(progress):
             who = f"rank {', '.join(map(str, sorted(late)))} enqueued the fewest collectives (last {low}): it is the straggler"
             evs = [progress[r][2] for r in sorted(late)][:2] + evs
-    if not who and world and timed:
-        missing = missing_ranks(world, timed)
-        if missing:
-            late = set(missing)
-            who = f"rank(s) {', '.join(map(str, missing[:8]))} never logged a timeout: the straggler is among them"
+    if not who and missing:
+        late = set(missing)
+        who = f"rank(s) {', '.join(map(str, missing[:8]))} never logged a timeout: the straggler is among them"
     if not who and len(set(timed.values())) > 1:
         low = min(timed.values())
         late = {r for r, s in timed.items() if s == low}
@@ -492,7 +491,7 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     barrier = bool(recs) and all(w.op == "ALLREDUCE" and w.numel_in == 1 for w in recs)
     # Several ranks timed out in the same collective and, by the group's own size, some never did: those are
     # elsewhere (late, or dead without a word in this log), which a deadlock inside the library does not explain.
-    absent = len(timed) >= 2 and bool(world) and bool(missing_ranks(world, timed))
+    absent = len(timed) >= 2 and bool(missing)
     if ((maxseq >= 10000 and not barrier and not absent) or graph) and not busy and fr is None:
         return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs + [h.ev for h in graph[:1]], ranks=ranks,
                      params={"what": f"a collective hung after {maxseq} had completed ({op})"},

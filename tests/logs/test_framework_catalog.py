@@ -272,7 +272,7 @@ ROWS = [
     ("ray_worker_died", "ray.exceptions.WorkerCrashedError: The worker died unexpectedly while executing this task. "
                         "Check python-core-worker-*.log files for more information.",
      "(raylet) A worker died or exited before it was scheduled a task"),
-    ("ray_worker_died", "[rank: 5] Received SIGTERM: 15",
+    ("sigterm_from_outside", "[rank: 5] Received SIGTERM: 15",
      "[rank: 5] Received SIGUSR1: 10"),
     ("ray_placement_wait", "INFO 11-29 03:05:20 [ray_utils.py:223] Waiting for creating a placement group of specs for "
                            "30 seconds. specs=[{'node:10.0.0.11': 0.001, 'GPU': 1.0}, {'GPU': 1.0}].",
@@ -324,7 +324,7 @@ ROWS = [
     ("k8s_pod_lost", "  Warning  PyTorchJobRestarting  2m  pytorchjob-controller  PyTorchJob llm-pretrain is restarting "
                      "because 1 Worker replica(s) failed.",
      "  Normal  PyTorchJobRestarting  2m  pytorchjob-controller  PyTorchJob llm-pretrain is restarting."),
-    ("ray_worker_died", "[NeMo I 2026-03-02 11:02:17 preemption:94] Received SIGTERM, saving checkpoint and exiting",
+    ("sigterm_from_outside", "[NeMo I 2026-03-02 11:02:17 preemption:94] Received SIGTERM, saving checkpoint and exiting",
      "[NeMo I 2026-03-02 11:02:17 preemption:60] Preemption is supported only on GPUs"),
     # -- oneCCL (uxlfoundation/oneCCL) and torch-ccl ---------------------------------------------------------------
     ("ccl_kvs_connect", "2025:03:21-10:15:02:(48213) |CCL_ERROR| internal_kvs.cpp:606 kvs_init: connection time (120) >= "
@@ -465,7 +465,7 @@ ROWS = [
      "RuntimeError: Could not find the checkpoint in /ckpt, visit https://www.colossalai.org/ for more information"),
     ("parallel_sizes", "AssertionError: World size 6 is not divisible by tp_size 4 * pp_size 1",
      "INFO: World size 8, tp_size 4, pp_size 2"),
-    ("ray_worker_died", "[2026-08-22 10:14:03,512] [INFO] [launch.py:346:sigkill_handler] Main process received SIGTERM, "
+    ("sigterm_from_outside", "[2026-08-22 10:14:03,512] [INFO] [launch.py:346:sigkill_handler] Main process received SIGTERM, "
                         "exiting",
      "[2026-08-22 10:14:03,512] [INFO] [launch.py:351:main] Process 1234 exits successfully."),
     # -- UCX, a second pass -------------------------------------------------------------------------------------------
