@@ -244,6 +244,10 @@ def quiet_exits(m: Any) -> list[Any]:
             if h.sig.role != CONTEXT and h.ev.rank is None and h.sig.id not in ("process_died", "agent_signalled")}
     # torchrun --tee prefixes a worker's lines with its local rank ("[default0]:"), which the lines alone cannot turn
     # into a global rank: an error in the same file under the failed worker's local rank is that worker's.
+    # An error no row reads as a failure of its own (NCCL's "unhandled system error" raised without a rank prefix, a
+    # context row's line) is still the rank's error; the launcher's own ChildFailedError traceback is not.
+    tail = {(ev.source, ev.line) for typ, _msg, ev, _seq in m.exceptions if typ in ("ChildFailedError", "SignalException")}
+    loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors if ev.rank is None and (ev.source, ev.line) not in tail}
     local = {(h.ev.source, h.ev.rank) for hs in m.hits.values() for h in hs if h.sig.role != CONTEXT and h.ev.rank is not None}
     local |= {(ev.source, ev.rank) for ev, _seq, _kind in m.unmatched_errors if ev.rank is not None}
     return [f for f in m.elastic if f.rank is not None and f.signal is None and f.exitcode is not None

@@ -492,3 +492,41 @@ def test_a_node_that_never_reached_the_store_is_not_another_rendezvous(tmp_path:
     logs = _case("rdzv-id-4-rerun")  # without the line proving the connection, the loss may be a failed connect
     logs["node1"] = "\n".join(ln for ln in logs["node1"].splitlines() if "Failed to recv" not in ln) + "\n"
     assert _causes(tmp_path, **logs)[0] != "launcher_misconfig"
+
+
+# A one-rank host prints its worker's errors without a rank prefix. NCCL's "unhandled system error" raised there is
+# read by a context row (the NCCL result), not a failure row of its own: it is still the rank's error, so torchrun's
+# "exitcode: 1" for that rank is not a rank that ended itself having logged nothing.
+_TORCHRUN_TAIL = """E0501 10:00:01.000000 1200 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 1234) of binary: /usr/bin/python
+Traceback (most recent call last):
+  File "/usr/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:01
+  host      : node1
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 1234)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_an_unprefixed_nccl_error_is_the_failed_ranks_own(tmp_path: Path) -> None:
+    p = tmp_path / "node1.log"
+    p.write_text("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled "
+                 "system error, NCCL version 2.14.3\n" + _TORCHRUN_TAIL)
+    findings = diagnose_file(p)["findings"]
+    assert not any("having logged no error" in f["title"] for f in findings)
+    assert [f["code"] for f in findings if f.get("cause")][0] == "LOG028"
+    # Near-miss: the launcher's own ChildFailedError traceback is not the rank's error.
+    p.write_text(_TORCHRUN_TAIL)
+    assert any("rank 0" in f["title"] and "having logged no error" in f["title"] for f in diagnose_file(p)["findings"])
