@@ -66,6 +66,9 @@ _PREFIX_ALTS = (
     r"|\((?:(?P<actor>[A-Za-z_][\w.]{0,80}) )?pid=(?P<apid>\d{1,10})(?:, ip=(?P<aip>[\d.:a-fA-F]{1,45}))?\) ?"
     # pdsh (DeepSpeed's multi-node launcher) and pssh name the node a line came from: "worker-1: ", "10.0.0.12: ". A
     # node name holds a digit; an exception's type ("RuntimeError: ", "mpi4py.MPI.Exception: ") is not one.
+    # docker compose names the container of each line, padded to the longest name: "trainer-1  | " (Compose v2),
+    # "proj_worker_1  | " (v1).
+    r"|[A-Za-z0-9][\w.\-]{0,62}[-_]\d{1,4} {1,40}\| ?"
     r"|(?=[\w.\-]{0,62}\d)(?![\w.\-]{0,62}(?:Error|Exception|Warning|Exit|Interrupt|Failure|Timeout): )"
     r"[A-Za-z0-9][\w.\-]{0,62}: "
     # grep's file name over several files (grep -r / -H, with -n its line number): "logs/LOG1.3.txt:", "rank0.log:12:".

@@ -182,6 +182,19 @@ def test_a_time_the_capture_put_in_front_is_a_prefix() -> None:
     assert near.kind == "text" and near.msg.startswith("checkpoint")
 
 
+def test_docker_compose_container_names_are_a_prefix() -> None:
+    """``docker compose up`` puts each container's name, padded, and a bar in front of its lines."""
+    from commdoctor.parsing.lines import classify, raw_owner
+
+    rec = classify("trainer-1  | [rank1]: ValueError: num_attention_heads (28) must be a multiple of tensor_model_parallel_size (8).")
+    assert (rec.kind, rec.exc_type, rec.rank) == ("exception", "ValueError", 1)
+    assert classify("proj_worker_12 | node1:10:11 [0] misc/socket.cc:1 NCCL WARN x").host == "node1"
+    assert raw_owner(b"trainer-1  | [rank2]:[E1127 20:36:31.46 socket.cpp:818] x").rank == 2
+    # A table row of a program's own output keeps its bar: no container index before it.
+    near = classify("loss  | 0.53 | ValueError: not a prefix")
+    assert near.kind == "text"
+
+
 def test_ncclS_repeated_connected_note_is_read_a_bounded_number_of_times_per_input(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """NCCL says "Connected all rings" at every communicator's set-up; a long job's log repeats it thousands of
     times and the rules need it once. Past REPEATED_KEEP per input the scanner (hyperscan) reports no more of
