@@ -74,6 +74,7 @@ _CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.
 _MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in P?MPI_\w{1,40}"
+                        r"|\*\*\* (?:The \w{1,60}\(\) function|An MPI function) was called (?:before MPI_INIT|after MPI_FINALIZE)"
                         r"|\bMPI_ABORT was invoked on rank \d|^Abort\(\d{1,12}\) on node \d|^internal ABORT - process \d"
                         # MPICH's error string with its stack ("Other MPI error, error stack:"), as mpi4py raises it
                         r"|\b[A-Z][\w ]{2,60} error, error stack:"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, out_of_fds, sig
+from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, out_of_fds, own_reading, sig
 
 
 def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -226,6 +226,13 @@ def _hydra_termination(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 def _mpirun_exit(hs: list[Any]) -> dict[str, Any]:
     rank = group(hs, "rank")
     return {"what": f"rank {rank} exited with an error status" if rank else "a rank exited with an error status (mpirun reports it)"}
+
+
+def _call_order(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A call before MPI_Init or after MPI_Finalize (the row leaves MPI_Init's own failure to the lines before it)."""
+    fn, when = group(hs, "fn") or "an MPI function", group(hs, "when") or ""
+    return [own_reading(hs, params={"fn": f"{fn}()" if fn.startswith("MPI") else fn,
+                                    "when": "before MPI_Init" if when.startswith("before") else "after MPI_Finalize"})]
 
 
 SIGNATURES = (
@@ -553,6 +560,16 @@ SIGNATURES = (
     # MPICH's MPIR_Assert_fail (src/util/mpir_assert.c): "Assertion failed in file %s at line %d: %s", then MPID_Abort's
     # "internal ABORT - process %d". The library found its own state inconsistent: an argument it did not validate
     # (a root or rank beyond the communicator, an object already freed: pmodels/mpich#5443) or a defect of the release.
+    # Open MPI's error handler when nothing is initialised (ompi/errhandler/errhandler_invoke.c, ompi_mpi_errors_are_fatal
+    # ...): "*** The %s() function was called before MPI_INIT was invoked." (or "after MPI_FINALIZE was invoked"), then
+    # "*** This is disallowed by the MPI standard." and "*** Your MPI job will now abort.". Named MPI_Init or
+    # MPI_Init_thread it is MPI_Init's own failure reported that way (the lines before it say why: "orte_init failed",
+    # "PML add procs failed"); any other function is the program calling MPI outside MPI_Init..MPI_Finalize.
+    sig("mpi_call_order", ("function was called before MPI_INIT", "function was called after MPI_FINALIZE",
+                           "An MPI function was called before", "An MPI function was called after"),
+       r"\*\*\* (?:The (?!MPI_Init(?:_thread)?\(\))(?P<fn>\w{1,60})\(\) function|An MPI function) was called (?P<when>before MPI_INIT|after MPI_FINALIZE) was invoked",
+       "other", ROOT, 3, "the program called an MPI function outside MPI_Init ... MPI_Finalize",
+       code="LOG118", build=_call_order),
     sig("mpich_assert", ("Assertion failed in file",),
        r"Assertion failed in file (?P<file>\S{1,300}) at line (?P<line>\d{1,7}): (?P<cond>[^\n]{1,200})",
        "other", ROOT, 4, "the MPI library stopped on one of its own consistency checks",
@@ -641,6 +658,11 @@ CODES = (
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
+    Code("LOG118", "mpi-call-order", E, "the program called {fn} {when}: the MPI standard forbids it and Open MPI aborts",
+         "Initialise MPI before any other MPI call and make no call after MPI_Finalize: call MPI_Init (mpi4py initialises "
+         "at `from mpi4py import MPI` unless mpi4py.rc.initialize is False) before the first collective, and finalise "
+         "only after every library that uses MPI (NCCL bootstrap through MPI, Horovod) has shut down",
+         cause="other"),
     Code("LOG100", "mpi-internal-assertion", E, "the MPI library stopped on its own consistency check: {what}",
          "Check the arguments of the MPI call that ran last against what the failed condition names (a root or rank "
          "below the communicator's size, objects not yet freed); when they are right, try another MPI release",

@@ -122,3 +122,33 @@ def test_hydra_refused_is_a_firewall_reading(tmp_path: Path) -> None:
     first = _roots(diagnose_file(log))[0]
     assert (first["code"], first["cause"]) == ("LOG063", "firewall_or_port_blocked")
     assert "HYDRA_IFACE" in first["remedy"]["env"]
+
+
+# Open MPI's error handler before MPI_Init / after MPI_Finalize (ompi/errhandler): llm.c's multi-node branch called
+# MPI_Barrier without MPI_Init (karpathy/llm.c#426; fixed by adding the MPI_Init call).
+_BEFORE_INIT = ("*** The MPI_Barrier() function was called before MPI_INIT was invoked.",
+                "*** This is disallowed by the MPI standard.",
+                "*** Your MPI job will now abort.")
+
+
+def test_an_mpi_call_before_mpi_init_is_the_programs_order(tmp_path: Path) -> None:
+    from logs.test_corpus import diagnose_lines
+
+    f = next(f for f in diagnose_lines(tmp_path / "a.log", *_BEFORE_INIT)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG118", "other") and "MPI_Barrier() before MPI_Init" in f["title"]
+    after = "*** The MPI_Comm_free() function was called after MPI_FINALIZE was invoked."
+    f = next(f for f in diagnose_lines(tmp_path / "b.log", after)["findings"] if f["cause"])
+    assert f["code"] == "LOG118" and "after MPI_Finalize" in f["title"]
+
+
+def test_mpi_init_reported_as_called_before_itself_is_inits_own_failure(tmp_path: Path) -> None:
+    """Near-miss: MPI_Init that failed is reported by the same handler with its own name; the lines before it say
+    why, and the program's call order is not in question. Still an error, never healthy."""
+    from logs.test_corpus import diagnose_lines
+
+    doc = diagnose_lines(tmp_path / "c.log", "  ompi_mpi_init: orte_init failed",
+                         '  --> Returned "Pack data mismatch" (-22) instead of "Success" (0)',
+                         "*** The MPI_Init() function was called before MPI_INIT was invoked.",
+                         "*** This is disallowed by the MPI standard.", "*** Your MPI job will now abort.")
+    assert not any(f["code"] == "LOG118" for f in doc["findings"])
+    assert any(f["severity"] == "error" for f in doc["findings"]), doc["findings"]
