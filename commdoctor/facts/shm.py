@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from commdoctor.core.model import Evidence
+from commdoctor.parsing.lines import SIGBUS_DEATH
 
 #: What went wrong, as a log says it. ``None`` for a live measurement (the check judges the numbers).
 NO_SPACE, DENIED, SIGBUS, CREATE_FAILED = "no_space", "denied", "sigbus", "create_failed"
@@ -22,7 +23,7 @@ NO_SPACE, DENIED, SIGBUS, CREATE_FAILED = "no_space", "denied", "sigbus", "creat
 _SIZE = re.compile(r"\(size (\d{1,20})\)|\bto (\d{1,20}) bytes|\bsize[= ](\d{1,20})\b")
 _NO_SPACE = re.compile(r"No space left|ENOSPC|errno 28\b|insufficient shared memory|too small")
 _DENIED = re.compile(r"Permission denied|EACCES|Read-only file system|EROFS")
-_SIGBUS = re.compile(r"Bus error|SIGBUS|Signal 7 \(|exitcode\s*:?\s*-7\b|bus error")
+_SIGBUS = re.compile(SIGBUS_DEATH)
 
 
 @dataclass(frozen=True, slots=True)

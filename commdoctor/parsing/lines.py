@@ -373,6 +373,11 @@ RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nr
 #: prefixes for Slurm) and the raw level below (bytes) share these.
 SLURM_REPORT = r"(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
 CXX_TERMINATE = r"\bterminate called (?:after throwing an instance of|without an active exception)"
+#: A process that died of SIGBUS, as the kernel, Python and the launchers say it: "Bus error", "Signal 7 (SIGBUS)",
+#: torchrun's "exitcode: -7", DeepSpeed's "exits with return code = -7", Paddle's "error with exit code -7", torch's
+#: DataLoader "Unexpected bus error". The log rule and the shared-memory fact read it the same way.
+SIGBUS_DEATH = (r"Bus error|SIGBUS|Signal 7 \(|exitcode\s*:?\s*-7\b|[Uu]nexpected bus error|\breturn code = -7\b"
+                r"|\bwith exit code -7\b")
 #: oneCCL's failure tags ("2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi.cpp:243 init: ...").
 ONECCL_ERROR = r"\|CCL_(?:ERROR|FATAL)\|"
 # NCCL has no ERROR level: its WARN lines report failures, so they count as errors here (oneCCL's |CCL_ERROR| tag

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from commdoctor.core.ifvars import iface_env
+from commdoctor.parsing.lines import SIGBUS_DEATH
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
     ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, out_of_fds, own_reading, sig, single_node,
@@ -831,8 +832,11 @@ SIGNATURES = (
        r"|Error while attaching to shared memory segment|insufficient shared memory \(shm\)",
        "shm_too_small", ROOT, 1, "/dev/shm is too small, full or not writable",
        code="LOG030"),
-    sig("sigbus", ("Bus error", "SIGBUS", "Signal 7 ", "exitcode: -7", "exitcode  : -7", "bus error"),
-       r"Bus error|SIGBUS|Signal 7 \(|exitcode\s*:?\s*-7\b|[Uu]nexpected bus error",
+    # Launchers give the signal as a negative status: torchrun's "exitcode: -7", DeepSpeed's "exits with return code =
+    # -7", Paddle's "error with exit code -7".
+    sig("sigbus", ("Bus error", "SIGBUS", "Signal 7 ", "exitcode: -7", "exitcode  : -7", "bus error", "code = -7",
+                   "exit code -7"),
+       SIGBUS_DEATH,
        "shm_too_small", ROOT, 3, "a process died of SIGBUS: a shared-memory mapping could not be backed (/dev/shm full)",
        code="LOG030", exclude=("shm",),
        detail="A process died of SIGBUS (bus error, signal 7). Touching a shared-memory mapping that /dev/shm cannot "

@@ -561,6 +561,13 @@ ROWS = [
                                "distributed mode. Please rerun your script specifying `--num_processes=1` or by launching "
                                "with `python {{myscript.py}}`.",
      "11/29/2026 06:20:14 - INFO - accelerate.utils.modeling - Loading the model with device_map='auto' on 1 process"),
+    # -- SIGBUS as the launchers report it ----------------------------------------------------------------------
+    ("sigbus", "[2023-07-20 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+               "'--local_rank=0'] exits with return code = -7",
+     "[2023-07-20 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+     "'--local_rank=0'] exits with return code = -9"),
+    ("sigbus", "ERROR 2024-05-29 10:12:03,124 manager.py:106] ERROR rank 2 error with exit code -7, check log for detail.",
+     "ERROR 2024-05-29 10:12:03,124 manager.py:106] ERROR rank 2 error with exit code -70, check log for detail."),
 ]
 
 
