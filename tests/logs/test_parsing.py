@@ -195,6 +195,19 @@ def test_docker_compose_container_names_are_a_prefix() -> None:
     assert near.kind == "text"
 
 
+def test_a_windows_builds_glog_line_keeps_its_level() -> None:
+    """torch's Windows wheels name the build machine's path in glog's head; the line is still a c10d warning, so
+    its connect retry is not read as a failure (torchgeo/torchgeo#1198: the run failed for another reason)."""
+    from commdoctor.parsing.lines import classify
+
+    rec = classify(r"[W C:\actions-runner\_work\pytorch\pytorch\builder\windows\pytorch\torch\csrc\distributed\c10d\socket.cpp:601] "
+                   "[c10d] The client socket has failed to connect to [t2]:58152 (system error: 10049 - The requested "
+                   "address is not valid in its context.).")
+    assert (rec.kind, rec.level, rec.file) == ("c10d", "W", r"C:\actions-runner\_work\pytorch\pytorch\builder\windows\pytorch\torch\csrc\distributed\c10d\socket.cpp")
+    # A bracketed word with a drive-like colon but no source line is no glog head.
+    assert classify("[W C:\\data] loading").kind == "text"
+
+
 def test_ncclS_repeated_connected_note_is_read_a_bounded_number_of_times_per_input(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """NCCL says "Connected all rings" at every communicator's set-up; a long job's log repeats it thousands of
     times and the rules need it once. Past REPEATED_KEEP per input the scanner (hyperscan) reports no more of
