@@ -255,14 +255,15 @@ def quiet_exits(m: Any) -> list[Any]:
             and not (f.ev is not None and f.local_rank is not None and (f.ev.source, f.local_rank) in local)]
 
 
-_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
+_STAMP = re.compile(r"^(?:\[rank\d+\]:)?\[?[EWIF](?P<md>\d{3,4}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d(?:\.\d{1,9})?)")
 
 
 def stamp(text: str) -> tuple[str, float] | None:
     """The month-day and the second of the day of a glog-shaped line ("[E1127 20:36:51.78 ..." or torch's Python
     logging "E1127 20:36:51.554000 ..."), or None."""
     w = _STAMP.match(text)
-    return (w.group("md"), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
+    # torch's C++ logging does not pad the month ("[E606 ..." is June 6); Python's logging does ("E0606").
+    return (w.group("md").zfill(4), int(w.group("h")) * 3600 + int(w.group("m")) * 60 + float(w.group("s"))) if w else None
 
 
 def after_store_host_failed(m: Any, hs: list[Any]) -> list[Any]:

@@ -14,7 +14,8 @@ import signal
 from typing import Any
 
 from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-                                   group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig)
+                                   group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig,
+                                   stamp)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -61,7 +62,9 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     evs = [f.ev for f in el if f.ev][:2] + [h.ev for h in hs[:2]]
     seq = min([h.seq for h in hs] + [0 if el else 10**12])
     quiet = quiet_exits(m)
-    who = next((f for f in el if f in quiet), None) or next((f for f in el), None)
+    who = _killed_from_outside(m, el) or next((f for f in el if f in quiet), None) or next((f for f in el), None)
+    if who is not None and who.ev is not None:
+        evs = [who.ev] + [e for e in evs if e is not who.ev]
     what = "a rank was killed or crashed"
     exc = [h for h in hs if _terminated(h)]
     terminated = bool(exc) and len(exc) == len(hs)  # nothing but std::terminate's own lines
@@ -182,6 +185,41 @@ def ev_seq(m: Any, ev: Any) -> int:
 def _terminated(h: Any) -> bool:
     """A process_died hit on std::terminate's own line."""
     return bool(h.groups.get("exc") or h.groups.get("noexc"))
+
+
+#: Signals that end a process from outside or on a fault, never torch's own abort after a timeout: the kernel's OOM
+#: killer or a scheduler (SIGKILL), a crash (SIGSEGV), /dev/shm unable to back a mapping (SIGBUS).
+_HARD_DEATHS = ("SIGKILL", "SIGSEGV", "SIGBUS")
+
+
+def _killed_from_outside(m: Any, el: list[Any]) -> Any:
+    """Of the failures the launchers name first (one per node), the rank killed or crashed, when the logs do not show
+    it dying after the others' collective timeouts.
+
+    Each node's torchrun names its own first failure: on the node of a rank the OOM killer took, that rank (-9); on
+    the other nodes, their ranks aborting once their collectives with it timed out (-6). The kill is what the others
+    waited on. One that came after the first timeout (both clocks in the logs) followed from it instead."""
+    def sig_of(f: Any) -> str | None:
+        if f.signal:
+            return str(f.signal)
+        try:
+            return signal.Signals(-f.exitcode).name if f.exitcode is not None and f.exitcode < 0 else None
+        except ValueError:
+            return None
+    hard = [f for f in el if sig_of(f) in _HARD_DEATHS]
+    if not hard or len(hard) == len(el):
+        return None
+    timeouts = [t for t in (stamp(w.ev.text) for w in m.watchdog if w.timed_out and w.ev is not None) if t]
+    first = min(timeouts, key=lambda t: t[1]) if timeouts else None
+    agents = [x for x in m.elastic if x.agent and x.ev is not None]
+    for f in hard:
+        # The agent's own "failed (exitcode: -9) ..." line of the same file carries its clock; the summary does not.
+        own = next((x for x in agents if f.ev is not None and x.ev.source == f.ev.source and x.exitcode == f.exitcode), None)
+        t = stamp(own.ev.text) if own is not None else None
+        if first is not None and t is not None and t[0] == first[0] and t[1] > first[1]:
+            continue
+        return f
+    return None
 
 
 def _aborted_itself(m: Any, who: Any, hs: list[Any], found: list[Cand]) -> bool:

@@ -530,3 +530,40 @@ def test_an_unprefixed_nccl_error_is_the_failed_ranks_own(tmp_path: Path) -> Non
     # Near-miss: the launcher's own ChildFailedError traceback is not the rank's error.
     p.write_text(_TORCHRUN_TAIL)
     assert any("rank 0" in f["title"] and "having logged no error" in f["title"] for f in diagnose_file(p)["findings"])
+
+
+def _torchrun_summary(host: str, rank: int, code: int, name: str, clock: str) -> str:
+    """torchrun's failure report in the shape of the H100 capture nccl-straggler (torch 2.11)."""
+    return (f"E1124 {clock}.728000 1166 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: {code}) "
+            f"local_rank: 0 (pid: 1191) of binary: /opt/torch/.venv/bin/python3\n"
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+            "======================================================\n/workspace/job.py FAILED\n"
+            "------------------------------------------------------\nFailures:\n  <NO_OTHER_FAILURES>\n"
+            "------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+            f"  time      : 2026-11-24_{clock}\n  host      : {host}\n  rank      : {rank} (local_rank: 0)\n"
+            f"  exitcode  : {code} (pid: 1191)\n  error_file: <N/A>\n"
+            f"  traceback : Signal {-code} ({name}) received by PID 1191\n"
+            "======================================================\n")
+
+
+_TIMED_OUT = ("[rank0]:[E1124 22:43:34.225519341 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog caught collective operation "
+              "timeout: WorkNCCL(SeqNum=25, OpType=ALLREDUCE, NumelIn=16384, NumelOut=16384, Timeout(ms)=15000) ran for "
+              "15073 milliseconds before timing out.\n")
+
+
+def test_a_rank_killed_on_another_node_is_what_the_timed_out_ranks_waited_on(tmp_path: Path) -> None:
+    """Each node's torchrun names its own first failure: the node whose rank the OOM killer took says SIGKILL, the
+    other its rank aborting (SIGABRT) once the collective with the dead rank timed out. The kill is the cause."""
+    first = _causes(tmp_path, nodeA=_TIMED_OUT + _torchrun_summary("nodeA", 0, -6, "SIGABRT", "22:43:35"),
+                    nodeB=_torchrun_summary("nodeB", 1, -9, "SIGKILL", "22:43:19"))
+    assert first[:2] == ["peer_process_died", "collective_timeout_straggler"]
+    top = next(f for f in diagnose_file(tmp_path / "logs")["findings"] if f.get("cause"))
+    assert "rank 1 on nodeB was killed by SIGKILL" in top["title"]
+
+
+def test_a_kill_after_the_timeout_is_not_what_the_ranks_waited_on(tmp_path: Path) -> None:
+    """Near-miss: the SIGKILL's own clock is after the first timeout, so it followed (a rank stuck in the abort and
+    killed), and the timeout stays the reading."""
+    first = _causes(tmp_path, nodeA=_TIMED_OUT + _torchrun_summary("nodeA", 0, -6, "SIGABRT", "22:43:35"),
+                    nodeB=_torchrun_summary("nodeB", 1, -9, "SIGKILL", "22:44:05"))
+    assert first[0] == "collective_timeout_straggler"
