@@ -133,3 +133,41 @@ def test_mnnvl_without_imex_says_what_to_start(tmp_path: Path) -> None:
     f = _verdict(tmp_path, ROWS[11][1])
     assert (f["code"], f["cause"]) == ("LOG091", "fabric_manager_nvls")
     assert "IMEX" in f["remedy"]["summary"]
+
+
+# NVIDIA/nccl#1996 (NCCL 2.27.7): UCX's handler printed the crash of a background thread; the first frame below the
+# handler's is libnccl (RAS's peer update, fixed later; NCCL_RAS_ENABLE=0 avoided it).
+_NCCL_SEGV = ("[n125-011-039:288505:0:296459] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x48)",
+              "==== backtrace (tid: 296459) ====",
+              " 0  /usr/lib/libucs.so.0(ucs_handle_error+0x2d4) [0x7fedc925c274]",
+              " 1  /usr/lib/libucs.so.0(+0x2d44c) [0x7fedc925c44c]",
+              " 2  /usr/lib/libucs.so.0(+0x2d61a) [0x7fedc925c61a]",
+              " 3  /opt/tiger/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]",
+              " 4  /opt/tiger/nccl/lib/libnccl.so(+0x12209d) [0x7ff1c18c309d]",
+              " 7  /usr/lib/x86_64-linux-gnu/libc.so.6(+0x89144) [0x7ff1c151e144]")
+# aws/sagemaker-training-toolkit#106: Open MPI's handler, the fault in glibc's malloc (EFA device RDMA with forked
+# DataLoader workers): nothing of NCCL.
+_MALLOC_SEGV = ("[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] Signal: Segmentation fault (11)",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] Signal code: Address not mapped (1)",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] Failing at address: 0x556b3a49c930",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] [ 0] /lib/x86_64-linux-gnu/libpthread.so.0(+0x12980)[0x7f950ab97980]",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] [ 1] /lib/x86_64-linux-gnu/libc.so.6(+0x952b3)[0x7f950a8292b3]",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] [ 2] /lib/x86_64-linux-gnu/libc.so.6(__libc_malloc+0x28d)[0x7f950a82b3cd]",
+                "[1,50]<stderr>:[compute-st-p4d24xlarge-7:21766] [ 3] /opt/conda/lib/libnccl.so.2(+0x4a5b1)[0x7f950a8292b3]")
+
+
+def test_a_crash_whose_faulting_frame_is_in_libnccl_is_ncclS_own(tmp_path: Path) -> None:
+    f = next(f for f in diagnose_lines(tmp_path / "a.log", *_NCCL_SEGV)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug") and "inside libnccl" in f["title"]
+    # gdb's shape names the function.
+    f = next(f for f in diagnose_lines(tmp_path / "b.log", "Thread 5 received signal SIGSEGV, Segmentation fault.",
+                                       "#0  0x00007ffff7e3a1b0 in ncclProxyProgress () from /usr/lib/libnccl.so.2")["findings"]
+             if f["cause"])
+    assert f["code"] == "LOG070" and "ncclProxyProgress" in f["title"]
+
+
+def test_a_crash_in_malloc_with_nccl_further_down_is_not_ncclS(tmp_path: Path) -> None:
+    """Near-miss: the faulting frame (below the handler's and glibc's signal return) is malloc; libnccl further down
+    the stack called it, which says nothing of who corrupted the heap."""
+    f = next(f for f in diagnose_lines(tmp_path / "c.log", *_MALLOC_SEGV)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG060", "peer_process_died")
