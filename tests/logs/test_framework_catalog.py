@@ -568,6 +568,9 @@ ROWS = [
      "'--local_rank=0'] exits with return code = -9"),
     ("sigbus", "ERROR 2024-05-29 10:12:03,124 manager.py:106] ERROR rank 2 error with exit code -7, check log for detail.",
      "ERROR 2024-05-29 10:12:03,124 manager.py:106] ERROR rank 2 error with exit code -70, check log for detail."),
+    # -- Open MPI's signal handler (opal/util/stacktrace.c) ----------------------------------------------------
+    ("process_died", "[rtptest1621:405884] *** Process received signal ***",
+     "[rtptest1621:405884] *** End of error message ***"),
 ]
 
 
