@@ -16,7 +16,7 @@ from typing import Any
 
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand,
-    completed, ctx, group, hits, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
+    completed, ctx, group, hits, lines_under, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
 )
 
 
@@ -509,6 +509,18 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
 
 
+
+def _fr_missing(m: Any, hs: list[Any]) -> list[Cand]:
+    """The analyser's ranks missing from a collective: they never called it (late, or on another path)."""
+    listed = lines_under(m, "fr_analysis_missing_list", hs, 8)
+    ranks = group(listed, "ranks")
+    who = f"rank(s) {ranks.replace(' ', '')} never called it (the flight recorder has no entry of theirs)" if ranks \
+        else "some ranks never called it (the flight recorder has no entry of theirs)"
+    return [cand("LOG051", "collective_timeout_straggler", 4, hs + listed[:1], params={
+        "op": f"collective #{group(hs, 'seq') or '?'} (flight recorder)", "timeout": "the process group's timeout", "who": who},
+        alts=[("collective_mismatch", "if those ranks went on to other collectives (their own entries after this one), "
+                                      "they skipped it: a rank-dependent branch around the call")])]
+
 STORE_CONNECT_ALTS = [("firewall_or_port_blocked", "a firewall that drops packets also makes connects time out; `nc -zv HOST PORT` from "
                                           "the failing node hangs (dropped) rather than failing at once (nothing listening)"),
              ("hostname_resolution", "if MASTER_ADDR is a name, check it resolves to the same routable address everywhere "
@@ -523,6 +535,46 @@ SIGNATURES = (
        r"with CUDA capability (?P<sm>sm_\d{2,3}) is not compatible with the current PyTorch installation",
        "nccl_internal_bug", ROOT, 2, "the PyTorch build (and the NCCL it carries) has no kernels for this GPU",
        code="LOG085", params=lambda hs: {"what": f"PyTorch was not built for {group(hs, 'sm') or 'this GPU'}"}),
+    # The flight recorder's analyser (torch/distributed/flight_recorder/components/utils.py error_analysis, run as
+    # `python -m torch.distributed.flight_recorder.fr_trace`) prints what it found per collective: a rank that sent
+    # something else ("Collective sequence number: N has errors" with "error msg: Culprit rank R; Error type:
+    # SIZE_OR_SYNTAX_MISMATCH", COLLECTIVE_TYPE_MISMATCH, COLLECTIVE_DTYPE_MISMATCH), all_to_all sizes that do not add
+    # up ("Input/output mismatch in the collective sequence number: N"), and giving up on a group ("Too many
+    # mismatches for process_group N: NAME aborting"). COLLECTIVE_STATE_MISMATCH (completed on one rank, scheduled on
+    # another) is no different call. Ranks with no entry for the collective ("Not all ranks joining collective,
+    # sequence number: N" and "missing ranks: {...}" under it) never called it: late, or on another path.
+    sig("fr_analysis_mismatch", ("Input/output mismatch in the collective", "Error type: ", "Too many mismatches for process_group"),
+        r"Input/output mismatch in the collective sequence number: \d{1,12}"
+        r"|(?:Culprit rank (?P<culprit>\d{1,7}); )?Error type: (?P<kind>SIZE_OR_SYNTAX_MISMATCH|COLLECTIVE_TYPE_MISMATCH"
+        r"|COLLECTIVE_DTYPE_MISMATCH)\b|Too many mismatches for process_group \S{1,40}: ?\S{0,80} aborting",
+        "collective_mismatch", ROOT, 2, "the flight recorder's analyser found ranks that called different collectives",
+        code="LOG050"),
+    sig("fr_analysis_missing", ("Not all ranks joining collective",),
+        r"Not all ranks joining collective, sequence number: (?P<seq>\d{1,12})",
+        "collective_timeout_straggler", ROOT, 4, "the flight recorder's analyser found ranks that never called a collective",
+        code="LOG051", build=lambda m, hs, found: _fr_missing(m, hs)),
+    ctx("fr_analysis_missing_list", ("missing ranks:",), r"^\s{0,8}missing ranks: \{(?P<ranks>[\d, ]{1,400})\}",
+        "the ranks the flight recorder's analyser found missing from a collective"),
+    # NCCLUtils.hpp C10D_CHECK_TIMEOUT (torch 2.2 on): a non-blocking NCCL call (ncclCommInitRankConfig, ncclCommSplit,
+    # finalize) still in progress when the process group's timeout ran out: "NCCL timeout in: %s:%d, %s". The set-up
+    # is collective: a rank that never reached it (busy elsewhere, or gone) leaves the others waiting there.
+    sig("nccl_nonblocking_timeout", ("NCCL timeout in:",),
+        r"\bNCCL timeout in: (?P<where>\S{1,300}?):\d{1,6}",
+        "collective_timeout_straggler", ROOT, 5, "a non-blocking NCCL set-up call did not complete within the timeout",
+        code="LOG051", params=lambda hs: {"op": "NCCL's communicator set-up (non-blocking init or split)",
+                                          "timeout": "the process group's timeout",
+                                          "who": "a rank never reached the set-up (busy elsewhere, or gone), or the "
+                                                 "set-up itself hangs"},
+        alts=[("nccl_internal_bug", "if every rank reached init_process_group / new_group, NCCL's set-up hung: rerun "
+                                    "with NCCL_DEBUG=INFO to see where it stops")]),
+    # ProcessGroupNCCL's error propagation (torch 2.7 on, TORCH_NCCL_PROPAGATE_ERROR): a rank that hit an NCCL error
+    # writes it to the store and the others' watchdogs read it: "remote error detected from rank: %d". That rank's
+    # own log says what failed; here it is only the news of it.
+    sig("nccl_remote_error_rank", ("remote error detected from rank",),
+        r"\bremote error detected from rank: ?(?P<rank>\d{1,7})",
+        "peer_process_died", CONSEQUENCE, 6, "another rank reported an NCCL error first (torch's error propagation)",
+        code="LOG060", params=lambda hs: {"what": f"rank {group(hs, 'rank')} failed first: its NCCL error reached "
+                                                  "this rank through the store; its own log says what failed"}),
     # -- stores and rendezvous ----------------------------------------------------------------------
     # torch 1.x's TCPStore client said "connect() timed out. Original timeout was %d ms." for the same failure.
     sig("store_connect_timeout", ("client socket has timed out", "failed to connect to", "timed out after",

@@ -67,6 +67,25 @@ ROWS = [
     ("subprocess_signal", "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with "
                           "<Signals.SIGKILL: 9>.",
      "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit status 1."),
+    # NCCLUtils.hpp C10D_CHECK_TIMEOUT: a non-blocking NCCL set-up still in progress at the timeout; a timeout setting
+    # printed at start is none.
+    ("nccl_nonblocking_timeout", "torch.distributed.DistBackendError: NCCL timeout in: "
+                                 "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:412",
+     "[I1108 10:00:00.000 ProcessGroupNCCL.cpp:900] NCCL timeout in ms: 600000"),
+    # ProcessGroupNCCL's error propagation (2.7 on): another rank's error, named by its rank.
+    ("nccl_remote_error_rank", "[rank5]:[E1108 10:41:02.000000000 ProcessGroupNCCL.cpp:2190] [PG ID 2 PG GUID 5 Rank 5]  "
+                               "remote error detected from rank: 1",
+     "[rank5]:[I1108 10:41:02.000000000 ProcessGroupNCCL.cpp:1000] [PG ID 2 PG GUID 5 Rank 5] TORCH_NCCL_PROPAGATE_ERROR: 1"),
+    # The flight recorder's analyser (flight_recorder/components/utils.py): ranks that sent something else, or all_to_all
+    # sizes that do not add up; a state mismatch (completed here, scheduled there) is no different call.
+    ("fr_analysis_mismatch", "error msg: Culprit rank 2; Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes: "
+                             "'[[1024]]' does not match found input sizes: '[[2048]]'",
+     "error msg: Culprit rank 2; Error type: COLLECTIVE_STATE_MISMATCH, Expected state: 'completed' does not match "
+     "found state: 'scheduled'"),
+    ("fr_analysis_mismatch", "Input/output mismatch in the collective sequence number: 97",
+     "No errors found for this collective entry, There could be some other reasons why we see collective timeout."),
+    ("fr_analysis_missing", "Not all ranks joining collective, sequence number: 5218",
+     "Collective sequence number: 5218 has errors"),
 ]
 
 
@@ -110,3 +129,21 @@ def test_a_store_socket_within_one_host_is_not_a_loopback_address(tmp_path: Path
             "51234, remote=[localhost]:29500): Broken pipe")
     f = next(f for f in diagnose_lines(tmp_path / "train.log", line)["findings"] if f["cause"])
     assert (f["code"], f["cause"]) == (code, cause)
+
+
+def test_a_remote_error_names_the_rank_and_follows_its_own_error(tmp_path: Path) -> None:
+    """Alone, the propagated error says which rank failed first; beside that rank's own error, it is the echo."""
+    alone = "[rank5]:[E1108 10:41:02.000000000 ProcessGroupNCCL.cpp:2190] [PG ID 2 PG GUID 5 Rank 5]  remote error detected from rank: 1"
+    f = next(f for f in diagnose_lines(tmp_path / "a.log", alone)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG060", "peer_process_died") and "rank 1 failed first" in f["title"]
+    own = ("[rank1]:[E1108 10:41:00.000000000 ProcessGroupNCCL.cpp:1600] [PG ID 2 PG GUID 5 Rank 1] Process group watchdog "
+           "thread terminated with exception: CUDA error: out of memory")
+    f = next(f for f in diagnose_lines(tmp_path / "b.log", own, alone)["findings"] if f["cause"])
+    assert f["cause"] == "cuda_oom"
+
+
+def test_the_flight_recorder_analysers_missing_ranks_are_named(tmp_path: Path) -> None:
+    lines = ("Not all ranks joining collective, sequence number: 5218", "internal record id: 5217",
+             "group info: 0:default_pg", "collective: nccl:all_reduce", "missing ranks: {3, 5}")
+    f = next(f for f in diagnose_lines(tmp_path / "a.log", *lines)["findings"] if f["cause"])
+    assert f["cause"] == "collective_timeout_straggler" and "rank(s) 3,5 never called it" in f["title"]
