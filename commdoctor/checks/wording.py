@@ -132,6 +132,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG110": {"what": "<where each process was>"},
     "LOG113": {"lib": "<library>"},
     "LOG116": {"prov": "<provider>"},
+    "LOG118": {"fn": "<MPI function>()", "when": "before MPI_Init"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},
     "HOOK005": {"what": "<op, shape, dtype or root>"},
