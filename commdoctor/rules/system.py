@@ -40,16 +40,31 @@ def addr_problem(name: str, addr: str) -> str | None:
 
 
 def _names(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """A name that does not resolve: this host's own (its peers cannot find it) or the rendezvous host's."""
+    """A name that does not resolve: this host's own (its peers cannot find it), a host the rendezvous names, or
+    MASTER_ADDR of an env:// rendezvous.
+
+    The rendezvous backends of torchrun and torchelastic (c10d, etcd, static) and the launchers around them (torchx,
+    Volcano, the Kubeflow operators) address the store by a node's host name, which a cluster's DNS may not know, or
+    not yet (pod records are created with or after the pods): the name is what fails. init_process_group's env://
+    rendezvous (its traceback through _env_rendezvous_handler, `TCPStore(master_addr, ...)`) connects to the MASTER_ADDR
+    the job was given: a name there that does not resolve is the master's endpoint missing (its pod and service not
+    started yet, or a wrong name), so it reads as the rendezvous host unreachable."""
     own = [h for h in hs if "Unable to resolve hostname" in h.ev.text] + hits(m, "gethostname_failed")
     other = [h for h in hs if "Unable to resolve hostname" not in h.ev.text]
     out = []
     if own:
         out.append(cand("LOG015", "hostname_resolution", 1, own, params={"what": "this host's own name"}))
-    if other:
-        out.append(cand("LOG015", "rendezvous_unreachable", 2, other, params={"what": "the rendezvous host"}, alts=[
+    env = {h.ev.source for h in hits(m, "env_rendezvous_frame")}
+    master = [h for h in other if h.ev.source in env]
+    named = [h for h in other if h not in master]
+    if master:
+        out.append(cand("LOG015", "rendezvous_unreachable", 2, master, params={"what": "MASTER_ADDR (env:// rendezvous)"}, alts=[
             ("hostname_resolution", "if the name exists but resolves wrongly (127.0.1.1, a stale /etc/hosts entry), fix the "
                                     "resolver; if it does not exist yet (a master pod not started), the workers started too early")]))
+    if named:
+        out.append(cand("LOG015", "hostname_resolution", 2, named, params={"what": "the rendezvous host's name"}, alts=[
+            ("rendezvous_unreachable", "if the name is right and its host is simply not up yet (a master pod not "
+                                       "started), the workers started too early: start them once it exists, or retry")]))
     return out
 
 
@@ -741,6 +756,10 @@ SIGNATURES = (
     ctx("store_listening", ("has started to listen on",),
         r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
         "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
+    # init_process_group's env:// rendezvous in a traceback (torch/distributed/rendezvous.py): read by _names.
+    ctx("env_rendezvous_frame", ("_env_rendezvous_handler", "TCPStore(master_addr"),
+        r"in _env_rendezvous_handler\b|TCPStore\(\s?master_addr\b",
+        "a traceback through init_process_group's env:// rendezvous (MASTER_ADDR)"),
     sig("name_resolution", ("Name or service not known", "host not found", "gai error", "name resolution", "nodename nor servname",
                            "Unable to resolve hostname", "No address associated with hostname", "getaddrinfo"),
        r"Name or service not known|host not found|gai error:? ?-?\d*|[Tt]emporary failure in name resolution|nodename nor servname"

@@ -203,7 +203,20 @@ def test_an_ipv4_lookup_failure_in_a_failed_job_is_the_name(tmp_path: Path) -> N
                  "torch.distributed.DistNetworkError: The client socket has timed out after 900000ms while trying to "
                  "connect to (node1, 29500).\n")
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found[0]["code"] == "LOG015" and found[0]["cause"] == "hostname_resolution"
+
+
+def test_master_addr_of_an_env_rendezvous_that_does_not_resolve_is_the_master_missing(tmp_path: Path) -> None:
+    """Near-miss of the above: through init_process_group's env:// rendezvous the name is the MASTER_ADDR the job was
+    given; not resolving, it is the master's endpoint that is missing (kubeflow/pytorch-operator#125: workers started
+    before the master's pod and service)."""
+    p = tmp_path / "worker.log"
+    p.write_text('  File "/usr/lib/python3/site-packages/torch/distributed/rendezvous.py", line 143, in _env_rendezvous_handler\n'
+                 "    store = TCPStore(master_addr, master_port, start_daemon)\n"
+                 "ValueError: host not found: Name or service not known\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert found[0]["code"] == "LOG015" and found[0]["cause"] == "rendezvous_unreachable"
+    assert "MASTER_ADDR" in found[0]["title"]
 
 
 def test_a_gloo_mesh_timeout_is_the_connect_timeout_not_the_wrapper(tmp_path: Path) -> None:
