@@ -133,6 +133,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG113": {"lib": "<library>"},
     "LOG116": {"prov": "<provider>"},
     "LOG118": {"fn": "<MPI function>()", "when": "before MPI_Init"},
+    "LOG119": {"what": "<what shows it>"},
     "HOOK001": {"what": "<op, shape, dtype or root>"},
     "HOOK002": {"who": "rank <N>"},
     "HOOK005": {"what": "<op, shape, dtype or root>"},

@@ -118,9 +118,10 @@ _VERSION = re.compile(r"NCCL version:? ?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,4})(?:[-+][
 
 # -- torch / c10d ----------------------------------------------------------------------
 _GLOG = re.compile(
-    r"\[(?P<lvl>[IWEF])(?:\d{3,4})?\s?(?:[\d:.]{6,30}\s)?(?:\d{1,10}\s)?(?P<file>(?:[A-Za-z]:)?[\w.\-/\\]{1,200}):(?P<line>\d{1,7})\]\s?(?P<msg>.*)"
+    r"\[(?P<lvl>[IWEF])(?:\d{3,4})?\s?(?:[\d:.]{6,30}\s)?(?:\d{1,10}\s)?(?P<file>(?:[A-Za-z]:)?[\w.\-/\\]{0,200}\.[A-Za-z]{1,4}):(?P<line>\d{1,7})\]\s?(?P<msg>.*)"
 )
-# (A Windows build names its sources with the build machine's path: "[W C:\\actions-runner\\...\\socket.cpp:601]".)
+# (A Windows build names its sources with the build machine's path: "[W C:\\actions-runner\\...\\socket.cpp:601]". The
+# source has an extension: "[WCS-164320:29458]", Open MPI's host and pid, is no warning of file CS-164320.)
 # torch's Python logging (torch.distributed.elastic, 2.x) in glog's shape without brackets:
 # "E1124 22:41:11.358000 1062 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) ...".
 _PYGLOG = re.compile(

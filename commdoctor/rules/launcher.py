@@ -1130,12 +1130,13 @@ SIGNATURES = (
     # signal ***", then "Signal: Segmentation fault (11)" and the frames: a post may hold its first line only.
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
                          "exits with return code = -", "terminate called", "Fatal Python error: Aborted",
-                         "Process received signal"),
+                         "Process received signal", "==== backtrace"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|exits with return code = (?P<dscode>-\d{1,3})\b"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)"
        r"|Fatal Python error: (?P<pyabrt>Aborted)\b"
        r"|\*\*\* Process received signal \*\*\*"
+       r"|^\s{0,4}==== backtrace(?: \(tid: ?\d{1,10}\))? ====$"
        r"|\bterminate called (?:after throwing an instance of '(?P<exc>[^'\s]{1,120})'|without an active exceptio(?P<noexc>n))",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",
        build=_process_died, always=True, phase=PHASE_DEATHS),

@@ -11,7 +11,10 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from commdoctor.rules.base import CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, cand, ctx, group, hits, out_of_fds, own_reading, sig
+import re
+
+from commdoctor.rules.base import (CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, lines_under,
+                                   out_of_fds, own_reading, sig)
 
 
 def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -233,6 +236,50 @@ def _call_order(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     fn, when = group(hs, "fn") or "an MPI function", group(hs, "when") or ""
     return [own_reading(hs, params={"fn": f"{fn}()" if fn.startswith("MPI") else fn,
                                     "when": "before MPI_Init" if when.startswith("before") else "after MPI_Finalize"})]
+
+
+
+#: The signal handler's own frames, above the one that faulted (UCX's handler, libpthread's signal return).
+_HANDLER = re.compile(r"^(?:libucs|libpthread|libSegFault)|^(?:ucs_handle_error|ucs_debug_\w+|__restore_rt|ucs_error_\w+)$")
+_MEMCPY = re.compile(r"memcpy|memmove")
+_UCX_FRAME = re.compile(r"^(?:ucp_|uct_|libucp|libuct)")
+
+
+def _gpu_buffer_as_host(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """A crash in a host memcpy that UCX called while packing or sending (ucp_dt_pack, uct_*_am_bcopy / am_short): UCX
+    copied a GPU buffer as if it were host memory, which it does when it cannot tell device pointers apart -- UCX built
+    without CUDA (openucx/ucx#7845), or UCX_TLS without cuda_copy, the transport that detects them (openucx/ucx#3776)."""
+    heads = hits(m, "crash_head")
+    if not heads:
+        return []
+    frames = sorted({(f.ev.source, f.ev.line): f for f in lines_under(m, "crash_frame", heads, 24)
+                     + lines_under(m, "crash_frame_fn", heads, 24)}.values(), key=lambda f: (f.ev.source, f.ev.line))
+    def label(f: Any) -> str:
+        return str(f.groups.get("fn") or f.groups.get("sym") or "")
+    def lib(f: Any) -> str:
+        return str(f.groups.get("name") or "")
+    at: list[Any] = []
+    for src in {f.ev.source for f in frames}:
+        mine = [f for f in frames if f.ev.source == src and not (_HANDLER.search(lib(f)) or _HANDLER.search(label(f)))]
+        for i, f in enumerate(mine[:-1]):
+            copy = _MEMCPY.search(label(f)) or (lib(f) == "libc" and not label(f))
+            if copy and any(_UCX_FRAME.search(label(g)) or _UCX_FRAME.search(lib(g)) for g in mine[i + 1:i + 3]):
+                at.append(f)
+                break
+    if not at:
+        return []
+    return [cand("LOG119", "other", 3, at[:2], params={
+        "what": "a process crashed in a host memory copy that UCX made of a message buffer (a GPU buffer read as host "
+                "memory)"},
+        detail="UCX recognises GPU memory through its cuda_copy transport: a UCX built without CUDA support, or UCX_TLS "
+               "that leaves cuda_copy out (rc,gdr_copy alone), packs a device pointer with the CPU's memcpy, which "
+               "faults ('invalid permissions for mapped object').",
+        alts=[("peer_process_died", "with host buffers only, a crash in that copy is memory the program freed or overran")])]
+
+
+MODEL_RULES = (
+    ModelRule("gpu_buffer_as_host", _gpu_buffer_as_host, "a crash in the host copy UCX made of a GPU buffer"),
+)
 
 
 SIGNATURES = (
@@ -560,6 +607,18 @@ SIGNATURES = (
     # MPICH's MPIR_Assert_fail (src/util/mpir_assert.c): "Assertion failed in file %s at line %d: %s", then MPID_Abort's
     # "internal ABORT - process %d". The library found its own state inconsistent: an argument it did not validate
     # (a root or rank beyond the communicator, an object already freed: pmodels/mpich#5443) or a defect of the release.
+    # Open MPI's opal/mca/common/cuda help text (help-mpi-common-cuda.txt, 4.x): "The user requested CUDA support with
+    # the --mca mpi_cuda_support 1 flag / but the library was not compiled with any support." -- GPU buffers handed to
+    # this build are read as host memory (conda-forge/openmpi-feedstock#83: a package built without CUDA).
+    sig("mpi_no_cuda_support", ("The user requested CUDA support",),
+        r"The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
+        "other", ROOT, 2, "the MPI library was asked for CUDA support it was not built with",
+        code="LOG119", params=lambda hs: {"what": "Open MPI was built without CUDA support (mpi_cuda_support requested)"}),
+    # UCX's own backtrace with debug information (ucs/debug/debug.c): " 1 0x000000000003ea99 ucp_dt_pack()
+    # /opt/ucx-source/src/ucp/dt/dt.c:120". Read with the library frames by _gpu_buffer_as_host.
+    ctx("crash_frame_fn", ("0x0000",),
+        r"^\s{0,12}\d{1,3} {1,4}0x[0-9a-fA-F]{8,16} (?P<fn>[A-Za-z_][\w:~<>.]{0,200})\(\)",
+        "a frame of UCX's backtrace, by function"),
     # Open MPI's error handler when nothing is initialised (ompi/errhandler/errhandler_invoke.c, ompi_mpi_errors_are_fatal
     # ...): "*** The %s() function was called before MPI_INIT was invoked." (or "after MPI_FINALIZE was invoked"), then
     # "*** This is disallowed by the MPI standard." and "*** Your MPI job will now abort.". Named MPI_Init or
@@ -658,6 +717,11 @@ CODES = (
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
+    Code("LOG119", "mpi-not-cuda-aware", E, "the MPI / UCX stack handled GPU memory without CUDA support: {what}",
+         "Use a CUDA-aware build (Open MPI and UCX configured --with-cuda; `ompi_info --parsable --all | grep "
+         "mpi_built_with_cuda_support:value` says true, `ucx_info -d | grep cuda` lists cuda_copy) and keep cuda_copy "
+         "(and cuda_ipc) in UCX_TLS; or stage GPU buffers through host memory before the MPI call",
+         cause="other", env={"UCX_TLS": "<...>,cuda_copy,cuda_ipc"}),
     Code("LOG118", "mpi-call-order", E, "the program called {fn} {when}: the MPI standard forbids it and Open MPI aborts",
          "Initialise MPI before any other MPI call and make no call after MPI_Finalize: call MPI_Init (mpi4py initialises "
          "at `from mpi4py import MPI` unless mpi4py.rc.initialize is False) before the first collective, and finalise "

@@ -571,6 +571,14 @@ ROWS = [
     # -- Open MPI's signal handler (opal/util/stacktrace.c) ----------------------------------------------------
     ("process_died", "[rtptest1621:405884] *** Process received signal ***",
      "[rtptest1621:405884] *** End of error message ***"),
+    # -- MPI / UCX stacks without CUDA support -------------------------------------------------------------------
+    ("mpi_no_cuda_support", "The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
+     "[node1:1234] mca_common_cuda: CUDA support is enabled (mpi_cuda_support 1)"),
+    ("crash_frame_fn", " 1 0x000000000003ea99 ucp_dt_pack()  /opt/ucx-source/src/ucp/dt/dt.c:120",
+     "[1715656364.118587] [gpu-a017:48213:0] ucp_worker.c:1783 UCX  INFO  ep_cfg[0]: tag(rc_mlx5/mlx5_0:1) 0x000000000003ea99"),
+    ("crash_head", "==== backtrace (tid: 296459) ====", "=== Stack trace of rank 3 (py-spy dump) ==="),
+    ("crash_frame", " 3  /opt/tiger/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]",
+     "node1:10:10 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v8) from /opt/lib/libnccl-net.so"),
 ]
 
 

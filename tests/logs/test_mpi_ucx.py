@@ -152,3 +152,57 @@ def test_mpi_init_reported_as_called_before_itself_is_inits_own_failure(tmp_path
                          "*** This is disallowed by the MPI standard.", "*** Your MPI job will now abort.")
     assert not any(f["code"] == "LOG118" for f in doc["findings"])
     assert any(f["severity"] == "error" for f in doc["findings"]), doc["findings"]
+
+
+# openucx/ucx#3776: osu_latency with device buffers under UCX_TLS=rc,gdr_copy (no cuda_copy) crashes in the host
+# memcpy that UCX's short active message makes of the GPU buffer (UCX's handler, no debug information).
+_UCX_NO_CUDA_COPY = ("==== backtrace ====",
+                     "    0  libucs.so.0(+0x20b1c) [0x7f1a9b56fb1c]",
+                     "    1  libucs.so.0(+0x20d94) [0x7f1a9b56fd94]",
+                     "    2  /lib/x86_64-linux-gnu/libpthread.so.0(+0x12890) [0x7f1ada31e890]",
+                     "    3  /lib/x86_64-linux-gnu/libc.so.6(+0x18eb38) [0x7f1ada8bdb38]",
+                     "    4  libuct_ib.so.0(uct_rc_mlx5_ep_am_short+0x25b) [0x7f1a9a4b7a7b]",
+                     "    5  libucp.so.0(ucp_tag_send_nbr+0x87) [0x7f1a9b7bc377]",
+                     "    6  mca_pml_ucx.so(mca_pml_ucx_send+0xc2) [0x7f1a9bbe81f2]")
+# openucx/ucx#7845: UCX built without CUDA; its backtrace with debug information names the functions.
+_UCX_NO_CUDA = ("[gpu-8:165331:0:165331] Caught signal 11 (Segmentation fault: invalid permissions for mapped object at "
+                "address 0x7fc073c00000)",
+                " 0 0x000000000014cc75 __memcpy_ssse3()  :0",
+                " 1 0x000000000003ea99 ucp_dt_pack()  /opt/ucx-source/src/ucp/dt/dt.c:120",
+                " 2 0x0000000000063eb2 ucp_tag_pack_eager_common()  /opt/ucx-source/src/ucp/tag/eager_snd.c:31")
+
+
+@pytest.mark.parametrize("lines", [_UCX_NO_CUDA_COPY, _UCX_NO_CUDA], ids=["no-cuda-copy", "no-cuda-build"])
+def test_a_crash_in_the_copy_ucx_made_of_a_message_is_a_gpu_buffer_read_as_host(tmp_path: Path, lines: tuple) -> None:
+    from logs.test_corpus import diagnose_lines
+
+    f = next(f for f in diagnose_lines(tmp_path / "a.log", *lines)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG119", "other"), f
+    assert "cuda_copy" in f["remedy"]["summary"]
+
+
+def test_a_crash_in_a_copy_the_program_made_is_not_ucxs(tmp_path: Path) -> None:
+    """Near-miss: the faulting memcpy was called from the program, not from UCX; a crash, and nothing about UCX."""
+    from logs.test_corpus import diagnose_lines
+
+    lines = ("==== backtrace ====", "    0  libucs.so.0(+0x20b1c) [0x7f1a9b56fb1c]",
+             "    2  /lib/x86_64-linux-gnu/libpthread.so.0(+0x12890) [0x7f1ada31e890]",
+             "    3  /lib/x86_64-linux-gnu/libc.so.6(+0x18eb38) [0x7f1ada8bdb38]",
+             "    4  libmymodel.so(pack_batch+0x25b) [0x7f1a9a4b7a7b]",
+             "    5  libmymodel.so(train_step+0x87) [0x7f1a9b7bc377]")
+    f = next(f for f in diagnose_lines(tmp_path / "b.log", *lines)["findings"] if f["cause"])
+    assert (f["code"], f["cause"]) == ("LOG060", "peer_process_died")
+
+
+def test_open_mpi_asked_for_cuda_it_was_not_built_with(tmp_path: Path) -> None:
+    """conda-forge/openmpi-feedstock#83: the help text, then each rank's segfault under Open MPI's handler (its
+    '[host:pid]' head is no glog line: the crash is read)."""
+    from logs.test_corpus import diagnose_lines
+
+    doc = diagnose_lines(tmp_path / "c.log",
+                         "The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
+                         "but the library was not compiled with any support.",
+                         "[WCS-164320:29458] *** Process received signal ***",
+                         "[WCS-164320:29458] Signal: Segmentation fault (11)")
+    causes = [(f["code"], f["cause"]) for f in doc["findings"] if f["cause"]]
+    assert causes[0] == ("LOG119", "other") and ("LOG060", "peer_process_died") in causes
