@@ -308,6 +308,39 @@ def lines_under(m: Any, sig_id: str, hs: list[Any], span: int) -> list[Any]:
             if t.ev.line is not None and any((t.ev.source, t.ev.line - k) in heads for k in range(1, span + 1))]
 
 
+#: The signal handler's own frames, above the one that faulted: UCX's handler (libucs, ucs_handle_error), libpthread's
+#: signal return (__restore_rt), libSegFault.
+_HANDLER_FRAME = re.compile(r"^(?:libucs|libpthread|libSegFault)|^(?:ucs_handle_error|ucs_debug_\w+|ucs_error_\w+|__restore_rt)$")
+
+
+def frame_fn(f: Any) -> str:
+    """A backtrace frame's function (gdb's and UCX's "in F ()" / "F()", glibc's "lib.so(F+0x..)"), or ''."""
+    return str(f.groups.get("fn") or f.groups.get("sym") or "")
+
+
+def frame_lib(f: Any) -> str:
+    """A backtrace frame's library, without its path and version ("libnccl"), or ''."""
+    return str(f.groups.get("name") or "")
+
+
+def crash_stacks(m: Any, span: int = 24) -> list[list[Any]]:
+    """The native backtraces of crashes: for each signal handler's report (the crash_head row), the frames printed
+    under it (crash_frame, crash_frame_fn) in order, less the handler's own frames above the one that faulted."""
+    heads = hits(m, "crash_head")
+    if not heads:
+        return []
+    frames = {(f.ev.source, f.ev.line): f for f in lines_under(m, "crash_frame", heads, span)
+              + lines_under(m, "crash_frame_fn", heads, span)}
+    stacks: dict[tuple[str, int], list[Any]] = {}
+    for (src, line), f in sorted(frames.items()):
+        head = max((h.ev.line for h in heads if h.ev.source == src and h.ev.line < line), default=-1)
+        stack = stacks.setdefault((src, head), [])
+        if not stack and (_HANDLER_FRAME.search(frame_lib(f)) or _HANDLER_FRAME.search(frame_fn(f))):
+            continue
+        stack.append(f)
+    return [s for s in stacks.values() if s]
+
+
 def missing_ranks(world: int, seen: Any, limit: int = 64) -> list[int]:
     """The first ``limit`` ranks below ``world`` not in ``seen``: a log may claim 10^7 ranks,
     and ``set(range(world))`` of that took seconds and gigabytes for a three-line file."""

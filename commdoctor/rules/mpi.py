@@ -13,8 +13,8 @@ from typing import Any
 
 import re
 
-from commdoctor.rules.base import (CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, ModelRule, cand, ctx, group, hits, lines_under,
-                                   out_of_fds, own_reading, sig)
+from commdoctor.rules.base import (CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, ModelRule, cand, crash_stacks, ctx, frame_fn,
+                                   frame_lib, group, hits, out_of_fds, own_reading, sig)
 
 
 def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -239,8 +239,6 @@ def _call_order(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 
-#: The signal handler's own frames, above the one that faulted (UCX's handler, libpthread's signal return).
-_HANDLER = re.compile(r"^(?:libucs|libpthread|libSegFault)|^(?:ucs_handle_error|ucs_debug_\w+|__restore_rt|ucs_error_\w+)$")
 _MEMCPY = re.compile(r"memcpy|memmove")
 _UCX_FRAME = re.compile(r"^(?:ucp_|uct_|libucp|libuct)")
 
@@ -249,21 +247,11 @@ def _gpu_buffer_as_host(m: Any, found: list[Cand], _unused: list[Cand]) -> list[
     """A crash in a host memcpy that UCX called while packing or sending (ucp_dt_pack, uct_*_am_bcopy / am_short): UCX
     copied a GPU buffer as if it were host memory, which it does when it cannot tell device pointers apart -- UCX built
     without CUDA (openucx/ucx#7845), or UCX_TLS without cuda_copy, the transport that detects them (openucx/ucx#3776)."""
-    heads = hits(m, "crash_head")
-    if not heads:
-        return []
-    frames = sorted({(f.ev.source, f.ev.line): f for f in lines_under(m, "crash_frame", heads, 24)
-                     + lines_under(m, "crash_frame_fn", heads, 24)}.values(), key=lambda f: (f.ev.source, f.ev.line))
-    def label(f: Any) -> str:
-        return str(f.groups.get("fn") or f.groups.get("sym") or "")
-    def lib(f: Any) -> str:
-        return str(f.groups.get("name") or "")
-    at: list[Any] = []
-    for src in {f.ev.source for f in frames}:
-        mine = [f for f in frames if f.ev.source == src and not (_HANDLER.search(lib(f)) or _HANDLER.search(label(f)))]
-        for i, f in enumerate(mine[:-1]):
-            copy = _MEMCPY.search(label(f)) or (lib(f) == "libc" and not label(f))
-            if copy and any(_UCX_FRAME.search(label(g)) or _UCX_FRAME.search(lib(g)) for g in mine[i + 1:i + 3]):
+    at = []
+    for stack in crash_stacks(m):
+        for i, f in enumerate(stack[:-1]):
+            copy = _MEMCPY.search(frame_fn(f)) or (frame_lib(f) == "libc" and not frame_fn(f))
+            if copy and any(_UCX_FRAME.search(frame_fn(g)) or _UCX_FRAME.search(frame_lib(g)) for g in stack[i + 1:i + 3]):
                 at.append(f)
                 break
     if not at:
@@ -614,11 +602,6 @@ SIGNATURES = (
         r"The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
         "other", ROOT, 2, "the MPI library was asked for CUDA support it was not built with",
         code="LOG119", params=lambda hs: {"what": "Open MPI was built without CUDA support (mpi_cuda_support requested)"}),
-    # UCX's own backtrace with debug information (ucs/debug/debug.c): " 1 0x000000000003ea99 ucp_dt_pack()
-    # /opt/ucx-source/src/ucp/dt/dt.c:120". Read with the library frames by _gpu_buffer_as_host.
-    ctx("crash_frame_fn", ("0x0000",),
-        r"^\s{0,12}\d{1,3} {1,4}0x[0-9a-fA-F]{8,16} (?P<fn>[A-Za-z_][\w:~<>.]{0,200})\(\)",
-        "a frame of UCX's backtrace, by function"),
     # Open MPI's error handler when nothing is initialised (ompi/errhandler/errhandler_invoke.c, ompi_mpi_errors_are_fatal
     # ...): "*** The %s() function was called before MPI_INIT was invoked." (or "after MPI_FINALIZE was invoked"), then
     # "*** This is disallowed by the MPI standard." and "*** Your MPI job will now abort.". Named MPI_Init or

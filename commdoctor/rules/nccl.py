@@ -14,8 +14,9 @@ from typing import Any, Sequence
 
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
-from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, ctx, group, hits,
-                                   lines_under, local_ranks_only, own_reading, sig, single_node, trace_files, version_tuple)
+from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
+                                   frame_fn, frame_lib, group, hits, local_ranks_only, own_reading, sig, single_node,
+                                   trace_files, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -1586,46 +1587,19 @@ SIGNATURES = (
     # "NCCL_SOCKET_IFNAME set by environment to" INFO line is read by the run model (m.env).
     ctx("ifname_assigned", ("NCCL_SOCKET_IFNAME=",), r"(?<![\w])NCCL_SOCKET_IFNAME=['\"]?(?P<val>[=^]{0,2}[\w.:,\-]{1,64})",
         "NCCL_SOCKET_IFNAME set on a command line or in a script"),
-    # A crash's native backtrace, as the handlers that print one write it: UCX's ("Caught signal 11 (Segmentation
-    # fault: ...)", "==== backtrace (tid: N) ====", " 3  /path/libnccl.so(+0x120057) [0x7ff1...]"), Open MPI's ("***
-    # Process received signal ***", "[host:pid] [ 3] /path/libnccl.so.2(+0x...)[0x...]"), glibc's backtrace_symbols and
-    # gdb's ("#3  0x... in ncclProxyService () from /path/libnccl.so.2"). Read by _crashed_in_nccl.
-    ctx("crash_head", ("Caught signal", "Process received signal", "Segmentation fault", "SIGSEGV", "==== backtrace"),
-        r"Caught signal \d{1,2} \(|\*\*\* Process received signal \*\*\*|Segmentation fault|\bSIGSEGV\b|==== backtrace",
-        "a process crashed and its signal handler prints where"),
-    ctx("crash_frame", (".so(", ".so.", ") from "),
-        r"^\s{0,12}(?:\[[^\]\s]{1,120}\] )?(?:\[ {0,2}\d{1,3}\]|#?\d{1,3})\s{1,8}"
-        r"(?:0x[0-9a-fA-F]{1,16} in (?P<fn>[\w:~<>]{1,200}) \([^)]{0,200}\) from )?"
-        r"(?P<lib>[^\s(]{0,240}?(?P<name>lib[\w+-]{1,60})\.so[\w.]{0,12})(?:\((?P<sym>[^)+\s]{0,200})\+0x[0-9a-fA-F]{1,16}\))?",
-        "a frame of a native backtrace, in a shared library"),
 )
 
 
-#: Frames of the signal handler and its trampoline, above the frame that faulted: UCX's handler, libpthread's and
-#: glibc's signal return (a libc frame with no symbol), libSegFault.
-_HANDLER_LIBS = ("libucs", "libpthread", "libSegFault")
-
-
 def _crashed_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
-    """A process that crashed (SIGSEGV) with the faulting frame, the first below its signal handler's, in libnccl: NCCL's
-    own code faulted (NVIDIA/nccl#1996: a use-after-free in RAS's peer update on a background thread; NCCL_RAS_ENABLE=0
-    avoided it until the fix). A fault in malloc or in the program's own libraries says nothing of NCCL."""
-    heads = hits(m, "crash_head")
-    if not heads:
-        return []
-    frames = sorted(lines_under(m, "crash_frame", heads, 16), key=lambda h: (h.ev.source, h.ev.line))
-    at: list[Any] = []
-    seen: set[tuple[str, int]] = set()
-    for f in frames:
-        name, sym = f.groups.get("name") or "", f.groups.get("sym") or f.groups.get("fn") or ""
-        head = max((h.ev.line for h in heads if h.ev.source == f.ev.source and h.ev.line < f.ev.line), default=-1)
-        if (f.ev.source, head) in seen:
-            continue  # this crash's faulting frame was already found
-        if name.startswith(_HANDLER_LIBS) or (name == "libc" and not sym):
-            continue
-        seen.add((f.ev.source, head))
-        if name == "libnccl":
-            at.append(f)
+    """A process that crashed with the faulting frame, the first below its signal handler's, in libnccl: NCCL's own code
+    faulted (NVIDIA/nccl#1996: a use-after-free in RAS's peer update on a background thread; NCCL_RAS_ENABLE=0 avoided
+    it until the fix). A fault in malloc or in the program's own libraries says nothing of NCCL."""
+    at = []
+    for stack in crash_stacks(m):
+        # glibc frames with no symbol just below the handler are its signal return; the first named frame faulted.
+        top = next((f for f in stack if not (frame_lib(f) == "libc" and not frame_fn(f))), None)
+        if top is not None and frame_lib(top) == "libnccl":
+            at.append(top)
     if not at:
         return []
     sym = group(at, "sym", "fn")
@@ -1637,6 +1611,7 @@ def _crashed_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                "NCCL was given that someone else freed. Look up the release notes of the next NCCL release.",
         alts=[("other", "memory corrupted elsewhere in the process (a CUDA extension, a buffer freed while NCCL uses "
                         "it) also faults inside NCCL: the same crash with another NCCL release points back at the program")])]
+
 
 MODEL_RULES = (
     ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",

@@ -863,6 +863,23 @@ SIGNATURES = (
               "containers give /dev/shm 64 MB by default.",
        alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
                                 "on failing storage or memory is the other source: check dmesg")]),
+    # A crash's native backtrace, as the handlers that print one write it: UCX's ("Caught signal 11 (Segmentation
+    # fault: ...)", "==== backtrace (tid: N) ====", " 3  /path/libnccl.so(+0x120057) [0x7ff1...]"), Open MPI's ("***
+    # Process received signal ***", "[host:pid] [ 3] /path/libnccl.so.2(+0x...)[0x...]"), glibc's backtrace_symbols and
+    # gdb's ("#3  0x... in ncclProxyService () from /path/libnccl.so.2"). Read through rules.base.crash_stacks.
+    ctx("crash_head", ("Caught signal", "Process received signal", "Segmentation fault", "SIGSEGV", "==== backtrace"),
+        r"Caught signal \d{1,2} \(|\*\*\* Process received signal \*\*\*|Segmentation fault|\bSIGSEGV\b|==== backtrace",
+        "a process crashed and its signal handler prints where"),
+    ctx("crash_frame", (".so(", ".so.", ") from "),
+        r"^\s{0,12}(?:\[[^\]\s]{1,120}\] )?(?:\[ {0,2}\d{1,3}\]|#?\d{1,3})\s{1,8}"
+        r"(?:0x[0-9a-fA-F]{1,16} in (?P<fn>[\w:~<>]{1,200}) \([^)]{0,200}\) from )?"
+        r"(?P<lib>[^\s(]{0,240}?(?P<name>lib[\w+-]{1,60})\.so[\w.]{0,12})(?:\((?P<sym>[^)+\s]{0,200})\+0x[0-9a-fA-F]{1,16}\))?",
+        "a frame of a native backtrace, in a shared library"),
+    # UCX's own backtrace with debug information (ucs/debug/debug.c): " 1 0x000000000003ea99 ucp_dt_pack()
+    # /opt/ucx-source/src/ucp/dt/dt.c:120". Read through rules.base.crash_stacks.
+    ctx("crash_frame_fn", ("0x0000",),
+        r"^\s{0,12}\d{1,3} {1,4}0x[0-9a-fA-F]{8,16} (?P<fn>[A-Za-z_][\w:~<>.]{0,200})\(\)",
+        "a frame of UCX's backtrace, by function"),
     sig("enospc", ("Errno 28", "(28)", "unable to write to file </torch_"),
        r"\[Errno 28\] No space left on device|unable to write to file </torch_[^>]{0,200}>|No space left on device \(28\)",
        "shm_too_small", ROOT, 4, "a write failed with ENOSPC (no space left on device); in a training job that is most "
