@@ -20,6 +20,7 @@ steps (``commdoctor.checks.logs`` turns codes into its rules, and
 from __future__ import annotations
 
 import re
+import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -219,6 +220,8 @@ def raised_ranks(m: Any) -> dict[int, Any]:
 
 #: Rows that are the launcher's own report of a rank it ended or saw end, not a sign that the other ranks failed.
 _LAUNCH_ECHO = ("process_died", "agent_closing_worker")
+#: The launcher's own exceptions when a worker failed (torchrun's ChildFailedError, its agent's SignalException).
+_LAUNCHER_EXCEPTIONS = ("ChildFailedError", "SignalException")
 
 
 def peers_failed(m: Any) -> bool:
@@ -229,7 +232,7 @@ def peers_failed(m: Any) -> bool:
     if any(h.sig.role != CONTEXT and not h.sig.harmless for sid, hs in m.hits.items() if sid not in _LAUNCH_ECHO
            for h in hs):
         return True
-    return any(typ not in ("ChildFailedError", "SignalException") and (typ in _COMM_EXCEPTIONS or _COMM_WORDS.search(msg))
+    return any(typ not in _LAUNCHER_EXCEPTIONS and (typ in _COMM_EXCEPTIONS or _COMM_WORDS.search(msg))
                for typ, msg, _ev, _seq in m.exceptions)
 
 
@@ -246,7 +249,7 @@ def quiet_exits(m: Any) -> list[Any]:
     # into a global rank: an error in the same file under the failed worker's local rank is that worker's.
     # An error no row reads as a failure of its own (NCCL's "unhandled system error" raised without a rank prefix, a
     # context row's line) is still the rank's error; the launcher's own ChildFailedError traceback is not.
-    tail = {(ev.source, ev.line) for typ, _msg, ev, _seq in m.exceptions if typ in ("ChildFailedError", "SignalException")}
+    tail = {(ev.source, ev.line) for typ, _msg, ev, _seq in m.exceptions if typ in _LAUNCHER_EXCEPTIONS}
     loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors if ev.rank is None and (ev.source, ev.line) not in tail}
     local = {(h.ev.source, h.ev.rank) for hs in m.hits.values() for h in hs if h.sig.role != CONTEXT and h.ev.rank is not None}
     local |= {(ev.source, ev.rank) for ev, _seq, _kind in m.unmatched_errors if ev.rank is not None}
@@ -311,6 +314,14 @@ def lines_under(m: Any, sig_id: str, hs: list[Any], span: int) -> list[Any]:
 #: The signal handler's own frames, above the one that faulted: UCX's handler (libucs, ucs_handle_error), libpthread's
 #: signal return (__restore_rt), libSegFault.
 _HANDLER_FRAME = re.compile(r"^(?:libucs|libpthread|libSegFault)|^(?:ucs_handle_error|ucs_debug_\w+|ucs_error_\w+|__restore_rt)$")
+
+
+def signal_name(num: str | int | None) -> str:
+    """A signal's name from its number ("9" -> "SIGKILL"); "signal N" for a number that names none."""
+    try:
+        return signal.Signals(int(num or "")).name
+    except ValueError:
+        return f"signal {num}"
 
 
 def frame_fn(f: Any) -> str:

@@ -10,12 +10,11 @@ down on purpose).
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
                                    group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig,
-                                   stamp)
+                                   signal_name, stamp)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -76,11 +75,7 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             else " aborted: std::terminate was called with no exception in flight")
     ds = next((h.groups["dscode"] for h in hs if h.groups.get("dscode")), None)
     if who is None and ds is not None:
-        try:
-            sname = signal.Signals(-int(ds)).name
-        except ValueError:
-            sname = f"signal {-int(ds)}"
-        what = f"a rank was killed by {sname} (DeepSpeed's launcher: return code {ds})"
+        what = f"a rank was killed by {signal_name(-int(ds))} (DeepSpeed's launcher: return code {ds})"
     if who is not None:
         bits = [f"rank {who.rank}" if who.rank is not None else "a rank", f"on {who.host}" if who.host else ""]
         sgn = who.signal or (f"signal {-who.exitcode}" if who.exitcode is not None and who.exitcode < 0 else None)
@@ -199,14 +194,7 @@ def _killed_from_outside(m: Any, el: list[Any]) -> Any:
     Each node's torchrun names its own first failure: on the node of a rank the OOM killer took, that rank (-9); on
     the other nodes, their ranks aborting once their collectives with it timed out (-6). The kill is what the others
     waited on. One that came after the first timeout (both clocks in the logs) followed from it instead."""
-    def sig_of(f: Any) -> str | None:
-        if f.signal:
-            return str(f.signal)
-        try:
-            return signal.Signals(-f.exitcode).name if f.exitcode is not None and f.exitcode < 0 else None
-        except ValueError:
-            return None
-    hard = [f for f in el if sig_of(f) in _HARD_DEATHS]
+    hard = [f for f in el if (f.signal or (signal_name(-f.exitcode) if (f.exitcode or 0) < 0 else None)) in _HARD_DEATHS]
     if not hard or len(hard) == len(el):
         return None
     timeouts = [t for t in (stamp(w.ev.text) for w in m.watchdog if w.timed_out and w.ev is not None) if t]
@@ -285,12 +273,7 @@ def _local_only(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 
 def _agent_signalled(hs: list[Any]) -> dict[str, Any]:
     g = hs[0].groups
-    try:
-        name = signal.Signals(int(g.get("sig") or "")).name
-    except ValueError:
-        name = f"signal {g.get('sig')}"
-    return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {name}"}
-
+    return {"what": f"the launcher (torchrun's agent, pid {g.get('pid')}) was stopped from outside by {signal_name(g.get('sig'))}"}
 
 
 def _unschedulable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -333,7 +316,6 @@ def _slots_what(hs: list[Any]) -> dict[str, Any]:
         return {"what": "Slurm cannot place the step or allocation as requested (node configuration or GPUs/gres that "
                         "the partition or the job's allocation does not have)"}
     return {"what": "more processes requested than the hosts or the allocation offer"}
-
 
 
 def _ssh_client(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:

@@ -8,13 +8,11 @@ orte|prrte errmgr and oob/tcp), Hydra's messages and UCX's
 
 from __future__ import annotations
 
-import signal
+import re
 from typing import Any
 
-import re
-
 from commdoctor.rules.base import (CONSEQUENCE, CONTEXT, E, ROOT, Cand, Code, ModelRule, cand, crash_stacks, ctx, frame_fn,
-                                   frame_lib, group, hits, out_of_fds, own_reading, sig)
+                                   frame_lib, group, hits, out_of_fds, own_reading, sig, signal_name)
 
 
 def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -27,13 +25,6 @@ def _ucx_create_ah(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "(UCX_IB_GID_INDEX).",
                  alts=[("hardware_fault", "if the device named is the intended one and its GIDs match the peers', check "
                                           "the port (ibv_devinfo: state, link layer)")])]
-
-
-def _signal_name(num: str | None) -> str:
-    try:
-        return signal.Signals(int(num or "")).name
-    except ValueError:
-        return f"signal {num}"
 
 
 def _btl_tcp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -204,7 +195,7 @@ def _pmi(hs: list[Any]) -> dict[str, Any]:
 
 def _mpirun_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     g = hs[0].groups
-    name = f"signal {g.get('sig')} ({g['name']})" if g.get("name") else _signal_name(g.get("sig"))
+    name = f"signal {g.get('sig')} ({g['name']})" if g.get("name") else signal_name(g.get("sig"))
     c = cand("LOG060", "peer_process_died", 5, hs,
              params={"what": f"rank {g.get('rank')} on {g.get('host')} was killed by {name} ({g.get('tool')} reports it)"})
     if g.get("rank"):
@@ -219,7 +210,7 @@ def _hydra_termination(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     said = group(hs, "what")
     # Hydra's EXIT CODE is the signal number, or 128 + the signal as a shell reports it (139: SIGSEGV).
     sgn = str(int(code) - 128) if code and int(code) > 128 else code
-    what = (f"a rank was killed by {_signal_name(sgn)} (Hydra: EXIT CODE {code}" + (f", {said})" if said else ")")
+    what = (f"a rank was killed by {signal_name(sgn)} (Hydra: EXIT CODE {code}" + (f", {said})" if said else ")")
             if sgn else "a rank ended badly (Hydra: BAD TERMINATION)")
     return [cand("LOG060", "peer_process_died", 5, hs, params={"what": what},
                  detail="SIGKILL (9) usually comes from the kernel's OOM killer (dmesg: 'Out of memory: Killed "
@@ -236,7 +227,6 @@ def _call_order(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     fn, when = group(hs, "fn") or "an MPI function", group(hs, "when") or ""
     return [own_reading(hs, params={"fn": f"{fn}()" if fn.startswith("MPI") else fn,
                                     "when": "before MPI_Init" if when.startswith("before") else "after MPI_Finalize"})]
-
 
 
 _MEMCPY = re.compile(r"memcpy|memmove")

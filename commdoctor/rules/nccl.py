@@ -23,8 +23,6 @@ PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_
                               "CUDA_VISIBLE_DEVICES", "NCCL_COMM_ID"})
 
 
-
-
 def _ib_reg_mr(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """ibv_reg_dmabuf_mr refused with EOPNOTSUPP: the kernel's or IB driver's DMA-BUF support is missing, and this
     NCCL (2.12-2.13 era) used DMA-BUF without falling back to nvidia-peermem, which later releases do

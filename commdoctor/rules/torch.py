@@ -509,8 +509,7 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
 
 
-
-def _fr_missing(m: Any, hs: list[Any]) -> list[Cand]:
+def _fr_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """The analyser's ranks missing from a collective: they never called it (late, or on another path)."""
     listed = lines_under(m, "fr_analysis_missing_list", hs, 8)
     ranks = group(listed, "ranks")
@@ -552,7 +551,7 @@ SIGNATURES = (
     sig("fr_analysis_missing", ("Not all ranks joining collective",),
         r"Not all ranks joining collective, sequence number: (?P<seq>\d{1,12})",
         "collective_timeout_straggler", ROOT, 4, "the flight recorder's analyser found ranks that never called a collective",
-        code="LOG051", build=lambda m, hs, found: _fr_missing(m, hs)),
+        code="LOG051", build=_fr_missing),
     ctx("fr_analysis_missing_list", ("missing ranks:",), r"^\s{0,8}missing ranks: \{(?P<ranks>[\d, ]{1,400})\}",
         "the ranks the flight recorder's analyser found missing from a collective"),
     # NCCLUtils.hpp C10D_CHECK_TIMEOUT (torch 2.2 on): a non-blocking NCCL call (ncclCommInitRankConfig, ncclCommSplit,
