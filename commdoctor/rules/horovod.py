@@ -103,7 +103,7 @@ SIGNATURES = (
     # Before 0.16.1 (horovod#920) each stalled tensor had a line of its own, before or after the warning:
     # "NAME [missing ranks: 1, 3]", the first after "Stalled ops:".
     ctx("horovod_missing_old", ("[missing ranks: ",),
-        r"(?:Stalled ops: ?)?(?P<name>[^\s\[\]]{1,300}) \[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,200})\]",
+        r"(?:Stalled ops: ?)?(?:(?<=Stalled ops:)|(?<![^\s\[\]]))(?P<name>[^\s\[\]]{1,300}) \[missing ranks: (?P<ranks>\d{1,6}(?:, ?\d{1,6}){0,200})\]",
         "a tensor some ranks have not submitted (Horovod before 0.16.1)"),
     # The coordinator's check of each request before it runs (horovod/common/controller.cc ConstructResponse):
     # "Mismatched ALLREDUCE tensor shapes: One rank sent a tensor of shape [...], but another rank sent a tensor of

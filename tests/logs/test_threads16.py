@@ -95,7 +95,30 @@ def test_cuda_that_cannot_initialise_is_not_the_fabric(tmp_path: Path) -> None:
 def test_a_logged_error_no_rule_reads_is_a_failure_never_healthy(tmp_path: Path, line: str) -> None:
     fs = _findings(tmp_path, line)
     assert [f["code"] for f in fs] == ["LOG080"]
-    assert fs[0]["cause"] is None  # quoted, not guessed
+    assert fs[0]["cause"] is None  # quoted, not guessed: a report that something failed, no exception of its own
+
+
+def test_an_exception_of_the_program_that_no_rule_reads_is_its_own_failure(tmp_path: Path) -> None:
+    """cyclomon/UNSB#6: on two GPUs the model's forward raised (the code supported one GPU and batch size 1). No
+    communication rule reads the exception and it is in no communication library's words: cause "other", quoted."""
+    fs = _findings(tmp_path,
+                   '  File "models/sb_model.py", line 184, in forward',
+                   "    for t in range(self.time_idx.int().item()+1):",
+                   "ValueError: only one element tensors can be converted to Python scalars")
+    assert [(f["code"], f["cause"]) for f in fs] == [("LOG080", "other")]
+    assert "only one element tensors" in fs[0]["title"] and "the program's own" in fs[0]["detail"]
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: NCCL frobnicated the buffer",  # a communication library's words no row reads: not guessed
+    "RuntimeError: ProcessGroupGloo does not support frobnicate",
+    "Exception:",  # torch.multiprocessing.spawn's report of a child: the child's error follows on later lines
+    "torch.multiprocessing.spawn.ProcessRaisedException: ",
+    "slurmstepd: error: task 3 lost",  # an error, but no exception raised
+])
+def test_an_unread_error_in_a_communication_librarys_words_or_a_report_names_no_cause(tmp_path: Path, line: str) -> None:
+    fs = _findings(tmp_path, line)
+    assert [(f["code"], f["cause"]) for f in fs] == [("LOG080", None)]
 
 
 @pytest.mark.parametrize("line", [

@@ -101,6 +101,7 @@ def test_an_exception_no_rule_knows_is_quoted_not_hidden_behind_the_abort(tmp_pa
                  "  what():  the tokenizer file is missing\n")
     found = diagnose_file(p)["findings"]
     assert found[0]["code"] == "LOG080" and "the tokenizer file is missing" in found[0]["title"]
+    assert found[0]["cause"] == "other"  # the program's own exception, in no communication library's words
     died = next(f for f in found if f["code"] == "LOG060")
     assert died["consequence_of"] == "LOG080" and "(None)" not in died["detail"]
 
