@@ -994,6 +994,20 @@ SIGNATURES = (
        detail="nvidia-fabricmanager is not running. On NVSwitch systems (HGX/DGX A100, H100, H200) CUDA cannot use the "
               "GPUs together without it: CUDA fails with 802 'system not yet initialized', NCCL's NVLS setup fails or "
               "collectives hang. Its most common failure is a version differing from the driver's."),
+    # The fabric manager's own log (/var/log/fabricmanager.log: "[Oct 31 2023 20:59:37] [ERROR] [tid 527118] ...") when
+    # it cannot serve the NVLink SHARP (NVLS) multicast teams CUDA asks of it for NCCL ("failed to release multicast
+    # team with handle %llu, cannot find the team", "failed to find the GPU handle %llu in the multicast team request
+    # setup %llu") or reports its NVSwitches and NVLinks failing: the fabric is in a bad state (NVIDIA/nccl#1043, fixed
+    # by resetting the node). Its [INFO] lines about the same teams are its ordinary traffic.
+    sig("fm_log_error", ("[ERROR] [tid ",),
+       r"\[[A-Z][a-z]{2} \d{1,2} \d{4} \d{2}:\d{2}:\d{2}\] \[ERROR\] \[tid \d{1,10}\] (?P<what>[^\n]{0,200}?"
+       r"(?:multicast team|NVSwitch|NVLink|[Tt]runk link|fabric)[^\n]{0,120})",
+       "fabric_manager_nvls", ROOT, 1, "nvidia-fabricmanager logged an error about the NVSwitch fabric or its NVLS multicast teams",
+       code="LOG033",
+       detail="nvidia-fabricmanager itself reports an error serving the NVSwitch fabric (its NVLink SHARP multicast teams, "
+              "which NCCL 2.17 and later use, or the switches and links). NCCL jobs on such a node hang or crash in NVLS "
+              "setup. The fabric manager's guide asks for the GPUs to be reset when it restarts: reset or reboot the node; "
+              "NCCL_NVLS_ENABLE=0 avoids the multicast path meanwhile."),
     # NCCL's mnnvl.cc: the GPUs report a multi-node NVLink clique (GB200 NVL72 and the like) but importing a peer's
     # memory over it failed: "MNNVL (cliqueSize %d) is available but not supported on this system. Check the IMEX
     # configuration." (2.26), "... but not working on this system. Check the IMEX configuration (nvidia-imex-ctl -N).

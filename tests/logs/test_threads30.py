@@ -1,0 +1,40 @@
+"""Public failure threads, round 43: the fabric manager's own log.
+
+nvidia-fabricmanager writes its log (/var/log/fabricmanager.log) as "[Mon D YYYY hh:mm:ss] [LEVEL] [tid N] message". Its
+errors about the NVLink SHARP multicast teams CUDA asks of it for NCCL, or about its switches and links, say the NVSwitch
+fabric is in a bad state; its INFO lines about the same teams are its ordinary traffic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+# NVIDIA/nccl#1043: nccl-tests hung or aborted with NCCL 2.18/2.19 (NVLS) on one node, not with 2.16; the node's fabric
+# manager log, posted from it. Rebooting the node fixed it.
+_FM = """\
+[Oct 31 2023 20:59:37] [INFO] [tid 527113] Received an inband message:  Message header details: magic Id:adbc request Id:37f37b2d0f6aa49b status:0 type:4 length:14
+Message payload details:Team release request: Team Handle:ed8c03d28a369634 Flags:0
+
+[Oct 31 2023 20:59:37] [ERROR] [tid 527118] failed to release multicast team with handle 17117060486525261364, cannot find the team
+[Oct 31 2023 21:11:20] [ERROR] [tid 527118] failed to find the GPU handle 12766911663723876521 in the multicast team request setup 4285537028137661651.
+[Oct 31 2023 21:11:20] [INFO] [tid 526859] Sending inband response message:  Message header details: magic Id:adbc request Id:3b794938a9edb4d3 status:57 type:3 length:24
+"""
+
+
+def test_the_fabric_managers_errors_about_multicast_teams_are_the_fabric(tmp_path: Path) -> None:
+    check_row("fm_log_error", _FM.splitlines()[3],
+              "[Oct 31 2023 20:59:37] [INFO] [tid 527113] Received an inband message: Team release request: multicast team")
+    p = tmp_path / "fabricmanager.log"
+    p.write_text(_FM)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG033", "fabric_manager_nvls")
+    assert "multicast team" in found[0]["evidence"][0]["text"] and "reset or reboot the node" in found[0]["detail"]
+
+
+def test_the_fabric_managers_ordinary_traffic_is_no_failure(tmp_path: Path) -> None:
+    p = tmp_path / "fabricmanager.log"
+    p.write_text("".join(line + "\n" for line in _FM.splitlines() if "[ERROR]" not in line))
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
