@@ -421,7 +421,8 @@ SIGNATURES = (
     sig("parallel_sizes", ("is not divisible by", "must be divisible by total world_size", "Invalid parallel dims",
                            "must divide distributed world size", "must be equal to the world size(",
                            "is not valid with the current list of valid GPU counts", "The parallel mesh requires",
-                           "must be divisible by dp_replicate_size", "must divide world size"),
+                           "must be divisible by dp_replicate_size", "must divide world size", "divisible", "divide",
+                           "factor of", "be equal", "must equal", "should equal", "incompatible with", "not match", "doesn't match", "evenly"),
         r"world[_ ]size:? \(?(?P<world>\d{1,6})\)? (?:is not divisible by|must be divisible by total world_size)"
         r"|Invalid parallel dims: [^\n]{1,200}!= WORLD_SIZE\((?P<world2>\d{1,6})\)"
         r"|num_stages \(\d{1,6}\) must divide distributed world size \((?P<world3>\d{1,6})\)"
@@ -436,11 +437,22 @@ SIGNATURES = (
         # and TRL's colocated vLLM ("tensor_parallel_size (%d) must divide world size (%d) evenly")
         r"|The parallel mesh requires \d{1,6} processes, but world_size is (?P<world7>\d{1,6})"
         r"|WORLD_SIZE \((?P<world8>\d{1,6})\) must be divisible by dp_replicate_size"
-        r"|tensor_parallel_size \(\d{1,6}\) must divide world size \((?P<world9>\d{1,6})\) evenly",
+        r"|tensor_parallel_size \(\d{1,6}\) must divide world size \((?P<world9>\d{1,6})\) evenly"
+        # Any other stack's check in its own words: an exception raised because the world size (the processes the
+        # launch started) must divide, equal or fit something ("AssertionError: world size should be divisible by
+        # parameter parallel size", "MPI world size 16 does not match torch world size 8"). A constraint between the
+        # model and a parallel size alone ("attention heads must be divisible by tensor parallel size") is the
+        # program's configuration, not the launch's.
+        r"|(?:Error|Exception)\w{0,40}: (?=[^\n]{0,300}?(?:\bworld[_ ]size\b|\bWORLD_SIZE\b"
+        r"|\bnumber of (?:processes|ranks|GPUs|nodes)\b))(?=[^\n]{0,300}?(?:\bdivisible\b|\bmust divide\b|\bshould divide\b"
+        r"|\ba factor of\b|\b(?:must|should) (?:be )?equal\b|\bincompatible with\b|\bdoes not match\b|\bdoesn't match\b|\bevenly\b))(?P<said>[^\n]{1,200})",
         "launcher_misconfig", ROOT, 2, "the processes started do not fit the parallel sizes the job asks for",
-        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9')} processes were started, "
-                                                  "which the tensor/pipeline/context/expert/data parallel sizes do "
-                                                  "not divide (nodes x GPUs per node against the parallel config)"}),
+        code="LOG066", params=lambda hs: {"what": (
+            f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9')} processes "
+            "were started, which the tensor/pipeline/context/expert/data parallel sizes do not divide (nodes x GPUs per "
+            "node against the parallel config)"
+            if group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9') else
+            f"the number of processes started does not fit the parallel sizes the job asks for ({(group(hs, 'said') or '').strip()[:120]})")}),
     # The LLM servers' checks of the GPUs and processes a deployment asks for: vLLM (config/parallel.py "World size
     # (N) is larger than the number of available GPUs (M) in this node", executor/ray_utils.py "Cannot provide a
     # placement group requiring N GPUs ... within S seconds"), lmdeploy (pytorch/ray.py "Cannot provide a placement

@@ -38,3 +38,34 @@ def test_the_fabric_managers_ordinary_traffic_is_no_failure(tmp_path: Path) -> N
     p = tmp_path / "fabricmanager.log"
     p.write_text("".join(line + "\n" for line in _FM.splitlines() if "[ERROR]" not in line))
     assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+# Wan-Video/Wan2.2#176: generate.py on 4 GPUs with --ulysses_size 8 (the sequence-parallel size must be the world size).
+_WAN = """\
+[rank0]:   File "/opt/nas/n/xugang/Wan2.2/generate.py", line 343, in generate
+[rank0]:     assert args.ulysses_size == world_size, f"The number of ulysses_size should be equal to the world size."
+[rank0]: AssertionError: The number of ulysses_size should be equal to the world size.
+"""
+
+
+def test_an_exception_over_the_world_size_is_the_launch_not_fitting_the_job(tmp_path: Path) -> None:
+    """Any stack's own check that the world size (the processes the launch started) divides, equals or fits its
+    parallel layout is the launch not matching the job (LOG066), whatever its words."""
+    check_row("parallel_sizes", _WAN.splitlines()[2],
+              # Pai-Megatron-Patch#332: a tensor's shape against the tensor-parallel size, no world size in it
+              "[rank0]: AssertionError: First dimension of the tensor should be divisible by tensor parallel size")
+    # verl-project/verl#1785: one GPU per pod, tensor parallel 2 asked of the rollout
+    check_row("parallel_sizes", "AssertionError: rollout world_size: 1 is not divisible by infer_tp: 2",
+              "AssertionError: rollout batch_size: 1 is not divisible by infer_tp: 2")
+    p = tmp_path / "job.log"
+    p.write_text(_WAN)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG066", "launcher_misconfig")
+    assert "should be equal to the world size" in found[0]["title"]
+
+
+def test_a_constraint_between_the_model_and_a_parallel_size_is_the_programs(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("[rank0]: AssertionError: First dimension of the tensor should be divisible by tensor parallel size\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert [f["cause"] for f in found] == ["other"] and found[0]["code"] != "LOG066"  # rank 0's own error (LOG115)
