@@ -472,7 +472,9 @@ SIGNATURES = (
        r"mm ep failed to connect to remote FIFO id \S{1,40}: Shared memory error"
        r"|ucp_ep_create\([^)]{0,40}\) failed: Shared memory error"
        r"|shmat\(shmid=\d{1,12}\) failed"
-       r"|open\(file_name=/proc/\d{1,10}/fd/\d{1,6} flags=\S{1,12}\) failed: Permission denied",
+       # ENOENT: the peer's PID is not in this process's PID namespace (ranks each in their own container or user
+       # namespace: Apptainer without setuid, apptainer/apptainer#769); EACCES: ptrace access to it was refused.
+       r"|open\(file_name=/proc/\d{1,10}/fd/\d{1,6} flags=\S{1,12}\) failed: (?:Permission denied|No such file or directory)",
        "shm_too_small", ROOT, 2, "UCX could not attach another process's shared-memory segment",
        build=_ucx_shm_attach),
     sig("ucx_no_devices", ("no usable transports", "enable it in UCX_NET_DEVICES"),
@@ -686,7 +688,8 @@ CODES = (
          "plugin); or select a transport the node has (UCX_TLS=tcp,sm,self)",
          cause="other", env={"UCX_TLS": "<transports `ucx_info -d` lists>"},
          steps=("ucx_info -d | grep Transport (or fi_info -l) on the node, inside the container",)),
-    Code("LOG084", "ucx-proc-link-denied", E, "UCX was refused another rank's shared memory through /proc (permission denied)",
+    Code("LOG084", "ucx-proc-link-denied", E, "UCX could not open another rank's shared memory through /proc (access refused, or the rank's PID is in another "
+         "namespace)",
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),

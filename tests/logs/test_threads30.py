@@ -69,3 +69,23 @@ def test_a_constraint_between_the_model_and_a_parallel_size_is_the_programs(tmp_
     p.write_text("[rank0]: AssertionError: First dimension of the tensor should be divisible by tensor parallel size\n")
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert [f["cause"] for f in found] == ["other"] and found[0]["code"] != "LOG066"  # rank 0's own error (LOG115)
+
+
+# apptainer/apptainer#769: Open MPI + UCX ranks started by the host's mpirun, each in its own `apptainer exec` of a
+# non-setuid install (one user namespace, and PID namespace view, per rank): the peer's /proc link does not exist here.
+_APPTAINER = """\
+[1665612809.408366] [sh03-01n71:20358:0]       mm_posix.c:194  UCX  ERROR open(file_name=/proc/20353/fd/18 flags=0x0) failed: No such file or directory
+[1665612809.408388] [sh03-01n71:20358:0]          mm_ep.c:154  UCX  ERROR mm ep failed to connect to remote FIFO id 0xc000000480004f81: Shared memory error
+[sh03-01n71.int:20358] pml_ucx.c:419  Error: ucp_ep_create(proc=0) failed: Shared memory error
+"""
+
+
+def test_a_peers_proc_link_missing_in_this_namespace_is_not_dev_shm(tmp_path: Path) -> None:
+    check_row("ucx_shm_attach", _APPTAINER.splitlines()[0],
+              "[1665612809.408366] [sh03-01n71:20358:0]       mm_posix.c:194  UCX  ERROR open(file_name=/proc/20353/fd/18 "
+              "flags=0x0) failed: Too many open files")
+    p = tmp_path / "mpi.log"
+    p.write_text(_APPTAINER)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG084", "other")
+    assert "another namespace" in found[0]["title"] and found[1]["cause"] == "shm_too_small"  # the alternative
