@@ -324,6 +324,18 @@ def signal_name(num: str | int | None) -> str:
         return f"signal {num}"
 
 
+def aborted_for_a_reason(m: Any, found: list[Any]) -> bool:
+    """A process that aborted itself (SIGABRT, std::terminate) did so for a reason these logs show: torch's watchdog
+    after a collective timeout or a communicator error ("we are taking the entire process down"), or another error a
+    rule reads or quotes. The abort is then what followed, not the cause."""
+    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors
+                or any(c.cause and not c.consequence for c in found))
+
+
+SELF_ABORT = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a collective "
+              "timeout or a communicator error, so the error it logged before is the cause.")
+
+
 def frame_fn(f: Any) -> str:
     """A backtrace frame's function (gdb's and UCX's "in F ()" / "F()", glibc's "lib.so(F+0x..)"), or ''."""
     return str(f.groups.get("fn") or f.groups.get("sym") or "")

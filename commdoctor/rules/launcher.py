@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
+from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, SELF_ABORT, aborted_for_a_reason, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
                                    group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig,
                                    signal_name, stamp)
 
@@ -110,9 +110,7 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         c.consequence = True
         c.detail = ("The process aborted itself (std::terminate, then SIGABRT) on the exception its 'what():' line "
                     "names, as torch's watchdog does on purpose after a collective timeout or a communicator error: "
-                    "that error is the cause." if exc else
-                    "Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a "
-                    "collective timeout or a communicator error, so the error it logged before is the cause.")
+                    "that error is the cause." if exc else SELF_ABORT)
     return [c]
 
 
@@ -221,10 +219,7 @@ def _aborted_itself(m: Any, who: Any, hs: list[Any], found: list[Cand]) -> bool:
                                 or "-6" in (h.groups.get("code"), h.groups.get("dscode")) or h.groups.get("abrt")
                                 or h.groups.get("pyabrt")
                                 or _terminated(h) for h in hs)
-    if not abrt:
-        return False
-    return bool(m.watchdog or m.hits.get("watchdog_timeout") or m.hits.get("watchdog_abort") or m.unmatched_errors
-                or any(c.cause and not c.consequence for c in found))
+    return abrt and aborted_for_a_reason(m, found)
 
 
 def _ranks_missing(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:

@@ -691,7 +691,7 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
     if not hs:
         return []
-    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "?"},
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "(not named in the message)"},
                  consequence=out_of_fds(m, hs))]
 
 
@@ -758,7 +758,10 @@ SIGNATURES = (
     sig("port_in_use", ("errno: 98", "Address already in use", "EADDRINUSE", "errno 98", "address already in use"),
        r"(?:(?:\[(?P<addr6>[^\]]{0,64})\]|(?<![\w.\-])(?P<addr>[\w.\-]{1,64})):(?P<port>\d{1,5}) \()?(?:errno:? 98|Address already in use|EADDRINUSE)"
        r"|error while attempting to bind on address \('(?P<addr2>[^']{0,64})', (?P<port2>\d{1,5})\): address already in use"
-       r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use",
+       r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use"
+       # TensorPipe (torch.distributed.rpc) checks libuv's results in words: "In listenFromLoop at
+       # tensorpipe/transport/uv/uv.h:176 \"rv < 0: address already in use\"" (uv_strerror of UV_EADDRINUSE).
+       r"|\brv < 0: address already in use",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
        code="LOG010", build=_port_in_use, exclude=("paddle_retry",),
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address

@@ -15,9 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_WATCHDOG, ROOT, Cand, Code, ModelRule, after_store_host_failed, cand,
-    completed, ctx, group, hits, lines_under, missing_ranks, quiet_exits, raised_ranks, sig, stamp,
+    CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_WATCHDOG, ROOT, SELF_ABORT, Cand, Code, ModelRule,
+    aborted_for_a_reason, after_store_host_failed, cand, completed, ctx, group, hits, lines_under, missing_ranks,
+    quiet_exits, raised_ranks, sig, stamp,
 )
+
+
+def _spawn_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """torch.multiprocessing.spawn's report of a child a signal ended; SIGABRT with a reason in the logs is its echo."""
+    sig_ = group(hs, "sig")
+    c = cand("LOG060", "peer_process_died", 3, hs, detail=KILLED_BY_SIGNAL, params={
+        "what": f"process {group(hs, 'rank') or '?'} was killed by {sig_ or 'a signal'} (torch.multiprocessing.spawn)"})
+    if sig_ == "SIGABRT" and aborted_for_a_reason(m, found):
+        c.tier, c.consequence, c.detail = 7, True, SELF_ABORT
+    return [c]
 
 
 def _backend_not_built(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -677,12 +688,12 @@ SIGNATURES = (
     # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
     # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler). paddle.distributed.spawn
     # words it "Process %d terminated with signal %s.".
+    # A child that died of SIGABRT aborted itself: after a watchdog timeout or another error in the logs, that error
+    # is the cause and the death what followed (as torchrun's exitcode -6).
     sig("spawn_signal", ("terminated with signal",),
        r"[Pp]rocess (?P<rank>\d{1,6}) terminated with signal (?P<sig>SIG[A-Z]{2,8})",
        "peer_process_died", ROOT, 3, "mp.spawn reports a process killed by a signal",
-       code="LOG060", params=lambda hs: {"what": f"process {group(hs, 'rank') or '?'} was killed by "
-                                                 f"{group(hs, 'sig') or 'a signal'} (torch.multiprocessing.spawn)"},
-       detail=KILLED_BY_SIGNAL),
+       code="LOG060", build=_spawn_signal, phase=PHASE_DEATHS),
     # torch/cuda/__init__.py _lazy_init: "Cannot re-initialize CUDA in forked subprocess. To use CUDA with
     # multiprocessing, you must use the 'spawn' start method": a child forked from a process that had already used
     # CUDA (worker pools, vLLM's VLLM_WORKER_MULTIPROC_METHOD=fork, DataLoader workers touching the GPU).

@@ -89,3 +89,49 @@ def test_a_peers_proc_link_missing_in_this_namespace_is_not_dev_shm(tmp_path: Pa
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert (found[0]["code"], found[0]["cause"]) == ("LOG084", "other")
     assert "another namespace" in found[0]["title"] and found[1]["cause"] == "shm_too_small"  # the alternative
+
+
+# pytorch/pytorch#70546: an RPC test's TensorPipe agent could not listen (the CI job's log, as a maintainer quoted it).
+_TP = """\
+2021-12-17T19:38:54.0780097Z   test_tensorpipe_set_default_timeout (__main__.TensorPipeTensorPipeAgentRpcTest) ... terminate called after throwing an instance of 'std::runtime_error'
+2021-12-17T19:38:54.0783014Z   what():  In listenFromLoop at tensorpipe/transport/uv/uv.h:176 "rv < 0: address already in use"
+2021-12-17T19:38:54.0856026Z SIGABRT(6), PID: 11052, Thread 11052: 
+"""
+
+
+def test_tensorpipes_listen_failure_is_the_port_taken(tmp_path: Path) -> None:
+    check_row("port_in_use", _TP.splitlines()[1],
+              '  what():  In connectFromLoop at tensorpipe/transport/uv/uv.h:176 "rv < 0: connection refused"')
+    p = tmp_path / "ci.log"
+    p.write_text(_TP)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG010", "port_conflict")
+    assert found[0]["title"] == "port (not named in the message) is already in use on the rendezvous host"
+    assert found[1]["code"] == "LOG060" and found[1]["consequence_of"] == "LOG010"  # the abort on that exception
+
+
+# A Korean blog (9566.tistory.com/568): two GPUs in one pod, the first ALLREDUCE timed out and mp.spawn reported the
+# rank that the watchdog took down.
+_SPAWN_ABRT = """\
+Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=1, OpType=ALLREDUCE)
+
+c10::DistBackendError: watchdog thread terminated with exception
+process 1 terminated with signal SIGABRT
+"""
+
+
+def test_a_spawned_rank_the_watchdog_aborted_follows_from_the_timeout(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(_SPAWN_ABRT)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found[0]["code"] == "LOG051"
+    died = next(f for f in found if f["code"] == "LOG060")
+    assert died["consequence_of"] == "LOG051" and "aborting itself" in died["detail"]
+    # the same report with no reason in the logs, or of another signal, is the death itself
+    q = tmp_path / "alone.log"
+    q.write_text("process 1 terminated with signal SIGABRT\n")
+    assert [(f["code"], f["consequence_of"]) for f in diagnose_file(q)["findings"] if f["cause"]][:1] == [("LOG060", None)]
+    r = tmp_path / "killed.log"
+    r.write_text("process 1 terminated with signal SIGKILL\n" + "".join(_SPAWN_ABRT.splitlines(True)[:2]))
+    assert [f["code"] for f in diagnose_file(r)["findings"] if f["cause"]][:1] == ["LOG060"]
