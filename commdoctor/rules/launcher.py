@@ -796,6 +796,17 @@ SIGNATURES = (
        r"|Num nodes is >1 but no extra nodes available via hostfile|launcher '(?P<launcher>[\w\-]{1,40})' not installed\.",
        "launcher_misconfig", ROOT, 1, "DeepSpeed's launcher refused its hostfile or launcher setting",
        code="LOG066", params=lambda hs: {"what": _ds_hostfile_what(hs)}),
+    # The other launchers' hostfile checks: MPICH's Hydra (HYDU_parse_hostfile "unable to open host file: %s"), Open
+    # MPI's ("Open RTE was unable to open the hostfile:"), ColossalAI's CLI ("Unable to find the hostfile, no such
+    # file: %s", "found duplicate host %s in the hostfile", "hostfile and hosts are mutually exclusive").
+    sig("launcher_hostfile", ("host file", "hostfile"),
+       r"unable to open (?:the )?host ?file|Unable to find the hostfile, no such file"
+       r"|found duplicate host (?P<dup>\S{1,255}) in the hostfile|hostfile and hosts are mutually exclusive",
+       "launcher_misconfig", ROOT, 1, "the launcher could not use the hostfile it was given",
+       code="LOG066", params=lambda hs: {"what": (
+           f"the hostfile lists {group(hs, 'dup')} twice" if group(hs, "dup") else
+           "the launcher was given both a hostfile and a host list" if "mutually exclusive" in hs[0].ev.text else
+           "the hostfile the launcher was given cannot be opened (its path, as seen on the node that starts the job)")}),
     # MPICH's Hydra (utils/launch/launch.c HYDU_create_process): "execvp error on file %s (%s)". Its own proxy
     # (hydra_pmi_proxy) missing is a broken or misplaced MPICH install (pmodels/mpich#1106, #1161); any other file is
     # the program the launch named, not found on that node.

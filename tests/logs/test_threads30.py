@@ -135,3 +135,20 @@ def test_a_spawned_rank_the_watchdog_aborted_follows_from_the_timeout(tmp_path: 
     r = tmp_path / "killed.log"
     r.write_text("process 1 terminated with signal SIGKILL\n" + "".join(_SPAWN_ABRT.splitlines(True)[:2]))
     assert [f["code"] for f in diagnose_file(r)["findings"] if f["cause"]][:1] == ["LOG060"]
+
+
+def test_the_launchers_hostfile_that_cannot_be_used_is_the_launch() -> None:
+    # The lines as the launchers' format strings print them: MPICH's Hydra (HYDU_parse_hostfile), ColossalAI's CLI.
+    check_row("launcher_hostfile", "[mpiexec@node01] HYDU_parse_hostfile (lib/utils/args.c:324): unable to open host "
+                                   "file: hosts.txt",
+              "[mpiexec@node01] HYDU_parse_hostfile (lib/utils/args.c:324): reading host file: hosts.txt")
+    check_row("launcher_hostfile", "Error: found duplicate host node-1 in the hostfile",
+              "[INFO] Using hostfile at ./hostfile with 2 hosts")
+
+
+def test_a_hostfile_the_launcher_cannot_open_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "launch.log"
+    p.write_text("Error: Unable to find the hostfile, no such file: ./hostfile\n")
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG066", "launcher_misconfig")
+    assert "cannot be opened" in found[0]["title"]
