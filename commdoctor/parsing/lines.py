@@ -136,6 +136,8 @@ _EXC = re.compile(
     r"(?::\s?(?P<msg>.*))?$"
 )
 _TRACEBACK = "Traceback (most recent call last):"
+#: IPython's and Jupyter's header: the exception's type, padding, then "Traceback (most recent call last)", no colon.
+_IPY_TRACEBACK = re.compile(r"[A-Za-z_][\w.]{0,200}\s{2,}Traceback \(most recent call last\)$")
 
 
 @dataclass(slots=True)
@@ -341,7 +343,7 @@ def classify(text: str) -> Record:
             rec.msg = g.group("msg").strip()
             return rec
     s = body.strip()
-    if s.startswith(_TRACEBACK):
+    if s.startswith(_TRACEBACK) or (s.endswith("(most recent call last)") and _IPY_TRACEBACK.match(s)):
         rec.kind, rec.msg = "traceback", s
         return rec
     e = _EXC.match(s)

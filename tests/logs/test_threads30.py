@@ -152,3 +152,23 @@ def test_a_hostfile_the_launcher_cannot_open_is_named(tmp_path: Path) -> None:
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert (found[0]["code"], found[0]["cause"]) == ("LOG066", "launcher_misconfig")
     assert "cannot be opened" in found[0]["title"]
+
+
+# huggingface/accelerate#1831: notebook_launcher refused to fork in a Jupyter kernel where an import had initialised
+# CUDA; the head of IPython's traceback, as posted.
+_IPY = """\
+ValueError                                Traceback (most recent call last)
+Cell In[7], line 1
+----> 1 notebook_launcher(run, num_processes = 2)
+File ~/anaconda3/envs/pytorch_p310/lib/python3.10/site-packages/accelerate/launchers.py:123, in notebook_launcher(function, args, num_processes, mixed_precision, use_port)
+"""
+
+
+def test_ipythons_traceback_is_a_failure_never_healthy(tmp_path: Path) -> None:
+    p = tmp_path / "notebook.log"
+    p.write_text(_IPY)
+    found = diagnose_file(p)["findings"]
+    assert found and found[0]["code"] == "LOG080" and "traceback" in found[0]["title"]
+    q = tmp_path / "note.log"
+    q.write_text("Note: Traceback (most recent call last) is printed below when a step fails\n")
+    assert [f for f in diagnose_file(q)["findings"] if f["code"] == "LOG080"] == []
