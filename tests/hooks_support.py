@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import tempfile
 import time
@@ -15,17 +14,14 @@ from typing import Any
 import pytest
 
 from tests import zygote
+from tests import ports
 
 REPO = Path(__file__).resolve().parent.parent
 WORKER = REPO / "tests" / "hooks_worker.py"
 
 
 def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return ports.free_port()
 
 
 def site(name: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,14 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, findings, needs_torch, neutral_env, run_json, skip_if_built_with, torch_build
+from tests import ports
 
 pytestmark = needs_torch
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _torchrun(args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO, timeout: float = 180,

@@ -22,6 +22,7 @@ import pytest
 from commdoctor.facts import InterfaceSetting, SharedMemory, interface_from_log, shm_from_log
 from commdoctor.core.model import Evidence, Finding, Severity
 from tests.conftest import REPO, findings, needs_root, needs_tool, needs_torch, neutral_env, run_cli, run_json
+from tests import ports
 
 SHARE = "import torch; torch.zeros(8_000_000).share_memory_()"  # 32 MB into a 16 MiB /dev/shm
 GLOO = ("import sys, torch.distributed as dist; "
@@ -29,9 +30,7 @@ GLOO = ("import sys, torch.distributed as dist; "
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 # -- the facts themselves ------------------------------------------------------------------------------

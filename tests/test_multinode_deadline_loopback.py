@@ -22,16 +22,13 @@ import pytest
 
 from commdoctor.probes.multinode import RunBudget, default_deadline
 from tests.conftest import REPO, have_torch
+from tests import ports
 
 SCRUB = ("MASTER_", "RANK", "WORLD", "SLURM_", "TORCHELASTIC", "LOCAL_", "OMPI_", "PMI", "GROUP_")
 
 
 def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _start(rank: int, port: int, cwd: Any, *extra: str) -> subprocess.Popen[str]:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.conftest import REPO, have_torch
+from tests import ports
 
 pytestmark = pytest.mark.skipif(not have_torch(), reason="needs torch")
 
@@ -31,11 +32,7 @@ AFTER_SIGNAL_S = 6.0
 
 
 def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 class Proc:

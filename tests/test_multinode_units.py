@@ -17,6 +17,7 @@ from tests.conftest import REPO, have_torch
 
 from commdoctor.core.jobctx import detect, expand_hostlist
 from commdoctor.core.model import CheckResult, Finding, Report, Severity, Stage, Status
+from tests import ports
 
 
 # -- launcher detection ----------------------------------------------------------------------------
@@ -315,11 +316,7 @@ def launcher_env(kind: str, rank: int, port: int) -> dict[str, str]:
 
 
 def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def start(kind: str, rank: int, port: int, cwd: Any, *extra: str) -> subprocess.Popen[str]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, findings, lines_except_warnings, needs_torch, result, run_json
+from tests import ports
 
 pytestmark = needs_torch
 
@@ -32,9 +33,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _standalone(tmp_path: Path, *args: str, timeout: float = 240,

@@ -12,6 +12,7 @@ from typing import Iterator
 import pytest
 
 from tests.conftest import run_json
+from tests import ports
 
 # Held by `python -c` scripts on purpose: their command lines hold newlines, as users' often do.
 STORE = """
@@ -35,9 +36,7 @@ while True:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return ports.free_port()
 
 
 def _hold(script: str, port: int) -> Iterator[subprocess.Popen[str]]:
