@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Callable, Generator, Iterable, Iterator
 
 from commdoctor.core.errors import CommDoctorError
 from commdoctor.core.model import Evidence
-from commdoctor.parsing.lines import CXX_TERMINATE, ONECCL_ERROR, SLURM_REPORT, Record, classify, clean
+from commdoctor.parsing.lines import CXX_TERMINATE, CXX_WHAT, ONECCL_ERROR, SLURM_REPORT, Record, classify, clean
 from commdoctor.parsing.scan import NUMPY_AFTER, Prefilter, Scanner, make_prefilter, numpy_lines
 from commdoctor.parsing.signatures import CONTEXT, Signature, match_all
 from commdoctor.core.safeopen import (Salvaging, Unwrapping, Utf16ToUtf8, guarded_stdin, kind_of, open_input, refuse_container,
@@ -67,9 +67,7 @@ _CXX_TERMINATE = re.compile(CXX_TERMINATE)
 #: A program's own error report at the start of its line ("[2022-01-13 14:50:23] Error: NCCL error 2 'unhandled system
 #: error' - ...": Marian; Hydra's "[mpiexec@host] Error: ..."), words after it; "Error: 0.05" is a metric.
 _ERROR_HEAD = re.compile(r"(?:\[[\w@.\-:]{1,120}\] )?(?:Error|Fatal error|FATAL ERROR): {1,4}[A-Za-z'\"]")
-#: The exception's own message, which the handler prints on the next line ("  what():  Failed to set cuda device"):
-#: the failure itself, where std::terminate's line only says that nothing caught it.
-_CXX_WHAT = re.compile(r"^\s{0,8}what\(\):\s{1,8}\S")
+_CXX_WHAT = re.compile(CXX_WHAT)
 #: MPI libraries' fatal-error reports: Open MPI's errhandler ("*** An error occurred in MPI_Init", "MPI_ABORT was invoked
 #: on rank N"), MPICH's and Intel MPI's ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:",
 #: "Abort(N) on node N (rank N in comm N): Fatal error in ..."). Errors even when no rule knows the reason under them.

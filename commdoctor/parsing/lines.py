@@ -377,6 +377,9 @@ RAW_NCCL_RANK = re.compile(rb"NCCL INFO [^\n]{0,300}?\brank (?P<rank>\d{1,7}) nr
 #: prefixes for Slurm) and the raw level below (bytes) share these.
 SLURM_REPORT = r"(?:srun|sbatch|salloc|sattach|slurmstepd(?:-[\w.\-]{1,64})?): (?:error|fatal): "
 CXX_TERMINATE = r"\bterminate called (?:after throwing an instance of|without an active exception)"
+#: The exception's own message, which the handler prints on the next line ("  what():  Failed to set cuda device"):
+#: the failure itself, where std::terminate's line only says that nothing caught it.
+CXX_WHAT = r"^\s{0,8}what\(\):\s{1,8}\S"
 #: A process that died of SIGBUS, as the kernel, Python and the launchers say it: "Bus error", "Signal 7 (SIGBUS)",
 #: torchrun's "exitcode: -7", DeepSpeed's "exits with return code = -7", Paddle's "error with exit code -7", torch's
 #: DataLoader "Unexpected bus error". The log rule and the shared-memory fact read it the same way.

@@ -200,6 +200,16 @@ _COMM_EXCEPTIONS = ("DistError", "DistNetworkError", "DistStoreError", "DistBack
 #: Words of an exception raised by the communication stack itself (its own errors, not the program's).
 _COMM_WORDS = re.compile(r"NCCL|nccl|[Gg]loo|c10d|ProcessGroup|[Cc]ollective|TCPStore|[Ss]ocket|\bMPI\b|\bUC[CX]\b"
                          r"|[Rr]endezvous|[Ww]atchdog|[Cc]ommunicator|[Tt]imed out|[Tt]imeout")
+#: The names of the communication libraries and runtimes an error line of theirs carries (NCCL and its kin, gloo, c10d,
+#: torch.distributed's own errors, MPI and its runtimes, UCX's layers, verbs, libfabric). Narrower than the words above,
+#: which also take an exception about timeouts, sockets or collectives for the communication's.
+_LIB_WORDS = re.compile(r"NCCL|RCCL|HCCL|oneCCL|\bCCL\b|[Gg]loo|c10d|ProcessGroup|Dist(?:Backend|Network|Store)Error"
+                        r"|Rendezvous\w{0,20}Error|\bMPI|PMIx|\bORTE\b|\bUC[CPSTX]\b|\buc[pst]_|ibv_|libfabric|\bfi_[a-z]")
+
+
+def in_library_words(text: str) -> bool:
+    """TEXT names a communication library or runtime: an error line of theirs, not of the program's own code."""
+    return _LIB_WORDS.search(text) is not None
 
 
 def raised_ranks(m: Any) -> dict[int, Any]:
@@ -222,6 +232,9 @@ def raised_ranks(m: Any) -> dict[int, Any]:
 _LAUNCH_ECHO = ("process_died", "agent_closing_worker")
 #: The launcher's own exceptions when a worker failed (torchrun's ChildFailedError, its agent's SignalException).
 _LAUNCHER_EXCEPTIONS = ("ChildFailedError", "SignalException")
+#: A launcher's report of a child that failed (torchrun's, torch.multiprocessing.spawn's): the child's error, not its
+#: own (torchrun's SignalException is the launcher itself being signalled).
+CHILD_REPORTS = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 
 
 def peers_failed(m: Any) -> bool:

@@ -342,6 +342,15 @@ def _ssh_client(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "unknown host key): the launcher needs passwordless ssh between the nodes.")]
 
 
+def _parallel_sizes_what(hs: list[Any]) -> str:
+    world = group(hs, "world", "world2", "world3", "world4", "world5", "world6", "world7", "world8", "world9")
+    if world:
+        return (f"{world} processes were started, which the tensor/pipeline/context/expert/data parallel sizes do not "
+                "divide (nodes x GPUs per node against the parallel config)")
+    return ("the number of processes started does not fit the parallel sizes the job asks for "
+            f"({(group(hs, 'said') or '').strip()[:120]})")
+
+
 def _ds_hostfile_what(hs: list[Any]) -> str:
     """What DeepSpeed's runner refused, in the words of the setting to fix."""
     if group(hs, "dup"):
@@ -442,12 +451,7 @@ SIGNATURES = (
         r"|\bnumber of (?:processes|ranks|GPUs|nodes)\b))(?=[^\n]{0,300}?(?:\bdivisible\b|\bmust divide\b|\bshould divide\b"
         r"|\ba factor of\b|\b(?:must|should) (?:be )?equal\b|\bincompatible with\b|\bdoes not match\b|\bdoesn't match\b|\bevenly\b))(?P<said>[^\n]{1,200})",
         "launcher_misconfig", ROOT, 2, "the processes started do not fit the parallel sizes the job asks for",
-        code="LOG066", params=lambda hs: {"what": (
-            f"{group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9')} processes "
-            "were started, which the tensor/pipeline/context/expert/data parallel sizes do not divide (nodes x GPUs per "
-            "node against the parallel config)"
-            if group(hs, 'world', 'world2', 'world3', 'world4', 'world5', 'world6', 'world7', 'world8', 'world9') else
-            f"the number of processes started does not fit the parallel sizes the job asks for ({(group(hs, 'said') or '').strip()[:120]})")}),
+        code="LOG066", params=lambda hs: {"what": _parallel_sizes_what(hs)}),
     # The LLM servers' checks of the GPUs and processes a deployment asks for: vLLM (config/parallel.py "World size
     # (N) is larger than the number of available GPUs (M) in this node", executor/ray_utils.py "Cannot provide a
     # placement group requiring N GPUs ... within S seconds"), lmdeploy (pytorch/ray.py "Cannot provide a placement

@@ -14,11 +14,11 @@ import re
 from typing import Any
 
 from commdoctor.core.ifvars import iface_env
-from commdoctor.parsing.lines import SIGBUS_DEATH
+from commdoctor.parsing.lines import CXX_WHAT, SIGBUS_DEATH
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
-    ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, out_of_fds, own_reading, sig, single_node,
-    trace_files, version_tuple,
+    CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, in_library_words,
+    out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -695,15 +695,7 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  consequence=out_of_fds(m, hs))]
 
 
-# Words that put an error line in a communication library's, torch.distributed's or an MPI runtime's mouth.
-_COMM_WORDS = re.compile(r"NCCL|RCCL|HCCL|oneCCL|\bCCL\b|[Gg]loo|c10d|ProcessGroup|Dist(?:Backend|Network|Store)Error"
-                         r"|Rendezvous\w{0,20}Error|\bMPI|PMIx|\bORTE\b|\bUC[CPSTX]\b|\buc[pst]_|ibv_|libfabric|\bfi_[a-z]")
-# An exception the program raised, as Python or torch's C++ prints it ("ValueError: ...", "what():  ..."); a bare
-# "Exception:" needs its message on the line (torch.multiprocessing.spawn's report of a child has none).
-_RAISED = re.compile(r"(?:^|[\s:\]>|])(?:(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Za-z_]\w{0,60}(?:Error|Exception|Exit|Interrupt)"
-                     r"(?:: |$)|Exception: \S)|\bwhat\(\): ")
-# Launchers' reports of a child that failed: the child's error, not one of their own.
-_REPORTED = re.compile(r"ChildFailedError|ProcessRaisedException|ProcessExitedException")
+_CXX_WHAT = re.compile(CXX_WHAT)
 _NOT_COMM = ("No rule of the communication libraries (NCCL, gloo, torch.distributed, MPI, UCX), the launchers or the "
              "system reads these errors, and none of them is in a communication library's words: the failure is most "
              "likely the program's own (its code, framework, data or configuration), which the quoted first errors "
@@ -743,8 +735,12 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     # Errors in the words of a communication library (NCCL, gloo, c10d, MPI, UCX, libfabric...) that no row reads carry
     # no cause: naming one would be a guess. Errors that name none of them, where every family's rows (each library's
     # own format strings) read nothing, are the program's own: cause "other", quoted so the reader sees which.
-    raised = any(_RAISED.search(ev.text) and not _REPORTED.search(ev.text) for ev, _s in rest)
-    comm = not raised or any(_COMM_WORDS.search(ev.text) for ev, _s in rest)
+    # An exception the parser read (a bare "Exception:" with no message is torch.multiprocessing.spawn's header of a
+    # child's error, as a launcher's report is) or a C++ exception's "what():" line.
+    own = {(ev.source, ev.line) for typ, msg, ev, _s in m.exceptions
+           if typ not in CHILD_REPORTS and (typ != "Exception" or msg.strip())}
+    raised = any((ev.source, ev.line) in own or _CXX_WHAT.match(ev.text) for ev, _s in rest)
+    comm = not raised or any(in_library_words(ev.text) for ev, _s in rest)
     return [Cand("LOG080", None if comm else "other", 9, rest[0][1], evs,
                  params={"what": f"{what}: {evs[0].text.strip()[:160]}"}, ranks=set(who),
                  hosts={e.host for e in evs if e.host}, detail="" if comm else _NOT_COMM)]
