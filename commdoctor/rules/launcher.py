@@ -554,6 +554,21 @@ SIGNATURES = (
             else "the first host of the hostfile (to find the master address)",
             "how": f"no reply in {group(hs, 'min')} minutes" if group(hs, "min") else
                    "`hostname -I` over ssh gave no address; pass --master_addr"}),
+    # `hostname -I` (every address of the host) is an option of the net-tools/Debian hostname only: GNU inetutils' and
+    # BSD/macOS's hostname reject it ("hostname: invalid option -- 'I'", "hostname: illegal option -- I"). DeepSpeed's
+    # init_distributed runs it when no launcher set RANK/MASTER_ADDR ("Not using the DeepSpeed or dist launchers,
+    # attempting to detect MPI environment...", comm/comm.py mpi_discovery), and launch scripts build MASTER_ADDR
+    # from it: the address discovery fails on such a host, before any process group.
+    # (DeepSpeed before 0.3.14 ran it through subprocess.check_output: "CalledProcessError: Command '['hostname -I']'
+    # returned non-zero exit status 64", 64 being EX_USAGE, the option refused.)
+    sig("hostname_no_I", ("hostname: invalid option", "hostname: illegal option", "hostname -I"),
+        r"^hostname: (?:invalid|illegal) option -- '?I'?$"
+        r"|CalledProcessError: Command '\[?'?hostname -I'?\]?' returned non-zero exit status 64\b",
+        "other", ROOT, 2, "this host's `hostname` has no -I, so finding the master address from it failed",
+        code="LOG120",
+        detail="`hostname -I` exists only in the net-tools/Debian hostname; GNU inetutils (Arch, some containers) and "
+               "BSD/macOS reject it. DeepSpeed calls it to find the master address when the script was started "
+               "without a launcher (its MPI discovery); launch scripts often set MASTER_ADDR=$(hostname -I ...)."),
     # vLLM's StatelessProcessGroup (distributed/utils.py, a TCPStore-based group for data-parallel coordination and
     # weight sync): "Barrier timed out after {:.2f} seconds" -- some rank never wrote its arrival key.
     sig("serving_barrier_timeout", ("Barrier timed out after",),
@@ -1223,6 +1238,11 @@ CODES = (
     Code("LOG115", "own-error", E, "{who} stopped on an error of its own code: {what}",
          "Fix what its traceback names: the communication did not fail, the other ranks were stopped because this "
          "one ended", cause="other"),
+    Code("LOG120", "hostname-without-all-addresses", E, "this host's `hostname` does not know -I, so the master address could "
+         "not be found from it",
+         "Start the job through a launcher that sets MASTER_ADDR and MASTER_PORT (deepspeed, torchrun, mpirun), or set "
+         "them yourself; where a script needs this host's address use `hostname -i` or `ip -4 -o addr show`",
+         cause="other"),
     Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
          "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "
          "--nproc-per-node=<GPUs>, mpirun -np N -H host:slots, or srun with --ntasks matching the allocation",

@@ -677,14 +677,19 @@ SIGNATURES = (
     # because some parameters got no gradient ("Expected to have finished reduction in the prior iteration before
     # starting a new one. This error indicates that your module has parameters that were not used in producing
     # loss."). Raised on the rank itself; the ranks' allreduce buckets no longer agree.
+    # With TORCH_DISTRIBUTED_DEBUG=INFO/DETAIL the same check first logs each such parameter at INFO ("[Rank N]
+    # Parameter: NAME did not get gradient in backwards pass.") and appends "Parameters which did not receive grad
+    # for rank N: ..." to the error: both are written only on this error's path.
     sig("ddp_unused_params", ("Expected to have finished reduction in the prior iteration",
-                              "has parameters that were not used in producing the loss"),
+                              "has parameters that were not used in producing the loss",
+                              "did not get gradient", "did not receive grad for rank"),
        # Lightning's rewording of DDP's error (pytorch/strategies/ddp.py): "It looks like your LightningModule has
        # parameters that were not used in producing the loss returned by training_step."
        r"Expected to have finished reduction in the prior iteration before starting a new one"
-       r"|It looks like your LightningModule has parameters that were not used in producing the loss",
+       r"|It looks like your LightningModule has parameters that were not used in producing the loss"
+       r"|\[Rank \d{1,6}\] Parameter: \S+ did not get gradient\b|Parameters which did not receive grad for rank \d",
        "other", ROOT, 1, "DDP found parameters that took no part in the loss",
-       code="LOG095"),
+       code="LOG095", fails=True),
     # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
     # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler). paddle.distributed.spawn
     # words it "Process %d terminated with signal %s.".
