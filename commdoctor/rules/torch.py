@@ -690,6 +690,22 @@ SIGNATURES = (
        r"|\[Rank \d{1,6}\] Parameter: \S+ did not get gradient\b|Parameters which did not receive grad for rank \d",
        "other", ROOT, 1, "DDP found parameters that took no part in the loss",
        code="LOG095", fails=True),
+    # torch's NCCL backend of symmetric memory (c10d/symm_mem/NCCLSymmetricMemory.cu) registers each buffer as an
+    # NCCL window (ncclCommWindowRegister) at rendezvous: "Failed to window register segment with ptr P, size S on
+    # rank R" after NCCL's result. NCCL refuses the window when the group's communicator does not exist yet (c10d
+    # creates it at the group's first collective unless init_process_group got device_id) or when the buffer is not
+    # memory NCCL can map (not from symm_mem's allocator / cuMem).
+    sig("symm_mem_window", ("Failed to window register segment",),
+        r"Failed to window register segment with ptr \S{1,40}, size (?P<size>\d{1,16}) on rank (?P<rank>\d{1,6})",
+        "other", ROOT, 3, "NCCL refused to register a symmetric-memory buffer as a window",
+        code="LOG098", params=lambda hs: {"what": "registering a symmetric-memory buffer as an NCCL window "
+                                                  f"(torch's symm_mem rendezvous, rank {group(hs, 'rank')})"},
+        detail="The NCCL backend of torch's symmetric memory needs the group's NCCL communicator created before "
+               "symm_mem.rendezvous: c10d creates it lazily, at the first collective, unless init_process_group (or "
+               "new_group) is given device_id. Pass device_id=torch.device('cuda', local_rank), or run a collective "
+               "on the group first; the buffer must come from symm_mem.empty.",
+        alts=[("nccl_internal_bug", "with an initialised communicator and symm_mem.empty buffers, the NCCL release "
+                                    "(windows need 2.27 or later) or its CUMEM/NVLS support on this system")]),
     # torch.multiprocessing.spawn: ProcessExitedException("process %d terminated with signal %s") -- mp.spawn's report
     # of a child killed by a signal (SIGKILL: the kernel's OOM killer, or the scheduler). paddle.distributed.spawn
     # words it "Process %d terminated with signal %s.".

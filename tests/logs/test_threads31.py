@@ -59,3 +59,23 @@ def test_a_hostname_without_the_all_addresses_option_is_named(tmp_path: Path) ->
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert (found[0]["code"], found[0]["cause"]) == ("LOG120", "other")
     assert "MASTER_ADDR" in found[0]["remedy"]["summary"] and "inetutils" in found[0]["detail"]
+
+
+# pytorch/pytorch#188567: symm_mem.rendezvous with the NCCL backend as the group's first NCCL use (8x H100, NCCL
+# 2.29.7); torch's message was wrapped after the file name (kept as posted). init_process_group(device_id=...) fixed it.
+_WINDOW = """\
+torch.distributed.DistBackendError: NCCL error in: .../torch/csrc/distributed/c10d/symm_mem/NCCLSymmetricMemory.cu:174,
+invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.29.7
+Failed to window register segment with ptr 0x..., size 20971520 on rank 0
+"""
+
+
+def test_a_refused_symmetric_memory_window_is_the_programs_set_up_of_the_group(tmp_path: Path) -> None:
+    check_row("symm_mem_window", _WINDOW.splitlines()[2],
+              # NCCL's own INFO line when registration works (NCCL 2.27+)
+              "node1:1234:1240 [0] NCCL INFO Registered window segment ptr 0x7f0000000000 size 20971520")
+    p = tmp_path / "rank0.log"
+    p.write_text(_WINDOW)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG098", "other")
+    assert "device_id" in found[0]["detail"] and "rank 0" in found[0]["title"]
