@@ -905,6 +905,23 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 1, "the process was started without a launcher: the env:// rendezvous variables are missing",
        code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var', 'var2') or 'RANK'} is not set, so this process was not "
                                                  "started by a launcher (torchrun, srun, mpirun)"}),
+    # The same missing launch in any stack's words: an exception whose message names a variable a launcher sets
+    # (torchrun's MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE/LOCAL_RANK/NODE_RANK, Slurm's SLURM_PROCID/SLURM_NTASKS/...,
+    # Open MPI's OMPI_COMM_WORLD_*, PMI's PMI_RANK/PMI_SIZE) as not set, missing or required (Paddle's "The
+    # environment variable 'MASTER_ADDR' and 'MASTER_PORT' must be specified", "SLURM_PROCID not found in environment.
+    # Not running inside a SLURM step?"). An exception only: a warning that a variable is unset and a default is
+    # used is a working job's note.
+    sig("launch_env_missing", ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK", "RANK'", "RANK ",
+                               "SLURM_", "OMPI_COMM_WORLD_", "PMI_RANK", "PMI_SIZE", "PMIX_RANK"),
+       r"^(?:[\w.]{1,80}\.)?\w{0,60}(?:Error|Exception): (?:[^\n]{0,200}?[\s'\"`(\[{])?"
+       r"(?P<var>MASTER_ADDR|MASTER_PORT|WORLD_SIZE|LOCAL_WORLD_SIZE|LOCAL_RANK|NODE_RANK|GROUP_RANK|RANK"
+       r"|SLURM_[A-Z_]{2,24}|OMPI_COMM_WORLD_[A-Z_]{2,16}|PMIX?_RANK|PMI_SIZE)\b['\"`]?"
+       r"[^\n]{0,120}?\b(?:(?:is |was |are )?not (?:been )?(?:set|found|defined|specified|provided|available|in (?:the |current )?env)"
+       r"|must be (?:set|specified|provided|defined|given)|(?:is |are )?required|(?:is |are )?missing|unset\b)",
+       "launcher_misconfig", ROOT, 2, "a process found a variable its launcher sets missing",
+       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var')} is not set in this process: it was not started "
+                                                 "by the launcher the program expects (torchrun, srun, mpirun), or "
+                                                 "the launch script does not export it"}),
     # NCCL's ncclCommInitRank (init.cc) checks its arguments first: WARN("Invalid rank requested : %d/%d", myrank,
     # nranks) and ncclInvalidArgument when a rank is not in 0..nranks-1 -- a process started with a rank beyond the
     # world size the program passed (more tasks launched than the job declares, a rank offset applied twice).

@@ -260,6 +260,44 @@ MODEL_RULES = (
 )
 
 
+#: MPI error classes (the standard's MPI_ERR_*; MPICH's class strings) whose meaning is the program's call.
+_MPI_ARG_CLASSES = {"RANK": "a rank outside the communicator", "ROOT": "a root outside the communicator",
+                    "COMM": "an invalid communicator (freed, MPI_COMM_NULL, or another library's handle)",
+                    "COUNT": "an invalid count", "TYPE": "an invalid datatype", "BUFFER": "an invalid buffer",
+                    "ARG": "an invalid argument", "TAG": "an invalid tag", "OP": "an invalid reduction operation",
+                    "GROUP": "an invalid group"}
+_MPICH_CLASSES = {"Message truncated": "TRUNCATE", "Invalid communicator": "COMM", "Invalid rank": "RANK",
+                  "Invalid root": "ROOT", "Invalid count": "COUNT", "Invalid datatype": "TYPE",
+                  "Invalid buffer pointer": "BUFFER", "Invalid argument": "ARG", "Invalid tag argument": "TAG",
+                  "Invalid MPI_Op": "OP", "Process failed": "PROC_FAILED"}
+
+
+def _mpi_error_class(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """An MPI call's error class, as Open MPI's fatal handler ("*** MPI_ERR_TRUNCATE: message truncated") or MPICH's
+    error stack head ("Fatal error in PMPI_Recv: Message truncated, error stack:") reports it."""
+    by: dict[str, list[Any]] = {}
+    for h in hs:
+        cls = h.groups.get("cls") or _MPICH_CLASSES.get(str(h.groups.get("mcls")), "")
+        by.setdefault(cls, []).append(h)
+    out = []
+    for cls, got in by.items():
+        fn = group(got, "fn")
+        call = f"{fn}" if fn else "an MPI call"
+        if cls == "TRUNCATE":
+            out.append(cand("LOG050", "collective_mismatch", 2, got,
+                            detail=f"{call} received a message larger than the buffer it posted (MPI_ERR_TRUNCATE): the "
+                                   "ranks disagree on the count or datatype of a send/receive pair or a collective."))
+        elif cls in ("PROC_FAILED", "PROC_FAILED_PENDING", "REVOKED"):
+            out.append(cand("LOG060", "peer_process_died", 3, got,
+                            params={"what": f"a process of the communicator failed ({call}: MPI_ERR_{cls})"}))
+        elif cls in _MPI_ARG_CLASSES or cls == "UNSUPPORTED_OPERATION":
+            what = (f"{call} was passed {_MPI_ARG_CLASSES[cls]} (MPI_ERR_{cls})" if cls in _MPI_ARG_CLASSES else
+                    f"{call} asked for an operation this MPI library does not support for these arguments "
+                    "(MPI_ERR_UNSUPPORTED_OPERATION: a datatype, reduction or GPU buffer it cannot handle)")
+            out.append(cand("LOG124", "other", 3, got, params={"what": what}))
+    return out
+
+
 SIGNATURES = (
     # HPC fabrics and MPI stacks, from their sources: HPE Slingshot's libfabric cxi provider (prov/cxi: cxip_if.c
     # "Interface %s link down.", "CXI retry handler not running for device: %s"; cxip_iomm.c "cxil_map ... failure:
@@ -590,10 +628,53 @@ SIGNATURES = (
     # Open MPI's opal/mca/common/cuda help text (help-mpi-common-cuda.txt, 4.x): "The user requested CUDA support with
     # the --mca mpi_cuda_support 1 flag / but the library was not compiled with any support." -- GPU buffers handed to
     # this build are read as host memory (conda-forge/openmpi-feedstock#83: a package built without CUDA).
-    sig("mpi_no_cuda_support", ("The user requested CUDA support",),
-        r"The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
+    # Cray MPICH (MPIDI_CRAY_init): "GPU_SUPPORT_ENABLED is requested, but GTL library is not linked" --
+    # MPICH_GPU_SUPPORT_ENABLED=1 in a program not linked with the GPU Transfer Library (libmpi_gtl_cuda / _hsa): an
+    # mpi4py or application built without the accelerator target module loaded.
+    sig("mpi_no_cuda_support", ("The user requested CUDA support", "GTL library is not linked"),
+        r"The user requested CUDA support with the --mca mpi_cuda_support 1 flag"
+        r"|(?P<gtl>GPU_SUPPORT_ENABLED is requested, but GTL library is not linked)",
         "other", ROOT, 2, "the MPI library was asked for CUDA support it was not built with",
-        code="LOG119", params=lambda hs: {"what": "Open MPI was built without CUDA support (mpi_cuda_support requested)"}),
+        code="LOG119", params=lambda hs: {"what": (
+            "Cray MPICH was asked for GPU support (MPICH_GPU_SUPPORT_ENABLED=1) by a program not linked with its GPU "
+            "Transfer Library (GTL)" if group(hs, "gtl") else
+            "Open MPI was built without CUDA support (mpi_cuda_support requested)")},
+        detail="On Cray systems the GTL library (libmpi_gtl_cuda, libmpi_gtl_hsa) is linked when the program or "
+               "mpi4py is built with the accelerator target module loaded (craype-accel-nvidia80, "
+               "craype-accel-amd-gfx90a); a CPU-only program should not set MPICH_GPU_SUPPORT_ENABLED=1 (or load "
+               "craype-accel-host)."),
+    # IBM Spectrum MPI's PAMI (CudaIPCPool.h): "Error opening IPC Memhandle from peer:N, invalid argument", then its
+    # own explanation "CUDA level IPC failure: this has been observed in environments where cgroups separate the
+    # visible GPUs between ranks." Ranks of one node that each see only their own GPU (a cgroup, container or jsrun
+    # resource set per rank) cannot open a peer's CUDA IPC memory handle.
+    sig("gpu_ipc_isolated", ("CUDA level IPC failure", "Error opening IPC Memhandle"),
+        r"CUDA level IPC failure: this has been observed in environments where cgroups separate the visible GPUs"
+        r"|Error opening IPC Memhandle from peer:? ?(?P<peer>\d{1,6}), invalid argument",
+        "other", ROOT, 2, "ranks whose GPUs are isolated from each other could not open each other's GPU memory",
+        code="LOG121",
+        alts=[("launcher_misconfig", "one resource set, container or cgroup per rank is the launch's choice: one per "
+                                     "node, with the ranks selecting their own GPU, avoids it")]),
+    # PMIx's messaging layer (ptl base, Open MPI 4 / Spectrum MPI): "A received msg header indicates a size that is
+    # too large: Requested size: N Size limit: M ... increase the max msg size via the ptl_base_max_msg_size
+    # parameter" -- a launch-time data exchange (often a large job's modex) larger than the 16 MB default.
+    sig("pmix_msg_size", ("msg header indicates a size that is too large", "ptl_base_max_msg_size"),
+        r"A received msg header indicates a size that is too large|increase the\s+max msg size via the ptl_base_max_msg_size",
+        "other", ROOT, 2, "PMIx refused a message of the job's start-up larger than its limit",
+        code="LOG122"),
+    # The error class of a failed MPI call: Open MPI's MPI_ERRORS_ARE_FATAL handler (ompi/errhandler/
+    # errhandler_predefined.c) prints "*** An error occurred in MPI_Recv" then "*** MPI_ERR_TRUNCATE: message
+    # truncated"; MPICH's error stack starts "Fatal error in PMPI_Recv: Message truncated, error stack:". The class
+    # says what went wrong: a truncated message is a receive (or collective) smaller than what was sent, the argument
+    # classes are the program's call, a failed process (ULFM) a death. MPI_ERR_OTHER / "Other MPI error" and
+    # MPI_ERR_INTERN say nothing of the cause and are left to the lines around them.
+    sig("mpi_error_class", ("*** MPI_ERR_", "Fatal error in "),
+       r"\*\*\* MPI_ERR_(?P<cls>TRUNCATE|RANK|ROOT|COMM|COUNT|TYPE|BUFFER|ARG|TAG|OP|GROUP|UNSUPPORTED_OPERATION"
+       r"|PROC_FAILED(?:_PENDING)?|REVOKED): "
+       r"|Fatal error in P?(?P<fn>MPI_\w{1,40}): (?P<mcls>Message truncated|Invalid communicator|Invalid rank|Invalid root"
+       r"|Invalid count|Invalid datatype|Invalid buffer pointer|Invalid argument|Invalid tag argument|Invalid MPI_Op"
+       r"|Process failed), error stack",
+       "other", ROOT, 3, "an MPI call failed with an error class that names the cause",
+       build=_mpi_error_class),
     # Open MPI's error handler when nothing is initialised (ompi/errhandler/errhandler_invoke.c, ompi_mpi_errors_are_fatal
     # ...): "*** The %s() function was called before MPI_INIT was invoked." (or "after MPI_FINALIZE was invoked"), then
     # "*** This is disallowed by the MPI standard." and "*** Your MPI job will now abort.". Named MPI_Init or
@@ -693,6 +774,19 @@ CODES = (
          "Let UCX pass the segment without the /proc link (UCX_POSIX_USE_PROC_LINK=n), or run the ranks of a node in "
          "one container / PID namespace (--pid=host --ipc=host)",
          cause="other", env={"UCX_POSIX_USE_PROC_LINK": "n"}),
+    Code("LOG121", "gpu-ipc-across-isolated-ranks", E, "ranks on one node see only their own GPU, so they cannot "
+         "open each other's GPU memory (CUDA IPC)",
+         "Give the ranks of a node the same set of GPUs (one container, cgroup or resource set per node, e.g. jsrun "
+         "--gpu_per_rs 6 with each rank selecting its GPU) or turn the library's CUDA IPC off (PAMI_DISABLE_IPC=1 for "
+         "Spectrum MPI, NCCL_P2P_DISABLE=1 for NCCL), at the cost of slower transfers within the node",
+         cause="other", env={"PAMI_DISABLE_IPC": "1"}),
+    Code("LOG122", "pmix-message-too-large", E, "the launcher's PMIx refused a start-up message larger than its "
+         "size limit",
+         "Raise the limit (PMIX_MCA_ptl_base_max_msg_size, in MB: 18 or more; or --mca ptl_base_max_msg_size) for "
+         "the job's launch", cause="other", env={"PMIX_MCA_ptl_base_max_msg_size": "18"}),
+    Code("LOG124", "mpi-call-rejected", E, "MPI rejected the program's call: {what}",
+         "Fix the call the error stack names (its communicator, rank, count, datatype and buffer), or use an "
+         "operation the MPI library supports for these arguments", cause="other"),
     Code("LOG119", "mpi-not-cuda-aware", E, "the MPI / UCX stack handled GPU memory without CUDA support: {what}",
          "Use a CUDA-aware build (Open MPI and UCX configured --with-cuda; `ompi_info --parsable --all | grep "
          "mpi_built_with_cuda_support:value` says true, `ucx_info -d | grep cuda` lists cuda_copy) and keep cuda_copy "

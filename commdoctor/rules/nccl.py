@@ -659,6 +659,22 @@ def _argcheck(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                              "framework's use of NCCL may have relied on behaviour NCCL no longer has")])]
 
 
+def _net_not_found(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NCCL_NET names a network this node did not load: InfiniBand missing, or a plugin's network whose plugin NCCL
+    did not find."""
+    net = (group(hs, "net") or "").strip()
+    if net and net.upper() not in ("IB", "SOCKET"):
+        return [cand("LOG123", "other", 1, hs + hits(m, "net_plugin_none")[:1], params={"net": net},
+                     detail="The network is a plugin's: NCCL loads libnccl-net-<NCCL_NET_PLUGIN>.so (libnccl-net.so when "
+                            "unset) from the library path, and a plugin name or file that does not match leaves only "
+                            "its internal IB and Socket networks ('NET/Plugin: Could not find ...').",
+                     alts=[("ib_misconfig", "the plugin loaded but found no device of its fabric (EFA, Slingshot CXI): "
+                                            "its own lines before this one say so")])]
+    return [cand("LOG036", "ib_misconfig", 1, hs,
+                 detail="NCCL_NET asks for a network this node cannot load (no InfiniBand device or verbs library, or a "
+                        "plugin that is not installed).")]
+
+
 def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """NCCL's ncclInvalidArgument ("invalid argument") at start-up with its reason line not in the logs.
 
@@ -1091,12 +1107,12 @@ SIGNATURES = (
     # WARN("Failed to initialize any NET plugin"). NCCL's internal Socket network always initialises unless
     # NCCL_NET (or a plugin) rules it out, so either line says the network asked for is not on this node. Not
     # the INFO "Failed to initialize NET plugin IB" of a healthy job that falls back to Socket.
+    # A plugin's network ("AWS Libfabric", aws-ofi-nccl's) is there only when its library was loaded: NCCL looks
+    # for libnccl-net-<NCCL_NET_PLUGIN>.so, and a name that matches no file leaves the internal networks alone.
     sig("net_not_found", ("network", "NCCL_NET", "any NET plugin"),
-       r"Error: network (?P<net>\S*) not found|NCCL_NET.{0,40}not found|Failed to initialize any NET plugin",
+       r"Error: network (?P<net>[^\n]{0,60}?) not found|NCCL_NET.{0,40}not found|Failed to initialize any NET plugin",
        "ib_misconfig", ROOT, 1, "NCCL_NET names a network (IB, a plugin) this node cannot load",
-       code="LOG036",
-       detail="NCCL_NET asks for a network this node cannot load (no InfiniBand device or verbs library, or a "
-              "plugin that is not installed)."),
+       code="LOG036", build=_net_not_found),
     # -- versions, bootstrap, topology --------------------------------------------------------------
     sig("nccl_version_mismatch", ("Mismatched NCCL version", "NCCL version mismatch"),
        r"Mismatched NCCL version detected|NCCL version mismatch",
@@ -1494,7 +1510,7 @@ SIGNATURES = (
         r"Plugin Path : (?P<path>\S{0,300}libnccl-net\S{0,40})|NET/Plugin ?: ?Loaded net plugin (?P<name>[^(]{1,80}?) \(v\d{1,3}\)",
         "NCCL loaded an external network plugin (libnccl-net.so)"),
     ctx("net_plugin_none", ("libnccl-net", "No plugin found"),
-        r"NET/Plugin ?: ?(?:No plugin found|Could not find: libnccl-net\.so|Plugin load returned \d{1,4} ?: ?libnccl-net\.so"
+        r"NET/Plugin ?: ?(?:No plugin found|Could not find: (?:\S{1,80} )?libnccl-net\S{0,80}\.so|Plugin load returned \d{1,4} ?: ?libnccl-net\.so"
         r"|Plugin load \(libnccl-net\.so\) returned)|dlerror=libnccl-net\.so",
         "NCCL found no network plugin and uses its internal IB/Socket transports"),
     sig("lib_nccl", ("WorkNCCL", "NCCL WARN", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
@@ -1652,6 +1668,11 @@ CODES = (
          "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
          cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},
          steps=("show_gids (or ibv_devinfo -v) lists each GID and its address",)),
+    Code("LOG123", "nccl-net-plugin-not-loaded", E, "NCCL_NET asks for the network '{net}', which no network "
+         "plugin loaded here provides",
+         "Install the plugin that provides it (aws-ofi-nccl for 'AWS Libfabric') where NCCL finds it, and make "
+         "NCCL_NET_PLUGIN name its file (libnccl-net-<name>.so) or leave NCCL_NET_PLUGIN unset; or unset NCCL_NET",
+         cause="other", env={"NCCL_DEBUG_SUBSYS": "INIT,NET (shows the plugin NCCL looked for)"}),
     Code("LOG040", "nccl-versions-differ", E, "NCCL versions disagree: {what}",
          "Install the same NCCL on every node (one torch wheel / nvidia-nccl-cu* version, no stray libnccl on LD_LIBRARY_PATH)",
          cause="version_mismatch", steps=("python -c 'import torch; print(torch.cuda.nccl.version())' on every node",)),

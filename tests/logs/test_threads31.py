@@ -79,3 +79,102 @@ def test_a_refused_symmetric_memory_window_is_the_programs_set_up_of_the_group(t
     found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
     assert (found[0]["code"], found[0]["cause"]) == ("LOG098", "other")
     assert "device_id" in found[0]["detail"] and "rank 0" in found[0]["title"]
+
+
+def _first(tmp_path: Path, text: str, name: str = "job.log") -> dict:
+    p = tmp_path / name
+    p.write_text(text)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found, "no finding with a cause"
+    return found[0]
+
+
+def test_an_exception_naming_a_launchers_variable_as_missing_is_the_launch(tmp_path: Path) -> None:
+    """A variable a launcher sets (MASTER_ADDR, RANK, SLURM_PROCID, ...) said to be missing in any stack's words is a
+    process started without that launcher (LOG066); a warning that one is unset, or another complaint about one, is
+    not."""
+    # PaddlePaddle's gloo wrapper (paddle/distributed/parallel.py) and PyTorch-Lightning-style Slurm detection
+    line = ("AssertionError: The environment variable 'MASTER_ADDR' and 'MASTER_PORT' must be specified, for example "
+            "'export MASTER_ADDR=127.0.0.1' and 'export MASTER_PORT=6170'.")
+    check_row("launch_env_missing", line, "UserWarning: MASTER_ADDR not set, using localhost")
+    check_row("launch_env_missing", "RuntimeError: SLURM_PROCID not found in environment. Not running inside a SLURM step?",
+              "ValueError: MASTER_ADDR 10.0.0.1 is not reachable")
+    got = _first(tmp_path, line + "\n")
+    assert (got["code"], got["cause"]) == ("LOG066", "launcher_misconfig") and "MASTER_ADDR" in got["title"]
+
+
+# OLCF's Summit user guide, known issues: CUDA-aware Spectrum MPI with more than one resource set per node.
+_PAMI_IPC = """\
+[0]Error opening IPC Memhandle from peer:1, invalid argument
+CUDA level IPC failure: this has been observed in environments where cgroups separate the visible GPUs between ranks. The option -x PAMI_DISABLE_IPC=1 can be used to disable CUDA level IPC.[:] *** Process received signal ***
+"""
+
+
+def test_gpu_memory_ipc_between_isolated_ranks_is_named_before_the_crash_it_causes(tmp_path: Path) -> None:
+    check_row("gpu_ipc_isolated", _PAMI_IPC.splitlines()[0], "[0]Error opening IPC Memhandle from peer:1, out of memory")
+    got = _first(tmp_path, _PAMI_IPC)
+    assert (got["code"], got["cause"]) == ("LOG121", "other") and "PAMI_DISABLE_IPC" in got["remedy"]["summary"]
+
+
+# OLCF's Summit user guide: Spectrum MPI's PMIx and a launch-time message over its 16 MB default.
+_PMIX = """\
+A received msg header indicates a size that is too large:
+ Requested size: 25836785
+ Size limit: 16777216
+If you believe this msg is legitimate, please increase the
+max msg size via the ptl_base_max_msg_size parameter.
+"""
+
+
+def test_pmix_refusing_a_large_start_up_message_names_its_limit(tmp_path: Path) -> None:
+    check_row("pmix_msg_size", _PMIX.splitlines()[0], "A received msg header indicates a size of 120 bytes")
+    got = _first(tmp_path, _PMIX)
+    assert (got["code"], got["cause"]) == ("LOG122", "other")
+    assert "PMIX_MCA_ptl_base_max_msg_size" in got["remedy"]["summary"]
+
+
+def test_cray_mpich_asked_for_gpu_support_without_its_gtl_library(tmp_path: Path) -> None:
+    # LUMI training materials (May 2023 exercises): a CPU-only program built with craype-accel-host loaded
+    line = ("MPICH ERROR [Rank 0] [job id 3605521.0] [Tue May 30 12:41:09 2023] [nid002042] - Abort(-1) (rank 0 in "
+            "comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked")
+    check_row("mpi_no_cuda_support", line, "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, GTL library linked")
+    got = _first(tmp_path, line + "\n")
+    assert (got["code"], got["cause"]) == ("LOG119", "other") and "GTL" in got["title"]
+    assert "craype-accel" in got["detail"]
+
+
+# CSCS Alps documentation, NCCL known issues: NCCL_NET_PLUGIN=ofi where the uenv's plugin file has another name.
+_NET = """\
+nid006365:180142:180163 [0] NCCL INFO NET/Plugin: Could not find: ofi libnccl-net-ofi.so. Using internal network plugin.
+nid006365:180142:180163 [0] net.cc:626 NCCL WARN Error: network AWS Libfabric not found.
+"""
+
+
+def test_nccl_net_naming_a_plugins_network_that_was_not_loaded_is_the_plugin_setting(tmp_path: Path) -> None:
+    check_row("net_not_found", _NET.splitlines()[1],
+              "nid006365:180142:180163 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v7)")
+    check_row("net_plugin_none", _NET.splitlines()[0],
+              "nid006365:180142:180163 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v7)")
+    got = _first(tmp_path, _NET)
+    assert (got["code"], got["cause"]) == ("LOG123", "other") and "'AWS Libfabric'" in got["title"]
+    # NCCL_NET=IB on a node without InfiniBand stays the InfiniBand set-up
+    got = _first(tmp_path, "node1:1:2 [0] NCCL WARN Error: network IB not found.\n", "ib.log")
+    assert (got["code"], got["cause"]) == ("LOG036", "ib_misconfig")
+
+
+def test_an_mpi_error_class_names_what_the_call_got_wrong(tmp_path: Path) -> None:
+    # Open MPI's fatal handler (OLCF Summit guide: complex datatypes on GPU buffers in IBM's collectives)
+    ompi = """\
+[h35n05:113506] coll:ibm:allreduce: GPU awareness in PAMI requested. It is not safe to defer to another component.
+[h35n05:113506] *** An error occurred in MPI_Allreduce
+[h35n05:113506] *** MPI_ERR_UNSUPPORTED_OPERATION: operation not supported
+"""
+    check_row("mpi_error_class", ompi.splitlines()[2], "[h35n05:113506] *** MPI_ERR_OTHER: known error not in list")
+    got = _first(tmp_path, ompi)
+    assert (got["code"], got["cause"]) == ("LOG124", "other") and "does not support" in got["title"]
+    # MPICH's error stack: a receive smaller than what was sent is the ranks disagreeing on the message
+    mpich = ("Fatal error in PMPI_Recv: Message truncated, error stack:\n"
+             "PMPI_Recv(200): MPI_Recv(buf=0x7ffd, count=1, MPI_INT, src=0, tag=0, MPI_COMM_WORLD, status=0x1) failed\n")
+    check_row("mpi_error_class", mpich.splitlines()[0], "Fatal error in PMPI_Barrier: Other MPI error, error stack:")
+    got = _first(tmp_path, mpich, "mpich.log")
+    assert (got["code"], got["cause"]) == ("LOG050", "collective_mismatch") and "MPI_Recv" in got["detail"]
