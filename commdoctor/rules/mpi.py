@@ -643,6 +643,17 @@ SIGNATURES = (
                "mpi4py is built with the accelerator target module loaded (craype-accel-nvidia80, "
                "craype-accel-amd-gfx90a); a CPU-only program should not set MPICH_GPU_SUPPORT_ENABLED=1 (or load "
                "craype-accel-host)."),
+    # Cray MPICH on Slingshot picks each rank's NIC by its NUMA node (MPICH_OFI_NIC_POLICY=NUMA, the default) and
+    # aborts MPI_Init when the rank's CPU affinity spans several: "Unable to use a NIC_POLICY of 'NUMA'. Rank N is
+    # not confined to a single NUMA node." The process's affinity at MPI_Init is the launch's binding (srun without
+    # --cpu-bind / a --cpus-per-task over NUMA nodes) or what a library imported first made of it (OLCF's PyTorch
+    # guide for Frontier: mpi4py imported after torch).
+    sig("mpich_nic_policy", ("Unable to use a NIC_POLICY",),
+        r"Unable to use a NIC_POLICY of '?(?P<policy>\w{1,20})'?\. Rank (?P<rank>\d{1,7}) is not confined to a single NUMA node",
+        "other", ROOT, 2, "Cray MPICH could not pick a NIC for a rank whose CPUs span several NUMA nodes",
+        code="LOG125", params=lambda hs: {"rank": group(hs, "rank") or "?"},
+        alts=[("launcher_misconfig", "a launch that binds no CPUs (srun without --cpu-bind, --cpus-per-task across "
+                                     "NUMA nodes) gives every rank such an affinity")]),
     # IBM Spectrum MPI's PAMI (CudaIPCPool.h): "Error opening IPC Memhandle from peer:N, invalid argument", then its
     # own explanation "CUDA level IPC failure: this has been observed in environments where cgroups separate the
     # visible GPUs between ranks." Ranks of one node that each see only their own GPU (a cgroup, container or jsrun
@@ -787,6 +798,12 @@ CODES = (
     Code("LOG124", "mpi-call-rejected", E, "MPI rejected the program's call: {what}",
          "Fix the call the error stack names (its communicator, rank, count, datatype and buffer), or use an "
          "operation the MPI library supports for these arguments", cause="other"),
+    Code("LOG125", "mpich-nic-policy-numa", E, "Cray MPICH could not choose a network interface for rank {rank}: "
+         "its CPUs span several NUMA nodes",
+         "Bind each rank to the cores of one NUMA node (srun --cpu-bind=cores with a --cpus-per-task that fits, or "
+         "the site's recommended binding); where the binding is right, import mpi4py (initialise MPI) before torch; "
+         "or choose the NIC another way (MPICH_OFI_NIC_POLICY=GPU or ROUND-ROBIN)",
+         cause="other", env={"MPICH_OFI_NIC_POLICY": "GPU (or ROUND-ROBIN)"}),
     Code("LOG119", "mpi-not-cuda-aware", E, "the MPI / UCX stack handled GPU memory without CUDA support: {what}",
          "Use a CUDA-aware build (Open MPI and UCX configured --with-cuda; `ompi_info --parsable --all | grep "
          "mpi_built_with_cuda_support:value` says true, `ucx_info -d | grep cuda` lists cuda_copy) and keep cuda_copy "

@@ -178,3 +178,16 @@ def test_an_mpi_error_class_names_what_the_call_got_wrong(tmp_path: Path) -> Non
     check_row("mpi_error_class", mpich.splitlines()[0], "Fatal error in PMPI_Barrier: Other MPI error, error stack:")
     got = _first(tmp_path, mpich, "mpich.log")
     assert (got["code"], got["cause"]) == ("LOG050", "collective_mismatch") and "MPI_Recv" in got["detail"]
+
+
+def test_cray_mpich_refusing_a_rank_that_spans_numa_nodes_names_the_rank_and_its_binding(tmp_path: Path) -> None:
+    # OLCF's PyTorch guide for Frontier, troubleshooting "MPICH mpi4py Errors"
+    log = """\
+MPICH ERROR: Unable to use a NIC_POLICY of 'NUMA'. Rank 4 is not confined to a single NUMA node.  There are 4 numa_nodes detected (rc=0).
+MPICH ERROR [Rank 0] [job id 2853270.0] [Fri Dec 13 13:41:36 2024] [frontier05084] - Abort(2665871) (rank 0 in comm 0): Fatal error in PMPI_Init_thread: Other MPI error, error stack:
+MPIDI_CRAY_ofi_get_nic_index(1801)....: OFI invalid value for environment variable
+"""
+    check_row("mpich_nic_policy", log.splitlines()[0], "MPICH: using a NIC_POLICY of 'NUMA' for rank 4")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG125", "other") and "rank 4" in got["title"]
+    assert "--cpu-bind" in got["remedy"]["summary"]
