@@ -675,6 +675,18 @@ def _net_not_found(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "plugin that is not installed).")]
 
 
+def _efa_versions(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """libfabric's EFA provider on a peer of another libfabric release. The zero-copy receive error is a failure; the
+    connection-ID warning alone says the job can go on: a cause only when the job failed."""
+    failing = any("matching the local and remote" in h.ev.text for h in hs) or bool(m.unmatched_errors or m.watchdog) \
+        or any(c.tier <= 6 and not c.weak for c in found)
+    if not failing:
+        return []
+    return [cand("LOG126", "version_mismatch", 2, hs,
+                 alts=[("other", "with the same libfabric everywhere, the zero-copy receive mode itself "
+                                 "(FI_EFA_USE_ZCPY_RX=0 turns it off)")])]
+
+
 def _invalid_argument(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """NCCL's ncclInvalidArgument ("invalid argument") at start-up with its reason line not in the logs.
 
@@ -1390,6 +1402,17 @@ SIGNATURES = (
                                                  f"(fi_getinfo: {group(hs, 'err', 'err2') or 'failed'})"},
        alts=[("ib_misconfig", "if fi_info -p efa lists the devices inside the job, the provider name or FI_* settings "
                               "the job passes do not match them")]),
+    # libfabric's EFA provider about its peer's libfabric: the help text of FI_EFA_ERR_INVALID_PKT_TYPE_ZCPY_RX
+    # (prov/efa/src/efa_strerror.c: "This error is detected locally. Please consider matching the local and remote
+    # libfabric versions, or turning off the zero-copy recv feature by setting FI_EFA_USE_ZCPY_RX=0") and efa_av.c's
+    # "An incoming packet does NOT have connection ID in its header. This means the peer is using an older version
+    # of libfabric." The nodes run different EFA installers.
+    sig("efa_libfabric_versions", ("matching the local and remote libfabric versions",
+                                   "does NOT have connection ID in its header"),
+       r"Please consider matching the local and remote libfabric versions"
+       r"|An incoming packet does NOT have connection ID in its header",
+       "version_mismatch", ROOT, 2, "the EFA nodes of the job run different libfabric versions",
+       code="LOG126", build=_efa_versions),
     # aws-ofi-nccl's EFA path refuses a libfabric older than the one it was written for ("EFA provider requires at
     # least libfabric version 1.22.0."): the node's EFA installer (which ships libfabric) predates the plugin.
     sig("ofi_libfabric_old", ("EFA provider requires at least libfabric version",),
@@ -1673,6 +1696,10 @@ CODES = (
          "Install the plugin that provides it (aws-ofi-nccl for 'AWS Libfabric') where NCCL finds it, and make "
          "NCCL_NET_PLUGIN name its file (libnccl-net-<name>.so) or leave NCCL_NET_PLUGIN unset; or unset NCCL_NET",
          cause="other", env={"NCCL_DEBUG_SUBSYS": "INIT,NET (shows the plugin NCCL looked for)"}),
+    Code("LOG126", "libfabric-versions-differ", E, "the nodes run different libfabric versions (EFA)",
+         "Install the same EFA installer (and so the same libfabric) on every node, in the image or on the hosts; "
+         "`fi_info --version` on each node shows it", cause="version_mismatch",
+         env={"FI_EFA_USE_ZCPY_RX": "0 (if the versions already match)"}),
     Code("LOG040", "nccl-versions-differ", E, "NCCL versions disagree: {what}",
          "Install the same NCCL on every node (one torch wheel / nvidia-nccl-cu* version, no stray libnccl on LD_LIBRARY_PATH)",
          cause="version_mismatch", steps=("python -c 'import torch; print(torch.cuda.nccl.version())' on every node",)),

@@ -63,6 +63,18 @@ SIGNATURES = (
     # with exit code {ret}, check log for detail." after "ABORT!!! ABORT!!! ABORT!!!"; launch/job/container.py, as
     # controller.py reports "Container failed !!!": "Container rank {rank} status failed cmd [...] code {code} log
     # {errfile}". A trainer exited; what it printed is in its own log.
+    # paddle/phi/backends/gpu/gpu_resources.cc at GPU context creation: the CUDA version the driver supports (and the
+    # cuDNN loaded) against those Paddle was built with: "The installed Paddle is compiled with CUDA%d/cuDNN%d,but
+    # CUDA/cuDNN version in your machine is CUDA%d/cuDNN%d." (an error) and, driver alone, the glog warning "The
+    # installed Paddle is compiled with CUDA X, but CUDA runtime version in your machine is Y, which may cause
+    # serious incompatible bug" (a cause when the job failed).
+    sig("paddle_cuda_older", ("The installed Paddle is compiled with CUDA",),
+        r"The installed Paddle is compiled with CUDA ?(?P<built>[\d.]{1,6})[^\n]{0,40}?,\s?but (?:CUDA/cuDNN version|CUDA runtime "
+        r"version) in your machine is (?:CUDA ?)?(?P<have>[\d.]{1,6})",
+        "driver_cuda_mismatch", ROOT, 1, "the driver supports an older CUDA than Paddle was built with",
+        code="LOG032",
+        detail="Paddle compares the CUDA version the NVIDIA driver supports (nvidia-smi's 'CUDA Version') with the one "
+               "it was compiled with: update the driver, or install the Paddle build for the older CUDA."),
     sig("paddle_trainer_failed", ("ABORT!!! Out of all", "error with exit code", "status failed cmd"),
         r"ABORT!!! Out of all \d{1,6} trainers, the trainer process with rank=\[?(?P<rank>[\d, ]{1,40})\]? was aborted"
         r"|ERROR rank (?P<rank2>\d{1,6}) error with exit code (?P<code>-?\d{1,4}), check log for detail"

@@ -191,3 +191,38 @@ MPIDI_CRAY_ofi_get_nic_index(1801)....: OFI invalid value for environment variab
     got = _first(tmp_path, log)
     assert (got["code"], got["cause"]) == ("LOG125", "other") and "rank 4" in got["title"]
     assert "--cpu-bind" in got["remedy"]["summary"]
+
+
+def test_paddles_check_of_the_drivers_cuda_against_its_build_is_the_driver(tmp_path: Path) -> None:
+    # paddle/phi/backends/gpu/gpu_resources.cc, the error (driver and cuDNN) and the glog warning (driver alone)
+    err = ("ValueError: (InvalidArgument) The installed Paddle is compiled with CUDA12/cuDNN9,but CUDA/cuDNN version in "
+           "your machine is CUDA11/cuDNN8. which will cause serious incompatible bug.")
+    warn = ("W0529 10:12:03.123456 12345 gpu_resources.cc:196] WARNING: device: 0. The installed Paddle is compiled with "
+            "CUDA 12.0, but CUDA runtime version in your machine is 11.8, which may cause serious incompatible bug.")
+    check_row("paddle_cuda_older", err, "I0529 10:12:03.123456 12345 gpu_resources.cc:96] The installed Paddle is "
+                                        "compiled with CUDA 12.0")
+    check_row("paddle_cuda_older", warn, "W0529 gpu_resources.cc:119] Please NOTE: device: 0, GPU Compute Capability: "
+                                         "8.0, Driver API Version: 12.2, Runtime API Version: 12.0")
+    got = _first(tmp_path, err + "\n")
+    assert (got["code"], got["cause"]) == ("LOG032", "driver_cuda_mismatch")
+
+
+_EFA_OLD_PEER = ("libfabric:18234:1724312345::efa:ep_ctrl:efa_av_reverse_lookup_rdm_conn():109<warn> An incoming packet "
+                 "does NOT have connection ID in its header.\n")
+
+
+def test_libfabric_on_a_peer_of_another_release_is_the_versions_when_the_job_failed(tmp_path: Path) -> None:
+    """libfabric's EFA provider names a peer of another release: its zero-copy receive error is a failure; its
+    warning that a peer's packets lack a connection ID says the job can go on, so it is a cause only when the job
+    failed."""
+    zcpy = ("libfabric:18234:1724312345::efa:cq:efa_show_help():109<info> This error is detected locally. Please "
+            "consider matching the local and remote libfabric versions, or turning off the zero-copy recv feature by "
+            "setting FI_EFA_USE_ZCPY_RX=0 in the environment")
+    check_row("efa_libfabric_versions", zcpy, "libfabric:18234::efa:core:efa_device_init():120<info> libfabric 1.22.0")
+    got = _first(tmp_path, zcpy + "\n")
+    assert (got["code"], got["cause"]) == ("LOG126", "version_mismatch")
+    p = tmp_path / "healthy.log"
+    p.write_text(_EFA_OLD_PEER + "[rank0] step 100 loss 1.02\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+    got = _first(tmp_path, _EFA_OLD_PEER + "RuntimeError: NCCL communicator was aborted on rank 3.\n", "failed.log")
+    assert (got["code"], got["cause"]) == ("LOG126", "version_mismatch")
