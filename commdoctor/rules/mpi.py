@@ -424,6 +424,23 @@ SIGNATURES = (
     ctx("mpi_contact_uri", (";tcp://",),
         r"\b\d{1,12}\.\d{1,6};tcp://(?P<addrs>\d{1,3}(?:\.\d{1,3}){3}(?:,\d{1,3}(?:\.\d{1,3}){3}){0,15}):\d{1,5}",
         "the addresses mpirun's runtime listens on for its daemons (its contact URI)"),
+    # The remote shell's own report that the runtime's daemon is not there: ssh runs `orted` (Open MPI <= 4), `prted`
+    # (5.x) or `hydra_pmi_proxy` (MPICH) in a non-interactive shell on each node, whose PATH lacks the MPI install
+    # ("bash: orted: command not found") -- MPI not installed on that node, or its PATH set only for interactive
+    # shells. The daemons' start-up failure that follows is this.
+    sig("mpi_daemon_not_found", ("orted: command not found", "prted: command not found", "pmi_proxy: command not found",
+                                 "orted: No such file", "prted: No such file", "pmi_proxy: No such file"),
+        r"^(?:\S{1,80}: )?(?:ba|z|k|tc|c)?sh(?:: line \d{1,6})?: (?:\S{0,200}/)?(?P<bin>orted|prted|hydra_pmi_proxy|pmi_proxy)"
+        r": (?:command not found|No such file or directory)",
+        "other", ROOT, 1, "the MPI runtime's daemon is not installed, or not on the PATH, on another node",
+        code="LOG063", params=lambda hs: {"what": f"`{group(hs, 'bin')}` was not found by the remote shell on another "
+                                                  "node (MPI not installed there, or on no PATH a non-interactive shell "
+                                                  "sets)"},
+        detail="mpirun starts its daemon on every other node through ssh, in a non-interactive shell: that shell's PATH "
+               "must hold the same MPI installation (many .bashrc files return before setting PATH when not "
+               "interactive). `ssh NODE which orted` from the first node shows what it finds; mpirun --prefix DIR (or "
+               "Open MPI configured with --enable-orterun-prefix-by-default) passes the path along.",
+        alts=[("launcher_misconfig", "an mpirun of one installation launching onto nodes that have another")]),
     sig("mpi_daemon_connect", ("unable to establish a communication connection", "unexpectedly failed after launch",
                               "unable to reliably start", "lost communication with a remote daemon"),
        # Help texts wrap at about 70 columns: match only what fits on their first line. The name starts a word

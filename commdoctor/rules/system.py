@@ -18,7 +18,7 @@ from commdoctor.parsing.lines import CXX_WHAT, SIGBUS_DEATH
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
     CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, in_library_words,
-    out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
+    lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -601,6 +601,20 @@ def _heap_corruption(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _nvsmi_fabric_state(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A Fabric "State" of nvidia-smi -q that is not Completed, under the Fabric head (other sections have no such
+    field, but a "State" line elsewhere is not this)."""
+    under = lines_under(m, "nvsmi_fabric_state", hits(m, "nvsmi_fabric_head"), 3)
+    if not under:
+        return []
+    state = group(under, "state")
+    return [cand("LOG033", "fabric_manager_nvls", 1, under,
+                 detail=f"nvidia-smi -q reports the GPU's fabric state '{state}': its registration with the NVSwitch "
+                        "fabric (done by nvidia-fabricmanager) has not completed, so CUDA work that needs NVLink across "
+                        "the switches cannot start. Check `systemctl status nvidia-fabricmanager` (running, and the "
+                        "same version as the driver); a fabric manager restarted under running GPUs needs a GPU reset.")]
+
+
 def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
     failing = bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
@@ -998,6 +1012,15 @@ SIGNATURES = (
     # team with handle %llu, cannot find the team", "failed to find the GPU handle %llu in the multicast team request
     # setup %llu") or reports its NVSwitches and NVLinks failing: the fabric is in a bad state (NVIDIA/nccl#1043, fixed
     # by resetting the node). Its [INFO] lines about the same teams are its ordinary traffic.
+    # `nvidia-smi -q`'s "Fabric" section (NVML's GPU fabric info, Hopper and later on NVSwitch systems): "State" is
+    # Not Supported / Not Started / In Progress / Completed. A GPU whose fabric registration has not completed cannot
+    # run CUDA work that needs the NVLink fabric (cudaErrorSystemNotReady, "system not yet initialized"): the fabric
+    # manager is not running, still starting, or stuck. Read only under the section's head.
+    ctx("nvsmi_fabric_head", ("Fabric",), r"^\s{0,8}Fabric\s{0,4}$", "the Fabric section of nvidia-smi -q"),
+    sig("nvsmi_fabric_state", ("In Progress", "Not Started"),
+       r"^\s{0,16}State\s{0,40}: (?P<state>In Progress|Not Started)\s{0,4}$",
+       "fabric_manager_nvls", ROOT, 1, "nvidia-smi shows a GPU whose NVSwitch fabric registration has not completed",
+       code="LOG033", build=_nvsmi_fabric_state),
     sig("fm_log_error", ("[ERROR] [tid ",),
        r"\[[A-Z][a-z]{2} \d{1,2} \d{4} \d{2}:\d{2}:\d{2}\] \[ERROR\] \[tid \d{1,10}\] (?P<what>[^\n]{0,200}?"
        r"(?:multicast team|NVSwitch|NVLink|[Tt]runk link|fabric)[^\n]{0,120})",

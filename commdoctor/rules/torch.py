@@ -523,11 +523,11 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 def _fr_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """The analyser's ranks missing from a collective: they never called it (late, or on another path)."""
     listed = lines_under(m, "fr_analysis_missing_list", hs, 8)
-    ranks = group(listed, "ranks")
+    ranks = group(listed, "ranks") or group(hs, "ranks")
     who = f"rank(s) {ranks.replace(' ', '')} never called it (the flight recorder has no entry of theirs)" if ranks \
         else "some ranks never called it (the flight recorder has no entry of theirs)"
     return [cand("LOG051", "collective_timeout_straggler", 4, hs + listed[:1], params={
-        "op": f"collective #{group(hs, 'seq') or '?'} (flight recorder)", "timeout": "the process group's timeout", "who": who},
+        "op": f"collective #{group(hs, 'seq', 'seq2') or '?'} (flight recorder)", "timeout": "the process group's timeout", "who": who},
         alts=[("collective_mismatch", "if those ranks went on to other collectives (their own entries after this one), "
                                       "they skipped it: a rank-dependent branch around the call")])]
 
@@ -559,8 +559,12 @@ SIGNATURES = (
         r"|COLLECTIVE_DTYPE_MISMATCH)\b|Too many mismatches for process_group \S{1,40}: ?\S{0,80} aborting",
         "collective_mismatch", ROOT, 2, "the flight recorder's analyser found ranks that called different collectives",
         code="LOG050"),
+    # (Its earlier wordings: "Not all ranks joining collective 5 at entry 4" (torch 2.5-2.6, the flight recorder
+    # tutorial's output) and "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce
+    # Missing ranks are {1}" (tools/flight_recorder, torch 2.4).)
     sig("fr_analysis_missing", ("Not all ranks joining collective",),
-        r"Not all ranks joining collective, sequence number: (?P<seq>\d{1,12})",
+        r"Not all ranks joining collective(?:, sequence number: (?P<seq>\d{1,12})| (?P<seq2>\d{1,12}) at entry \d{1,12}"
+        r"| for group \S{1,120} collective \S{1,80}\s{1,4}Missing ranks are \{(?P<ranks>[\d, ]{1,400})\})",
         "collective_timeout_straggler", ROOT, 4, "the flight recorder's analyser found ranks that never called a collective",
         code="LOG051", build=_fr_missing),
     ctx("fr_analysis_missing_list", ("missing ranks:",), r"^\s{0,8}missing ranks: \{(?P<ranks>[\d, ]{1,400})\}",
@@ -730,7 +734,8 @@ SIGNATURES = (
     # -- collectives and their timeouts --------------------------------------------------------------
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
                                "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
-                               "appears not to match", "DDP expects same model", "due to shape mismatches"),
+                               "appears not to match", "DDP expects same model", "due to shape mismatches",
+                               "Error when verifying shape tensors"),
        # ProcessGroupWrapper names collectives by CollectiveFingerPrint both in its mismatch error and, under DETAIL with
        # TORCH_CPP_LOG_LEVEL=INFO, in its trace of every collective ("] Running collective: CollectiveFingerPrint(...)"):
        # the trace says nothing went wrong.
@@ -740,7 +745,11 @@ SIGNATURES = (
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks"
        # accelerate's operation check (utils/operations.py verify_operation, under ACCELERATE_DEBUG_MODE) before a
        # gather/reduce: "Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid."
-       r"|Cannot apply desired operation due to shape mismatches",
+       r"|Cannot apply desired operation due to shape mismatches"
+       # ProcessGroupWrapper (DETAIL) all-gathers each collective's input shapes before running it: "Error when
+       # verifying shape tensors for collective ALLREDUCE on rank 0. This likely indicates that input shapes into the
+       # collective are mismatched across ranks. Got shapes: ..."
+       r"|Error when verifying shape tensors for collective",
        "collective_mismatch", ROOT, 1, "ranks called different collectives, or the same one with different sizes",
        code="LOG050", exclude=("wrapper_barrier_error",)),
     # (Ray's collective library, util/collective/collective_group/nccl_collective_group.py, waits the same way for the

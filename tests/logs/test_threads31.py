@@ -226,3 +226,70 @@ def test_libfabric_on_a_peer_of_another_release_is_the_versions_when_the_job_fai
     assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
     got = _first(tmp_path, _EFA_OLD_PEER + "RuntimeError: NCCL communicator was aborted on rank 3.\n", "failed.log")
     assert (got["code"], got["cause"]) == ("LOG126", "version_mismatch")
+
+
+def test_process_group_wrappers_shape_check_is_a_collective_mismatch(tmp_path: Path) -> None:
+    # pytorch/pytorch docs/source/distributed.md (TORCH_DISTRIBUTED_DEBUG=DETAIL): one rank's tensor has another shape
+    log = """\
+work = default_pg.allreduce([tensor], opts)
+RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank 0. This likely indicates that input shapes into the collective are mismatched across ranks. Got shapes:  10
+[ torch.LongTensor{1} ]
+"""
+    check_row("collective_mismatch", log.splitlines()[1],
+              "[rank0]:[I1129 ProcessGroupWrapper.cpp:570] verifying shape tensors for collective ALLREDUCE")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG050", "collective_mismatch")
+
+
+def test_the_flight_recorder_analysers_earlier_wordings_of_a_missing_rank(tmp_path: Path) -> None:
+    """fr_trace's report of ranks with no entry for a collective, in the words of torch 2.4 and 2.5-2.6 as well: the
+    missing ranks are named (a late rank, or one on another path)."""
+    # pytorch/tutorials prototype_source/flight_recorder_tutorial.rst (torchfrtrace's output)
+    tut = """\
+Not all ranks joining collective 5 at entry 4
+group info: 0:default_pg
+collective: nccl:all_reduce
+missing ranks: {1}
+input sizes: [[3, 4]]
+"""
+    check_row("fr_analysis_missing", tut.splitlines()[0], "All ranks joining collective 5 at entry 4")
+    got = _first(tmp_path, tut)
+    assert got["code"] == "LOG051" and "rank(s) 1 never called it" in got["title"] and "#5" in got["title"]
+    old = ("Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce  Missing ranks are {1, 3}"
+           "  [[3, 4]] [[3, 4]] 4 scheduled\n")
+    got = _first(tmp_path, old, "old.log")
+    assert got["code"] == "LOG051" and "rank(s) 1,3 never called it" in got["title"]
+    also = [f["cause"] for f in diagnose_file(tmp_path / "old.log")["findings"] if f["code"] == "LOG090"]
+    assert "collective_mismatch" in also  # the other reading: those ranks skipped it
+
+
+def test_the_remote_shell_not_finding_mpis_daemon_is_named_before_the_runtimes_report(tmp_path: Path) -> None:
+    # horovod/horovod docs/troubleshooting.rst, "bash: orted: command not found"
+    log = """\
+bash: orted: command not found
+--------------------------------------------------------------------------
+ORTE was unable to reliably start one or more daemons.
+This usually is caused by:
+"""
+    check_row("mpi_daemon_not_found", log.splitlines()[0], "bash: ortedx: command not found")
+    check_row("mpi_daemon_not_found", "bash: line 1: /opt/ompi/bin/prted: No such file or directory",
+              "[node2:01234] orted: command line: orted -mca ess env")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG063", "other") and "`orted` was not found" in got["title"]
+
+
+def test_nvidia_smis_fabric_state_in_progress_is_the_fabric_not_ready(tmp_path: Path) -> None:
+    # NVIDIA GPU Operator troubleshooting (nvidia-smi -q on an HGX node whose fabric manager has not registered it)
+    log = """\
+Fabric
+     State                             : In Progress
+     Status                            : N/A
+     CliqueId                          : N/A
+"""
+    check_row("nvsmi_fabric_state", log.splitlines()[1], "     State                             : Completed")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG033", "fabric_manager_nvls") and "In Progress" in got["detail"]
+    # a State line outside the Fabric section is not this
+    p = tmp_path / "other.log"
+    p.write_text("Scheduler\n    State : In Progress\n")
+    assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
