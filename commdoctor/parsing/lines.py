@@ -129,11 +129,12 @@ _PYGLOG = re.compile(
 )
 # NCCL's result class, which torch prints on the line after "NCCL error in: ..." and NCCL-based programs print alone
 # ("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."), reads
-# like an exception of its own: the class names what failed.
+# like an exception of its own: the class names what failed. TensorFlow 1.x re-raises an op's error from
+# Session.run as "UnknownError (see above for traceback): MESSAGE".
 _EXC = re.compile(
     r"^(?:[\w.]{1,200}\.)?(?P<type>[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Timeout)|KeyboardInterrupt|Exception"
     r"|nccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error)"
-    r"(?::\s?(?P<msg>.*))?$"
+    r"(?: \(see above for traceback\))?(?::\s?(?P<msg>.*))?$"
 )
 _TRACEBACK = "Traceback (most recent call last):"
 #: IPython's and Jupyter's header: the exception's type, padding, then "Traceback (most recent call last)", no colon.

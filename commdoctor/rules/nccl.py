@@ -1141,6 +1141,17 @@ SIGNATURES = (
        detail="Two NCCL libraries are installed (e.g. nvidia-nccl-cu11 and nvidia-nccl-cu12 side by side, or a "
               "libnccl.so.2 on LD_LIBRARY_PATH) and the older one was loaded: `pip list | grep nccl`, and keep the "
               "one that matches torch (torch.cuda.nccl.version())."),
+    # "invalid data type" is NCCL 1.x's ncclGetErrorString(ncclInvalidType); NCCL 2 has no such code (a type it does
+    # not know is "invalid argument" with the WARN "%s : invalid type %d"). A program built for NCCL 2 (Horovod,
+    # TensorFlow) whose process loaded an NCCL 1 library (conda's nccl 1.x ahead on the library path) gets it for its
+    # first collective: the enums of the two releases differ.
+    sig("nccl1_loaded", ("invalid data type",),
+       r"\bnccl\w{2,40} failed: invalid data type\b|NCCL error[^\n]{0,200}?\binvalid data type\b",
+       "version_mismatch", ROOT, 2, "the process loaded an NCCL 1.x library under a program built for NCCL 2",
+       code="LOG040", params=lambda hs: {"what": "the program was built for NCCL 2 and the process loaded an NCCL 1.x "
+                                                 "library (its 'invalid data type' error)"},
+       detail="Find which libnccl the process loads (`ldd` on the framework's library, LD_LIBRARY_PATH, a conda "
+              "environment's own nccl package) and keep only the NCCL 2 release the program was built against."),
     sig("bad_family", ("is neither AF_INET",),
        r"with family (?P<fam>\d+) is neither AF_INET",
        "version_mismatch", ROOT, 3, "a peer sent a connection handle this NCCL cannot read, or NCCL found no interface",

@@ -293,3 +293,16 @@ Fabric
     p = tmp_path / "other.log"
     p.write_text("Scheduler\n    State : In Progress\n")
     assert [f for f in diagnose_file(p)["findings"] if f["cause"]] == []
+
+
+def test_nccl_1s_invalid_data_type_under_a_program_built_for_nccl_2_is_the_versions(tmp_path: Path) -> None:
+    """"invalid data type" is NCCL 1.x's error string (NCCL 2 has no such code). TensorFlow 1.x re-raises an op's error
+    as "UnknownError (see above for traceback): ...", which is an exception line like any other."""
+    # horovod/horovod docs/troubleshooting.rst, "ncclAllReduce failed: invalid data type" (conda's NCCL 1 loaded)
+    line = "UnknownError (see above for traceback): ncclAllReduce failed: invalid data type"
+    check_row("nccl1_loaded", line, "UnknownError (see above for traceback): ncclAllReduce failed: invalid argument")
+    got = _first(tmp_path, line + "\n")
+    assert (got["code"], got["cause"]) == ("LOG040", "version_mismatch") and "NCCL 1.x" in got["title"]
+    # the TF1 exception line with a message no rule reads is still a failure, not a healthy run
+    got = _first(tmp_path, "UnknownError (see above for traceback): Could not open model.pb\n", "tf.log")
+    assert got["code"] == "LOG080"
