@@ -12,6 +12,14 @@ from pathlib import Path
 from logs.test_corpus import diagnose_file
 from logs.test_rule_rows import check_row
 
+def _first(tmp_path: Path, text: str, name: str = "job.log") -> dict:
+    p = tmp_path / name
+    p.write_text(text)
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert found, "no finding with a cause"
+    return found[0]
+
+
 # Nixtla/neuralforecast#1110: AutoTFT under DDP on several GPUs, TORCH_DISTRIBUTED_DEBUG on; the terminal wrapped
 # each line (kept as posted). The TFT built a static-covariate encoder that never took part in the loss.
 _UNUSED = """\
@@ -29,11 +37,9 @@ def test_the_reducers_info_lines_about_parameters_without_gradient_are_the_unuse
     check_row("ddp_unused_params",
               "RuntimeError: ... Parameters which did not receive grad for rank 1: static_encoder.context_grns.3.glu.lin.bias",
               "Parameters which received grad for rank 1: lin.bias")
-    p = tmp_path / "rank1.log"
-    p.write_text(_UNUSED)
-    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
-    assert (found[0]["code"], found[0]["cause"]) == ("LOG095", "other")
-    assert found[0]["ranks"] == [1] and "static_encoder" in found[0]["evidence"][0]["text"]
+    got = _first(tmp_path, _UNUSED, "rank1.log")
+    assert (got["code"], got["cause"]) == ("LOG095", "other")
+    assert got["ranks"] == [1] and "static_encoder" in got["evidence"][0]["text"]
 
 
 # deepspeedai/DeepSpeed#6497: a script started with plain python, DeepSpeed 0.15.2; the host's hostname (GNU inetutils)
@@ -54,11 +60,9 @@ def test_a_hostname_without_the_all_addresses_option_is_named(tmp_path: Path) ->
     check_row("hostname_no_I",
               "subprocess.CalledProcessError: Command '['hostname -I']' returned non-zero exit status 64.",
               "subprocess.CalledProcessError: Command '['hostname -I']' returned non-zero exit status 1.")
-    p = tmp_path / "train.log"
-    p.write_text(_NO_I)
-    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
-    assert (found[0]["code"], found[0]["cause"]) == ("LOG120", "other")
-    assert "MASTER_ADDR" in found[0]["remedy"]["summary"] and "inetutils" in found[0]["detail"]
+    got = _first(tmp_path, _NO_I, "train.log")
+    assert (got["code"], got["cause"]) == ("LOG120", "other")
+    assert "MASTER_ADDR" in got["remedy"]["summary"] and "inetutils" in got["detail"]
 
 
 # pytorch/pytorch#188567: symm_mem.rendezvous with the NCCL backend as the group's first NCCL use (8x H100, NCCL
@@ -74,19 +78,9 @@ def test_a_refused_symmetric_memory_window_is_the_programs_set_up_of_the_group(t
     check_row("symm_mem_window", _WINDOW.splitlines()[2],
               # NCCL's own INFO line when registration works (NCCL 2.27+)
               "node1:1234:1240 [0] NCCL INFO Registered window segment ptr 0x7f0000000000 size 20971520")
-    p = tmp_path / "rank0.log"
-    p.write_text(_WINDOW)
-    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
-    assert (found[0]["code"], found[0]["cause"]) == ("LOG098", "other")
-    assert "device_id" in found[0]["detail"] and "rank 0" in found[0]["title"]
-
-
-def _first(tmp_path: Path, text: str, name: str = "job.log") -> dict:
-    p = tmp_path / name
-    p.write_text(text)
-    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
-    assert found, "no finding with a cause"
-    return found[0]
+    got = _first(tmp_path, _WINDOW, "rank0.log")
+    assert (got["code"], got["cause"]) == ("LOG098", "other")
+    assert "device_id" in got["detail"] and "rank 0" in got["title"]
 
 
 def test_an_exception_naming_a_launchers_variable_as_missing_is_the_launch(tmp_path: Path) -> None:
