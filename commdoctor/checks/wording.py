@@ -113,6 +113,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG034": {"what": "<the ranks and GPU>"},
     "LOG123": {"net": "<the network NCCL_NET names, e.g. AWS Libfabric>"},
     "LOG125": {"rank": "<N>"},
+    "LOG127": {"what": "<why the credential was rejected>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -976,6 +976,19 @@ SIGNATURES = (
                                                  "on the node the step ran on"},
        detail="slurmstepd could not execute the command: it is not on the PATH the step inherits (load the module or "
               "activate the environment inside the job script) or not installed on that node."),
+    # Slurm's MUNGE authentication (plugins/auth/munge: error("Munge decode failed: %s", munge_strerror)): a
+    # credential another node encoded is "Expired credential" or "Rewound credential" when the two clocks differ by more
+    # than its lifetime (5 minutes), "Invalid credential" when the nodes' munge keys differ. Steps and jobs between
+    # those nodes fail to launch.
+    sig("slurm_munge", ("Munge decode failed",),
+       r"Munge decode failed: (?P<why>Expired credential|Rewound credential|Invalid credential|Credential replayed"
+       r"|Unauthorized credential[^\n]{0,60}|Munged communication error|Socket communication error)",
+       "other", ROOT, 2, "Slurm's MUNGE authentication rejected a credential between nodes",
+       code="LOG127", params=lambda hs: {"what": (
+           "its timestamp is outside the credential's lifetime: the nodes' clocks differ"
+           if group(hs, "why") in ("Expired credential", "Rewound credential") else
+           "the nodes' munge keys differ" if group(hs, "why") == "Invalid credential" else
+           f"{group(hs, 'why')}: munged is not running or not reachable on the node")}),
     # accelerate/commands/launch.py checks the main process port before starting torch's launcher and raises
     # ConnectionError("Tried to launch distributed communication on port `{port}`, but another process is utilizing
     # it. ..."): a process on this host already listens on that port (a second job, a stale run).
@@ -1259,6 +1272,10 @@ CODES = (
          "not be found from it",
          "Start the job through a launcher that sets MASTER_ADDR and MASTER_PORT (deepspeed, torchrun, mpirun), or set "
          "them yourself; where a script needs this host's address use `hostname -i` or `ip -4 -o addr show`",
+         cause="other"),
+    Code("LOG127", "slurm-auth-failed", E, "Slurm's authentication (MUNGE) rejected a credential: {what}",
+         "Keep every node's clock in sync (chrony/ntpd: `date` on each node), give every node the same "
+         "/etc/munge/munge.key and keep munged running; `munge -n | ssh NODE unmunge` tests a pair of nodes",
          cause="other"),
     Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
          "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "

@@ -265,7 +265,10 @@ _MPI_ARG_CLASSES = {"RANK": "a rank outside the communicator", "ROOT": "a root o
                     "COMM": "an invalid communicator (freed, MPI_COMM_NULL, or another library's handle)",
                     "COUNT": "an invalid count", "TYPE": "an invalid datatype", "BUFFER": "an invalid buffer",
                     "ARG": "an invalid argument", "TAG": "an invalid tag", "OP": "an invalid reduction operation",
-                    "GROUP": "an invalid group"}
+                    "GROUP": "an invalid group", "WIN": "an invalid window"}
+#: ... and those of the program's order of calls.
+_MPI_ORDER_CLASSES = {"RMA_SYNC": "was called out of its window's synchronisation (an RMA access epoch not closed by "
+                                  "a fence, unlock or complete first)"}
 _MPICH_CLASSES = {"Message truncated": "TRUNCATE", "Invalid communicator": "COMM", "Invalid rank": "RANK",
                   "Invalid root": "ROOT", "Invalid count": "COUNT", "Invalid datatype": "TYPE",
                   "Invalid buffer pointer": "BUFFER", "Invalid argument": "ARG", "Invalid tag argument": "TAG",
@@ -279,9 +282,12 @@ def _mpi_error_class(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     for h in hs:
         cls = h.groups.get("cls") or _MPICH_CLASSES.get(str(h.groups.get("mcls")), "")
         by.setdefault(cls, []).append(h)
+    # Open MPI names the call a few lines above the class: "*** An error occurred in MPI_Win_free".
+    named = {(h.ev.source, h.ev.line): h.groups.get("fn") for h in hits(m, "ompi_error_in") if h.ev.line is not None}
     out = []
     for cls, got in by.items():
-        fn = group(got, "fn")
+        fn = group(got, "fn") or next((named[(h.ev.source, h.ev.line - k)] for h in got if h.ev.line is not None
+                                       for k in range(1, 5) if (h.ev.source, h.ev.line - k) in named), None)
         call = f"{fn}" if fn else "an MPI call"
         if cls == "TRUNCATE":
             out.append(cand("LOG050", "collective_mismatch", 2, got,
@@ -290,8 +296,9 @@ def _mpi_error_class(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         elif cls in ("PROC_FAILED", "PROC_FAILED_PENDING", "REVOKED"):
             out.append(cand("LOG060", "peer_process_died", 3, got,
                             params={"what": f"a process of the communicator failed ({call}: MPI_ERR_{cls})"}))
-        elif cls in _MPI_ARG_CLASSES or cls == "UNSUPPORTED_OPERATION":
+        elif cls in _MPI_ARG_CLASSES or cls in _MPI_ORDER_CLASSES or cls == "UNSUPPORTED_OPERATION":
             what = (f"{call} was passed {_MPI_ARG_CLASSES[cls]} (MPI_ERR_{cls})" if cls in _MPI_ARG_CLASSES else
+                    f"{call} {_MPI_ORDER_CLASSES[cls]} (MPI_ERR_{cls})" if cls in _MPI_ORDER_CLASSES else
                     f"{call} asked for an operation this MPI library does not support for these arguments "
                     "(MPI_ERR_UNSUPPORTED_OPERATION: a datatype, reduction or GPU buffer it cannot handle)")
             out.append(cand("LOG124", "other", 3, got, params={"what": what}))
@@ -428,14 +435,21 @@ SIGNATURES = (
     # (5.x) or `hydra_pmi_proxy` (MPICH) in a non-interactive shell on each node, whose PATH lacks the MPI install
     # ("bash: orted: command not found") -- MPI not installed on that node, or its PATH set only for interactive
     # shells. The daemons' start-up failure that follows is this.
+    # The daemon found but not started for a library the non-interactive shell's LD_LIBRARY_PATH lacks is the same
+    # ("hydra_pmi_proxy: error while loading shared libraries: libimf.so: cannot open shared object file", MPICH's
+    # FAQ: an Intel-compiled MPICH whose runtime path is set in an interactive shell only).
     sig("mpi_daemon_not_found", ("orted: command not found", "prted: command not found", "pmi_proxy: command not found",
-                                 "orted: No such file", "prted: No such file", "pmi_proxy: No such file"),
+                                 "orted: No such file", "prted: No such file", "pmi_proxy: No such file",
+                                 "error while loading shared libraries"),
         r"^(?:\S{1,80}: )?(?:ba|z|k|tc|c)?sh(?:: line \d{1,6})?: (?:\S{0,200}/)?(?P<bin>orted|prted|hydra_pmi_proxy|pmi_proxy)"
-        r": (?:command not found|No such file or directory)",
+        r": (?:command not found|No such file or directory)"
+        r"|^(?:\S{0,200}/)?(?P<bin2>orted|prted|hydra_pmi_proxy|pmi_proxy): error while loading shared libraries: (?P<lib>\S{1,120}):",
         "other", ROOT, 1, "the MPI runtime's daemon is not installed, or not on the PATH, on another node",
-        code="LOG063", params=lambda hs: {"what": f"`{group(hs, 'bin')}` was not found by the remote shell on another "
-                                                  "node (MPI not installed there, or on no PATH a non-interactive shell "
-                                                  "sets)"},
+        code="LOG063", params=lambda hs: {"what": (
+            f"`{group(hs, 'bin2')}` could not load {group(hs, 'lib')} on another node (its directory is on no "
+            "LD_LIBRARY_PATH a non-interactive shell sets)" if group(hs, "bin2") else
+            f"`{group(hs, 'bin')}` was not found by the remote shell on another node (MPI not installed there, or on "
+            "no PATH a non-interactive shell sets)")},
         detail="mpirun starts its daemon on every other node through ssh, in a non-interactive shell: that shell's PATH "
                "must hold the same MPI installation (many .bashrc files return before setting PATH when not "
                "interactive). `ssh NODE which orted` from the first node shows what it finds; mpirun --prefix DIR (or "
@@ -695,8 +709,10 @@ SIGNATURES = (
     # says what went wrong: a truncated message is a receive (or collective) smaller than what was sent, the argument
     # classes are the program's call, a failed process (ULFM) a death. MPI_ERR_OTHER / "Other MPI error" and
     # MPI_ERR_INTERN say nothing of the cause and are left to the lines around them.
+    ctx("ompi_error_in", ("An error occurred in MPI_",), r"\*\*\* An error occurred in (?P<fn>MPI_\w{1,40})",
+        "the MPI call Open MPI's fatal error handler names"),
     sig("mpi_error_class", ("*** MPI_ERR_", "Fatal error in "),
-       r"\*\*\* MPI_ERR_(?P<cls>TRUNCATE|RANK|ROOT|COMM|COUNT|TYPE|BUFFER|ARG|TAG|OP|GROUP|UNSUPPORTED_OPERATION"
+       r"\*\*\* MPI_ERR_(?P<cls>TRUNCATE|RANK|ROOT|COMM|COUNT|TYPE|BUFFER|ARG|TAG|OP|GROUP|WIN|RMA_SYNC|UNSUPPORTED_OPERATION"
        r"|PROC_FAILED(?:_PENDING)?|REVOKED): "
        r"|Fatal error in P?(?P<fn>MPI_\w{1,40}): (?P<mcls>Message truncated|Invalid communicator|Invalid rank|Invalid root"
        r"|Invalid count|Invalid datatype|Invalid buffer pointer|Invalid argument|Invalid tag argument|Invalid MPI_Op"

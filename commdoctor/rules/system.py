@@ -1137,11 +1137,14 @@ SIGNATURES = (
        "other", ROOT, 5, "a CUDA or HIP call failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
-    sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l"),
+    # (Open MPI's help-mpi-btl-openib.txt wraps "The OpenIB BTL failed to initialize while trying to allocate some /
+    # locked memory." after "some": its first line is read.)
+    sig("memlock", ("ibv_", "mlx5dv_", "memlock", "MEMLOCK", "locked memory", "Cannot allocate memory", "ulimit -l",
+                    "trying to allocate some"),
        r"(?:ibv_(?!open_device|reg_dmabuf_mr)\w+|mlx5dv_\w+)(?:\([^)]{0,200}\))? failed(?: with error| to create \w{1,8})?:? ?"
        r"(?:Cannot allocate memory|ENOMEM|12\b)"
        r"|RLIMIT_MEMLOCK|(?:ulimit|memlock).{0,40}(?:too low|64\b)|Cannot allocate memory.{0,40}(?:ibv|verbs|mlx|UCX|memlock)"
-       r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some locked memory",
+       r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some(?:\s+locked memory|\s*$)",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
        build=_memlock, always=True),
     # mlx5_core's firmware command check (drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_cmd_check) in dmesg:

@@ -300,3 +300,64 @@ def test_nccl_1s_invalid_data_type_under_a_program_built_for_nccl_2_is_the_versi
     # the TF1 exception line with a message no rule reads is still a failure, not a healthy run
     got = _first(tmp_path, "UnknownError (see above for traceback): Could not open model.pb\n", "tf.log")
     assert got["code"] == "LOG080"
+
+
+def test_no_break_spaces_of_a_log_copied_from_a_web_page_read_as_spaces(tmp_path: Path) -> None:
+    # pmodels/mpich's FAQ (wiki source): Hydra's report of a rank killed by SIGSEGV, its spaces no-break (U+00A0)
+    log = ("=====================================================================================\n"
+           "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+           "=   EXIT CODE: 11\n"
+           "APPLICATION TERMINATED WITH THE EXIT STRING: Segmentation fault (signal 11)\n").replace(" ", "\u00a0")
+    p = tmp_path / "mpich.log"
+    p.write_bytes(log.encode())
+    found = [f for f in diagnose_file(p)["findings"] if f["cause"]]
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG060", "peer_process_died") and "SIGSEGV" in found[0]["title"]
+
+
+def test_open_mpis_openib_locked_memory_message_is_read_from_its_first_line(tmp_path: Path) -> None:
+    # Open MPI's FAQ (openfabrics, "ib-locked-pages"): the help text wraps after "allocate some"
+    log = """\
+The OpenIB BTL failed to initialize while trying to allocate some
+locked memory.  This typically can indicate that the memlock limits
+are set too low.  For most HPC installations, the memlock limits
+"""
+    check_row("memlock", log.splitlines()[0], "The OpenIB BTL failed to initialize while trying to allocate some CQs")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG035", "rlimit_memlock")
+
+
+def test_mpis_daemon_missing_a_library_on_another_node_is_the_non_interactive_shells_path(tmp_path: Path) -> None:
+    # pmodels/mpich's FAQ: an Intel-compiled MPICH whose runtime path only an interactive shell sets
+    line = ("hydra_pmi_proxy: error while loading shared libraries: libimf.so: cannot open shared object file: No such "
+            "file or directory")
+    check_row("mpi_daemon_not_found", line,
+              "python: error while loading shared libraries: libpython3.10.so.1.0: cannot open shared object file")
+    got = _first(tmp_path, line + "\n")
+    assert (got["code"], got["cause"]) == ("LOG063", "other") and "libimf.so" in got["title"]
+
+
+def test_open_mpis_rma_sync_error_names_the_call_from_the_line_above(tmp_path: Path) -> None:
+    # Open MPI's FAQ (general tuning): the Intel MPI Benchmarks freeing a window inside an open access epoch
+    log = """\
+[node01.example.com:2228] *** An error occurred in MPI_Win_free
+[node01.example.com:2228] *** on win
+[node01.example.com:2228] *** MPI_ERR_RMA_SYNC: error while executing rma sync
+[node01.example.com:2228] *** MPI_ERRORS_ARE_FATAL (your MPI job will now abort)
+"""
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG124", "other")
+    assert got["title"].startswith("MPI rejected the program's call: MPI_Win_free was called out of")
+
+
+def test_slurms_munge_rejecting_a_credential_names_clocks_or_keys(tmp_path: Path) -> None:
+    # Slurm's FAQ ("clock"): a node whose clock is behind
+    log = """\
+error: Munge decode failed: Expired credential
+ENCODED: Wed May 12 12:34:56 2008
+DECODED: Wed May 12 12:01:12 2008
+"""
+    check_row("slurm_munge", log.splitlines()[0], "debug: Munge decode succeeded")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG127", "other") and "clocks differ" in got["title"]
+    got = _first(tmp_path, "slurmd: error: Munge decode failed: Invalid credential\n", "key.log")
+    assert "munge keys differ" in got["title"]
