@@ -352,7 +352,7 @@ class Scanner:
                 cr_lines = b"\r" in data and b"\n" not in data
             if cr_lines and data:
                 data = data.replace(b"\r", b"\n")
-            if b"\xc2\xa0" in data:
+            if b"\xa0" in data and b"\xc2\xa0" in data:  # (one byte first: memchr, a hundred times faster)
                 # No-break spaces (U+00A0) where a log was copied from a web page or a wiki: the keywords and the
                 # rules are written with plain spaces. One byte shorter each; counted back below.
                 nbsp = data.count(b"\xc2\xa0")
