@@ -1176,15 +1176,16 @@ SIGNATURES = (
     # CPython's faulthandler, when enabled, says the same of a process it sees abort: "Fatal Python error: Aborted",
     # then each thread's stack ("Current thread 0x... (most recent call first):").
     # Open MPI's signal handler (opal/util/stacktrace.c) starts its report with "[host:pid] *** Process received
-    # signal ***", then "Signal: Segmentation fault (11)" and the frames: a post may hold its first line only.
+    # signal ***", then "Signal: Segmentation fault (11)" and the frames: a post may hold its first line only. Open MPI
+    # 1.x's handler started with "Signal:11 info.si_errno:0(Success) si_code:1(SEGV_MAPERR)".
     sig("process_died", ("Signal ", "SIGKILL", "exitcode", "Killed", "SIGSEGV", "Segmentation fault", "core dumped", "oom-kill", "OOM",
                          "exits with return code = -", "terminate called", "Fatal Python error: Aborted",
-                         "Process received signal", "==== backtrace"),
+                         "Process received signal", "==== backtrace", "info.si_errno:"),
        r"Signal (?P<sig>\d+) \((?P<name>SIG\w+)\) received by PID (?P<pid>\d+)|exitcode\s*:?\s*(?P<code>-\d+)"
        r"|exits with return code = (?P<dscode>-\d{1,3})\b"
        r"|^Killed$|Killed process \d+|oom-kill|Out of memory: Kill|Segmentation fault|SIGSEGV|(?P<abrt>\bAborted )?\(core dumped\)"
        r"|Fatal Python error: (?P<pyabrt>Aborted)\b"
-       r"|\*\*\* Process received signal \*\*\*"
+       r"|\*\*\* Process received signal \*\*\*|^(?:\[[^\]\s]{1,80}\] ?)?Signal:\d{1,2} info\.si_errno:"
        r"|^\s{0,4}==== backtrace(?: \(tid: ?\d{1,10}\))? ====$"
        r"|\bterminate called (?:after throwing an instance of '(?P<exc>[^'\s]{1,120})'|without an active exceptio(?P<noexc>n))",
        "peer_process_died", ROOT, 5, "a process was killed or crashed",

@@ -361,3 +361,16 @@ DECODED: Wed May 12 12:01:12 2008
     assert (got["code"], got["cause"]) == ("LOG127", "other") and "clocks differ" in got["title"]
     got = _first(tmp_path, "slurmd: error: Munge decode failed: Invalid credential\n", "key.log")
     assert "munge keys differ" in got["title"]
+
+
+def test_open_mpi_1s_signal_handler_report_is_a_crash(tmp_path: Path) -> None:
+    # open-mpi.org FAQ (troubleshooting, "libopal-apparent-segv"): the program dereferenced NULL; Open MPI 1.x's handler
+    log = """\
+Signal:11 info.si_errno:0(Success) si_code:1(SEGV_MAPERR)
+Failing at addr:(nil)
+[0] func:/opt/ompi/lib/libopen-pal.so.0(opal_backtrace_print+0x2b) [0x2a958de8a7]
+*** End of error message ***
+"""
+    check_row("process_died", log.splitlines()[0], "Signal:11 handler installed")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG060", "peer_process_died")
