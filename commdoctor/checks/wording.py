@@ -114,6 +114,8 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG123": {"net": "<the network NCCL_NET names, e.g. AWS Libfabric>"},
     "LOG125": {"rank": "<N>"},
     "LOG127": {"what": "<why the credential was rejected>"},
+    "LOG128": {"waiting": "<N of M>", "op": "<a collective>", "late": "<N>", "late_are": "is"},
+    "LOG129": {"pid": "<PID>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

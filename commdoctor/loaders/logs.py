@@ -131,6 +131,13 @@ _ELASTIC_EXIT = re.compile(r"(?P<code>-?\d{1,5})(?: \(pid: (?P<pid>\d{1,10})\))?
 _RECORD_HEAD = re.compile(r"(?:\[rank\d{1,7}\]:)?\[?[EWIF]\d{4} \d\d:\d\d:\d\d\.\d{6,9} (?:\d{1,10} )?[^\s\]]{1,300}:\d{1,6}\] ")
 # A traceback frame inside torch.distributed's collective API: File ".../distributed_c10d.py", line 3252, in all_reduce
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d{1,7}, in (?P<fn>[a-z_]{1,40})$')
+#: py-spy's text dump (`py-spy dump --pid P`), as posts of hung jobs paste it: a thread's head ('Thread 688510
+#: (active): "MainThread"', 'Thread 0x7F2A (idle+gil): "MainThread"') and, innermost first, its frames
+#: ("    broadcast (torch/distributed/distributed_c10d.py:1191)").
+_PYSPY_THREAD = re.compile(r'^\s{0,8}Thread (?:0x[0-9A-Fa-f]{1,16}|\d{1,10}) \((?P<state>active|idle)[^)]{0,20}\): '
+                           r'"(?P<name>[^"]{0,80})"')
+_PYSPY_C10D = re.compile(r"^\s{1,16}(?P<fn>\w{1,60}) \([^()\s]{0,300}distributed_c10d\.py:\d{1,7}\)")
+MAX_PYSPY = 1024  # py-spy threads kept per run
 #: A traceback frame of the program itself (not torch's, not the interpreter's): where it called into torch.
 _CODE_FRAME = re.compile(r'File "(?P<path>[^"<]{1,400}?(?P<file>[^"/\\]{1,120}\.py))", line (?P<line>\d{1,7}), in ')
 #: Any traceback frame: File "path", line N, in name.
@@ -200,6 +207,17 @@ class Comm:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "ev"}
+
+
+@dataclass
+class PySpyThread:
+    """One thread of a py-spy dump pasted in the logs: its head line, and the torch.distributed call it is in (the
+    innermost distributed_c10d.py frame), None when no frame of it is in one."""
+
+    ev: Evidence
+    name: str
+    state: str
+    call: str | None = None
 
 
 @dataclass
@@ -327,6 +345,8 @@ class RunModel:
     raised_in: dict[tuple[str, int], str] = field(default_factory=dict)
     #: The same exceptions -> the program's own line that made that call ("train.py:64"), where the traceback shows it.
     raised_at: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The threads of py-spy dumps pasted in the logs, in order read (up to MAX_PYSPY).
+    pyspy: list[PySpyThread] = field(default_factory=list)
     lines_seen: int = 0
     engine: str = ""
 
@@ -356,6 +376,8 @@ class _Builder:
         #: torch.distributed (the program frame before the traceback's first distributed_c10d.py frame).
         self._code_frame: dict[tuple[str, int | None], str] = {}
         self._c10d_site: dict[tuple[str, int | None], str] = {}
+        #: file -> the py-spy threads whose frames are being read (heads on consecutive lines share one stack)
+        self._pyspy_cur: dict[str, list[PySpyThread]] = {}
         #: A watchdog message wrapped over lines, as posts show it: file -> the line that said "Watchdog caught
         #: collective operation timeout:" and nothing more (its number, its rank), and the record whose fields went on
         #: to the next line.
@@ -425,7 +447,25 @@ class _Builder:
         ri = self.rank_info(rec, rank, src)
         msg = rec.msg
         ctx = (src, rec.task)
+        if "(active" in text or "(idle" in text:
+            t = _PYSPY_THREAD.match(text)
+            if t:
+                # Heads on consecutive lines share the stack under the last of them (a dump grouped by stack, as
+                # posts of many processes show it).
+                group_ = self._pyspy_cur.get(src)
+                if group_ is None or group_[-1].ev.line != line_no - 1:
+                    group_ = self._pyspy_cur[src] = []
+                if len(self.m.pyspy) < MAX_PYSPY:
+                    th = PySpyThread(self.ev(src, line_no, rec, rank), t.group("name"), t.group("state"))
+                    self.m.pyspy.append(th)
+                    group_.append(th)
         if "distributed_c10d.py" in text:
+            cur = self._pyspy_cur.get(src)
+            if cur and cur[0].call is None:
+                p = _PYSPY_C10D.match(text)
+                if p:
+                    for th in cur:
+                        th.call = p.group("fn")
             f = _C10D_FRAME.search(text)
             if f:
                 key = (src, rank)

@@ -41,6 +41,9 @@ MODEL_KEYWORDS: tuple[str, ...] = (
     # The C++ runtime's std::terminate ("terminate called after throwing an instance of 'int'"): a process that
     # ended on an uncaught exception, often with no other keyword on the line.
     "terminate called", "what():",
+    # py-spy's text dump of a hung process: each thread's head ('Thread 688510 (active): "MainThread"') and its frames
+    # in torch.distributed's API ("    broadcast (torch/distributed/distributed_c10d.py:1191)").
+    "(active", "(idle", "distributed_c10d.py:",
 )
 
 

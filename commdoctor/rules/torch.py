@@ -562,6 +562,17 @@ SIGNATURES = (
     # (Its earlier wordings: "Not all ranks joining collective 5 at entry 4" (torch 2.5-2.6, the flight recorder
     # tutorial's output) and "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce
     # Missing ranks are {1}" (tools/flight_recorder, torch 2.4).)
+    # `ps aux` / `ps -eo` rows of the job's processes: USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND, a STAT
+    # starting with D for a process of the job (python, torchrun's workers) -- read by _stuck_in_kernel.
+    ctx("ps_d_state", (" Dl ", " D ", " Ds ", " D+ ", " Dl+ ", " Dsl ", " DN ", " Dsl+ "),
+        r"^\S{1,32}\s{1,8}(?P<pid>\d{1,10})\s{1,8}[\d.]{1,6}\s{1,8}[\d.]{1,6}\s{1,8}\d{1,14}\s{1,8}\d{1,14}\s{1,8}\S{1,12}"
+        r"\s{1,8}D[<NLsl+]{0,5}\s{1,8}\S{1,8}\s{1,8}[\d:]{1,12}\s{1,8}(?:\S{0,200}/)?python",
+        "a process of the job in uninterruptible sleep (ps state D)"),
+    # py-spy's and strace's own failures to attach to a process (ptrace refused: another user's process, or
+    # kernel.yama.ptrace_scope) are the debugging tool's, not the job's.
+    ctx("tool_attach_refused", ("Failed to suspend process", "ptrace(PTRACE_"),
+        r"^Error: Failed to suspend process$|^strace: attach: ptrace\(PTRACE_\w{1,12}, \d{1,10}\): Operation not permitted",
+        "a debugger (py-spy, strace) could not attach to a process", harmless=True),
     sig("fr_analysis_missing", ("Not all ranks joining collective",),
         r"Not all ranks joining collective(?:, sequence number: (?P<seq>\d{1,12})| (?P<seq2>\d{1,12}) at entry \d{1,12}"
         r"| for group \S{1,120} collective \S{1,80}\s{1,4}Missing ranks are \{(?P<ranks>[\d, ]{1,400})\})",
@@ -985,8 +996,47 @@ def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                                              "error is the cause: look for it in rank 0's output")])]
 
 
+def _stacks_one_elsewhere(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """py-spy dumps of a hung job's processes pasted in the logs: some main threads wait inside a torch.distributed
+    call while others are in none. Those others hold everyone (a DataLoader deadlock, a filesystem wait, work one
+    rank does alone); with pipeline or tensor groups the waiting ones may sit in different calls, which says nothing
+    by itself, so only the ones outside every call are read."""
+    main = [t for t in m.pyspy if t.name == "MainThread"] or list(m.pyspy)
+    waiting = [t for t in main if t.call]
+    late = [t for t in main if not t.call]
+    if len(main) < 2 or not waiting or not late or any(c.tier <= 3 and not c.consequence for c in found):
+        return []
+    calls: dict[str, int] = {}
+    for t in waiting:
+        calls[t.call or ""] = calls.get(t.call or "", 0) + 1
+    op = max(calls, key=lambda k: calls[k])
+    evs = [t.ev for t in late[:2]] + [waiting[0].ev]
+    return [Cand("LOG128", "collective_timeout_straggler", 4, 0, evs, ranks={t.ev.rank for t in late if t.ev.rank is not None},
+                 params={"waiting": f"{len(waiting)} of {len(main)}", "op": op + ("" if len(calls) == 1 else " and other calls"),
+                         "late": f"{len(late)}", "late_are": "is" if len(late) == 1 else "are"},
+                 alts=[("collective_mismatch", "if the process outside went on past a collective the others wait in "
+                                               "(a rank-dependent branch), it skipped that call")])]
+
+
+def _stuck_in_kernel(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """`ps` rows of the job's processes pasted beside a hang: a process in state D (uninterruptible sleep, inside a
+    system call the kernel cannot interrupt: I/O, most often a network or parallel file system that stopped
+    answering) while the others wait in a collective is the one they wait for."""
+    d = hits(m, "ps_d_state")
+    waiting = any(t.call for t in m.pyspy) or any(w.timed_out for w in m.watchdog)
+    if not d or not waiting or any(c.tier <= 3 and not c.consequence for c in found):
+        return []
+    pids = sorted({str(h.groups.get("pid")) for h in d})
+    return [cand("LOG129", "collective_timeout_straggler", 3, d, params={"pid": ", ".join(pids[:4])},
+                 alts=[("hardware_fault", "a device or node whose driver stopped answering leaves the process in D "
+                                          "state the same way: dmesg on that node")])]
+
+
 MODEL_RULES = (
     ModelRule("torch_versions_differ", _torch_versions, "ranks that run different torch versions", phase=0),
+    ModelRule("stuck_in_kernel", _stuck_in_kernel, "a process of a hung job in uninterruptible sleep (ps state D)"),
+    ModelRule("stacks_one_elsewhere", _stacks_one_elsewhere, "py-spy dumps in the logs: main threads outside every "
+                                                             "torch.distributed call while the others wait in one"),
     ModelRule("waited_for_main", _waited_for_main, "a rank that failed waiting for the main process in main_process_first()"),
     ModelRule("wrapper_traces_differ", _traces_differ, "ranks whose last traced collectives differ where the log stops"),
 )
@@ -1034,6 +1084,17 @@ CODES = (
     Code("LOG051", "collective-timeout-straggler", E, "{op} timed out after {timeout}: {who}",
          "Find what the late rank was doing (rank-0-only evaluation, data preparation, checkpointing) and run it on every rank, or before the process group starts; raise the timeout only for known-slow phases",
          cause="collective_timeout_straggler", steps=("commdoctor hang takes the stacks of every rank while it waits",)),
+    Code("LOG128", "stacks-one-elsewhere", E, "py-spy shows {waiting} main threads waiting in {op} while {late} "
+         "{late_are} in no torch.distributed call, holding the others",
+         "Read the stacks of the processes outside the call: what they wait on (a DataLoader worker, a file system, "
+         "work one rank does alone) is what to fix; `commdoctor hang` takes every rank's stack with its rank",
+         cause="collective_timeout_straggler"),
+    Code("LOG129", "process-in-d-state", E, "process {pid} is stuck in the kernel (ps state D, uninterruptible "
+         "sleep) while the others wait for it in a collective",
+         "A process in state D waits on I/O the kernel cannot interrupt, most often a network or parallel file system "
+         "(NFS, Lustre, GPFS) that stopped answering: on its node read `cat /proc/PID/stack`, `dmesg` and the file "
+         "system's health; it goes on only once that call returns (or the node is rebooted)",
+         cause="collective_timeout_straggler"),
     Code("LOG052", "waited-for-unique-id", E, "ranks timed out waiting for rank {late} to publish NCCL's unique id",
          "Rank {late} was busy (preprocessing, tokenizing) when the first collective ran: do that work before the process group starts, or raise the timeout",
          cause="collective_timeout_straggler"),

@@ -374,3 +374,58 @@ Failing at addr:(nil)
     check_row("process_died", log.splitlines()[0], "Signal:11 handler installed")
     got = _first(tmp_path, log)
     assert (got["code"], got["cause"]) == ("LOG060", "peer_process_died")
+
+
+# bigscience-workshop/bigscience train/tr11-176B-ml/chronicles.md, "2022-04-30 hanging at eval": py-spy of the hung
+# BLOOM eval, grouped by stack (consecutive heads share the stack under the last); one process sits in its DataLoader.
+_PYSPY = """\
+Thread 599212 (active): "MainThread"
+Thread 599213 (active): "MainThread"
+    broadcast (torch/distributed/distributed_c10d.py:1191)
+    _bcast_pipe_scalar (deepspeed/runtime/pipe/engine.py:542)
+    eval_batch (deepspeed/runtime/pipe/engine.py:455)
+
+Thread 688514 (idle): "MainThread"
+    wait (threading.py:306)
+    get (queue.py:179)
+    _try_get_data (torch/utils/data/dataloader.py:1011)
+
+Thread 686181 (active): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:1316)
+    _reduce_outputs (deepspeed/runtime/pipe/engine.py:519)
+"""
+
+
+def test_pasted_py_spy_stacks_name_the_process_outside_every_collective(tmp_path: Path) -> None:
+    """py-spy dumps of a hung job pasted in a log: main threads inside torch.distributed calls wait for the one that
+    is in none (pipeline groups put the waiting ones in different calls, which is no mismatch by itself)."""
+    got = _first(tmp_path, _PYSPY)
+    assert (got["code"], got["cause"]) == ("LOG128", "collective_timeout_straggler")
+    assert got["title"].startswith("py-spy shows 3 of 4 main threads waiting in broadcast and other calls while 1 is")
+    assert 'Thread 688514 (idle): "MainThread"' in got["evidence"][0]["text"]
+    # every process inside a call: nothing here says who is late
+    p = tmp_path / "all_in.log"
+    p.write_text("".join(line + "\n" for line in _PYSPY.splitlines()[:5]))
+    assert [f for f in diagnose_file(p)["findings"] if f["code"] == "LOG128"] == []
+
+
+def test_a_process_in_uninterruptible_sleep_beside_waiting_ranks_is_the_one_they_wait_for(tmp_path: Path) -> None:
+    """huggingface/m4-logs tr_141 (leap of faith, try3): rank 0 blocked in the file system (ps state Dl), the others in
+    a barrier; py-spy could not attach to it (its own error, not the job's)."""
+    log = """\
+Thread 280064 (active): "MainThread"
+    barrier (torch/distributed/distributed_c10d.py:2784)
+    wait_for_everyone (accelerate/utils/other.py:81)
+
+Process 280058: ...
+Error: Failed to suspend process
+Reason: EPERM: Operation not permitted
+
+USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND
+ura81os   280058  117  4.6 17517200480 24494736 ? Dl  00:36 291:14 python
+ura81os   280059 87.9  4.4 17508566232 23526964 ? Rl  00:36 217:52 python
+"""
+    check_row("ps_d_state", log.splitlines()[9], log.splitlines()[10])
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG129", "collective_timeout_straggler") and "280058" in got["title"]
+    assert all(f["code"] != "LOG080" for f in diagnose_file(tmp_path / "job.log")["findings"])
