@@ -456,6 +456,19 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         who = (f"rank {', '.join(map(str, sorted(late)))} never reached the collective the others wait in "
                f"(#{fr.seq} {fr.op}, flight recorder): it is the straggler ({last})")
         evs = _fr_evidence(m, fr.entries) + evs
+    lag = hits(m, "desync_lagging")
+    if not who and lag:
+        # torch's desync report (TORCH_NCCL_DESYNC_DEBUG) names the ranks itself, from every rank's trace in the store.
+        parts = []
+        for h in lag[:3]:
+            g = h.groups
+            rs = (g.get("fin") or g.get("mid") or g.get("never") or "").replace(" ", "")
+            late |= {int(x) for x in rs.split(",") if x.isdigit()}
+            parts.append(f"rank {rs} finished collective #{g.get('n')} but never joined #{g.get('next')}" if g.get("fin")
+                         else f"rank {rs} joined collective #{g.get('n2')} but never finished it" if g.get("mid")
+                         else f"rank {rs} never joined any collective")
+        who = "; ".join(dict.fromkeys(parts)) + " (torch's desync report): the straggler, or a rank on another path"
+        evs = [h.ev for h in lag[:2]] + evs
     if not who and progress:
         low = min(v[0] for v in progress.values())
         late = {r for r, v in progress.items() if v[0] == low}
@@ -573,6 +586,15 @@ SIGNATURES = (
     ctx("tool_attach_refused", ("Failed to suspend process", "ptrace(PTRACE_"),
         r"^Error: Failed to suspend process$|^strace: attach: ptrace\(PTRACE_\w{1,12}, \d{1,10}\): Operation not permitted",
         "a debugger (py-spy, strace) could not attach to a process", harmless=True),
+    # torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1, c10d TraceUtils.h analyzeLaggingRanks / analyzeMissingRanks),
+    # under a watchdog timeout: "[1] finished collective #2, but didn't join collective #3 (count from 1)", "[1, 2]
+    # joined but didn't finish collective #2 (count from 1)", "ranks [3] are the lagging ranks that caused this
+    # timeout. They never joined any collectives". Read by _watchdog, which names those ranks.
+    ctx("desync_lagging", ("but didn't join collective", "joined but didn't finish collective", "are the lagging ranks"),
+        r"\[(?P<fin>\d{1,7}(?:, ?\d{1,7}){0,63})\] finished collective #(?P<n>\d{1,12}), but didn't join collective #(?P<next>\d{1,12})"
+        r"|\[(?P<mid>\d{1,7}(?:, ?\d{1,7}){0,63})\] joined but didn't finish collective #(?P<n2>\d{1,12})"
+        r"|ranks \[(?P<never>\d{1,7}(?:, ?\d{1,7}){0,63})\] are the lagging ranks that caused this timeout",
+        "the ranks torch's desync report found lagging (TORCH_NCCL_DESYNC_DEBUG)"),
     sig("fr_analysis_missing", ("Not all ranks joining collective",),
         r"Not all ranks joining collective(?:, sequence number: (?P<seq>\d{1,12})| (?P<seq2>\d{1,12}) at entry \d{1,12}"
         r"| for group \S{1,120} collective \S{1,80}\s{1,4}Missing ranks are \{(?P<ranks>[\d, ]{1,400})\})",

@@ -429,3 +429,21 @@ ura81os   280059 87.9  4.4 17508566232 23526964 ? Rl  00:36 217:52 python
     got = _first(tmp_path, log)
     assert (got["code"], got["cause"]) == ("LOG129", "collective_timeout_straggler") and "280058" in got["title"]
     assert all(f["code"] != "LOG080" for f in diagnose_file(tmp_path / "job.log")["findings"])
+
+
+def test_torchs_desync_report_names_the_lagging_rank_under_the_watchdog_timeout(tmp_path: Path) -> None:
+    """stas00/ml-engineering debug/pytorch.md ("diagnosing NCCL collective hangs"): rank 0 called an extra all_reduce;
+    the watchdog of rank 0 timed out and TORCH_NCCL_DESYNC_DEBUG's report names rank 1, which the verdict now does."""
+    log = """\
+[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=8000) ran for 8097 milliseconds before timing out.
+ - [0] Timeout at collective: ALLREDUCE, #3
+ - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:
+     [1] finished collective #2, but didn't join collective #3 (count from 1)
+"""
+    check_row("desync_lagging", log.splitlines()[3], " - [0] Timeout at collective: ALLREDUCE, #3")
+    got = _first(tmp_path, log)
+    assert got["code"] == "LOG051" and "rank 1 finished collective #2 but never joined #3" in got["title"]
+    assert 1 in got["ranks"]
+    got = _first(tmp_path, log.replace("[1] finished collective #2, but didn't join collective #3",
+                                       "[1, 3] joined but didn't finish collective #3"), "mid.log")
+    assert "rank 1,3 joined collective #3 but never finished it" in got["title"]
