@@ -217,6 +217,7 @@ class PySpyThread:
     ev: Evidence
     name: str
     state: str
+    order: int  # the order read (RunModel's sequence), for ordering findings
     call: str | None = None
 
 
@@ -456,7 +457,7 @@ class _Builder:
                 if group_ is None or group_[-1].ev.line != line_no - 1:
                     group_ = self._pyspy_cur[src] = []
                 if len(self.m.pyspy) < MAX_PYSPY:
-                    th = PySpyThread(self.ev(src, line_no, rec, rank), t.group("name"), t.group("state"))
+                    th = PySpyThread(self.ev(src, line_no, rec, rank), t.group("name"), t.group("state"), self.seq)
                     self.m.pyspy.append(th)
                     group_.append(th)
         if "distributed_c10d.py" in text:

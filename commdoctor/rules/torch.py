@@ -1033,7 +1033,8 @@ def _stacks_one_elsewhere(m: Any, found: list[Cand], _unused: list[Cand]) -> lis
         calls[t.call or ""] = calls.get(t.call or "", 0) + 1
     op = max(calls, key=lambda k: calls[k])
     evs = [t.ev for t in late[:2]] + [waiting[0].ev]
-    return [Cand("LOG128", "collective_timeout_straggler", 4, 0, evs, ranks={t.ev.rank for t in late if t.ev.rank is not None},
+    return [Cand("LOG128", "collective_timeout_straggler", 4, min(t.order for t in late), evs,
+                 ranks={t.ev.rank for t in late if t.ev.rank is not None},
                  params={"waiting": f"{len(waiting)} of {len(main)}", "op": op + ("" if len(calls) == 1 else " and other calls"),
                          "late": f"{len(late)}", "late_are": "is" if len(late) == 1 else "are"},
                  alts=[("collective_mismatch", "if the process outside went on past a collective the others wait in "
