@@ -586,6 +586,18 @@ SIGNATURES = (
     ctx("tool_attach_refused", ("Failed to suspend process", "ptrace(PTRACE_"),
         r"^Error: Failed to suspend process$|^strace: attach: ptrace\(PTRACE_\w{1,12}, \d{1,10}\): Operation not permitted",
         "a debugger (py-spy, strace) could not attach to a process", harmless=True),
+    # torchft's lighthouse (src/lighthouse.rs), the coordinator of fault-tolerant replica groups: "Replica %s timed out
+    # (last heartbeat: ...), sending failure notification" once a replica group's heartbeats stop -- its processes
+    # exited or hang -- then "New failure detected, resetting all participants for quorum formation." The other
+    # groups' closed store connections that follow are its echo.
+    sig("torchft_heartbeat_lost", ("timed out (last heartbeat",),
+        r"Replica (?P<replica>\S{1,200}) timed out \(last heartbeat",
+        "peer_process_died", ROOT, 4, "torchft's lighthouse stopped hearing from a replica group",
+        code="LOG060", fails=True,
+        params=lambda hs: {"what": f"the replica group {(group(hs, 'replica') or '?').split(':')[0]} stopped sending "
+                                   "heartbeats to torchft's lighthouse (its processes exited, were killed or hang)"},
+        alts=[("collective_timeout_straggler", "a replica whose training loop is stuck (not dead) stops its heartbeats "
+                                               "too: its own log or stack tells which")]),
     # torch's desync report (TORCH_NCCL_DESYNC_DEBUG=1, c10d TraceUtils.h analyzeLaggingRanks / analyzeMissingRanks),
     # under a watchdog timeout: "[1] finished collective #2, but didn't join collective #3 (count from 1)", "[1, 2]
     # joined but didn't finish collective #2 (count from 1)", "ranks [3] are the lagging ranks that caused this

@@ -447,3 +447,15 @@ def test_torchs_desync_report_names_the_lagging_rank_under_the_watchdog_timeout(
     got = _first(tmp_path, log.replace("[1] finished collective #2, but didn't join collective #3",
                                        "[1, 3] joined but didn't finish collective #3"), "mid.log")
     assert "rank 1,3 joined collective #3 but never finished it" in got["title"]
+
+
+def test_torchfts_lighthouse_losing_a_replicas_heartbeat_is_that_replica_gone(tmp_path: Path) -> None:
+    # pytorch/torchft examples/ddp_proactive/README.md (at f5ee704): replica group 0 exits; the lighthouse notices
+    log = """\
+2025-05-22T11:47:49.435 [INFO] [torchft::lighthouse] - Replica train_ddp_0:782b3df7-ac82-4d1c-9c95-ff05b4c2ddb6 timed out (last heartbeat: Instant { tv_sec: 5334992, tv_nsec: 45173926 }), sending failure notification.
+2025-05-22T11:47:49.435 [INFO] [torchft::lighthouse] - New failure detected, resetting all participants for quorum formation.
+"""
+    check_row("torchft_heartbeat_lost", log.splitlines()[0],
+              "2025-05-22T11:47:49.435 [INFO] [torchft::lighthouse] - Replica train_ddp_0 sent heartbeat")
+    got = _first(tmp_path, log)
+    assert (got["code"], got["cause"]) == ("LOG060", "peer_process_died") and "train_ddp_0 stopped" in got["title"]
