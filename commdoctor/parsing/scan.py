@@ -354,10 +354,10 @@ class Scanner:
                 data = data.replace(b"\r", b"\n")
             if b"\xa0" in data and b"\xc2\xa0" in data:  # (one byte first: memchr, a hundred times faster)
                 # No-break spaces (U+00A0) where a log was copied from a web page or a wiki: the keywords and the
-                # rules are written with plain spaces. One byte shorter each; counted back below.
-                nbsp = data.count(b"\xc2\xa0")
+                # rules are written with plain spaces. One byte shorter each: the bytes read are counted back.
+                n = len(data)
                 data = data.replace(b"\xc2\xa0", b" ")
-                st.bytes += nbsp
+                st.bytes += n - len(data)
             if skipping:
                 nl = data.find(b"\n")
                 st.bytes += len(data)

@@ -345,6 +345,12 @@ def aborted_for_a_reason(m: Any, found: list[Any]) -> bool:
                 or any(c.cause and not c.consequence for c in found))
 
 
+def job_failed(m: Any, found: list[Any]) -> bool:
+    """The logs show the job failed or hung: an error no rule read, a watchdog report, or a finding that is not a
+    weak risk. A warning a working job also prints is a cause only then."""
+    return bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
+
+
 SELF_ABORT = ("Signal 6 (SIGABRT) is the process aborting itself: torch's watchdog takes a rank down after a collective "
               "timeout or a communicator error, so the error it logged before is the cause.")
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, SELF_ABORT, aborted_for_a_reason, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, ctx,
-                                   group, hits, missing_ranks, own_reading, peers_failed, quiet_exits, raised_ranks, sig,
-                                   signal_name, stamp)
+from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, SELF_ABORT, W, Cand,
+                                   Code, ModelRule, aborted_for_a_reason, cand, ctx, group, hits, missing_ranks,
+                                   own_reading, peers_failed, quiet_exits, raised_ranks, sig, signal_name, stamp)
 
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -919,9 +919,9 @@ SIGNATURES = (
        r"[^\n]{0,120}?\b(?:(?:is |was |are )?not (?:been )?(?:set|found|defined|specified|provided|available|in (?:the |current )?env)"
        r"|must be (?:set|specified|provided|defined|given)|(?:is |are )?required|(?:is |are )?missing|unset\b)",
        "launcher_misconfig", ROOT, 2, "a process found a variable its launcher sets missing",
-       code="LOG066", params=lambda hs: {"what": f"{group(hs, 'var')} is not set in this process: it was not started "
-                                                 "by the launcher the program expects (torchrun, srun, mpirun), or "
-                                                 "the launch script does not export it"}),
+       code="LOG066", exclude=("env_rendezvous_unset",),
+       params=lambda hs: {"what": f"{group(hs, 'var')} is not set in this process: it was not started by the launcher "
+                                  "the program expects (torchrun, srun, mpirun), or the launch script does not export it"}),
     # NCCL's ncclCommInitRank (init.cc) checks its arguments first: WARN("Invalid rank requested : %d/%d", myrank,
     # nranks) and ncclInvalidArgument when a rank is not in 0..nranks-1 -- a process started with a rank beyond the
     # world size the program passed (more tasks launched than the job declares, a rank offset applied twice).

@@ -260,15 +260,20 @@ MODEL_RULES = (
 )
 
 
-#: MPI error classes (the standard's MPI_ERR_*; MPICH's class strings) whose meaning is the program's call.
-_MPI_ARG_CLASSES = {"RANK": "a rank outside the communicator", "ROOT": "a root outside the communicator",
-                    "COMM": "an invalid communicator (freed, MPI_COMM_NULL, or another library's handle)",
-                    "COUNT": "an invalid count", "TYPE": "an invalid datatype", "BUFFER": "an invalid buffer",
-                    "ARG": "an invalid argument", "TAG": "an invalid tag", "OP": "an invalid reduction operation",
-                    "GROUP": "an invalid group", "WIN": "an invalid window"}
-#: ... and those of the program's order of calls.
-_MPI_ORDER_CLASSES = {"RMA_SYNC": "was called out of its window's synchronisation (an RMA access epoch not closed by "
-                                  "a fence, unlock or complete first)"}
+#: MPI error classes (the standard's MPI_ERR_*) whose meaning is the program's call: what each says of the call.
+_MPI_CALL_CLASSES = {
+    **{c: f"was passed {what} (MPI_ERR_{c})" for c, what in (
+        ("RANK", "a rank outside the communicator"), ("ROOT", "a root outside the communicator"),
+        ("COMM", "an invalid communicator (freed, MPI_COMM_NULL, or another library's handle)"),
+        ("COUNT", "an invalid count"), ("TYPE", "an invalid datatype"), ("BUFFER", "an invalid buffer"),
+        ("ARG", "an invalid argument"), ("TAG", "an invalid tag"), ("OP", "an invalid reduction operation"),
+        ("GROUP", "an invalid group"), ("WIN", "an invalid window"))},
+    "RMA_SYNC": "was called out of its window's synchronisation (an RMA access epoch not closed by a fence, unlock or "
+                "complete first) (MPI_ERR_RMA_SYNC)",
+    "UNSUPPORTED_OPERATION": "asked for an operation this MPI library does not support for these arguments "
+                             "(MPI_ERR_UNSUPPORTED_OPERATION: a datatype, reduction or GPU buffer it cannot handle)",
+}
+#: MPICH's class strings ("Fatal error in PMPI_Recv: Message truncated, error stack:") as the standard's names.
 _MPICH_CLASSES = {"Message truncated": "TRUNCATE", "Invalid communicator": "COMM", "Invalid rank": "RANK",
                   "Invalid root": "ROOT", "Invalid count": "COUNT", "Invalid datatype": "TYPE",
                   "Invalid buffer pointer": "BUFFER", "Invalid argument": "ARG", "Invalid tag argument": "TAG",
@@ -288,7 +293,7 @@ def _mpi_error_class(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     for cls, got in by.items():
         fn = group(got, "fn") or next((named[(h.ev.source, h.ev.line - k)] for h in got if h.ev.line is not None
                                        for k in range(1, 5) if (h.ev.source, h.ev.line - k) in named), None)
-        call = f"{fn}" if fn else "an MPI call"
+        call = fn or "an MPI call"
         if cls == "TRUNCATE":
             out.append(cand("LOG050", "collective_mismatch", 2, got,
                             detail=f"{call} received a message larger than the buffer it posted (MPI_ERR_TRUNCATE): the "
@@ -296,12 +301,8 @@ def _mpi_error_class(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         elif cls in ("PROC_FAILED", "PROC_FAILED_PENDING", "REVOKED"):
             out.append(cand("LOG060", "peer_process_died", 3, got,
                             params={"what": f"a process of the communicator failed ({call}: MPI_ERR_{cls})"}))
-        elif cls in _MPI_ARG_CLASSES or cls in _MPI_ORDER_CLASSES or cls == "UNSUPPORTED_OPERATION":
-            what = (f"{call} was passed {_MPI_ARG_CLASSES[cls]} (MPI_ERR_{cls})" if cls in _MPI_ARG_CLASSES else
-                    f"{call} {_MPI_ORDER_CLASSES[cls]} (MPI_ERR_{cls})" if cls in _MPI_ORDER_CLASSES else
-                    f"{call} asked for an operation this MPI library does not support for these arguments "
-                    "(MPI_ERR_UNSUPPORTED_OPERATION: a datatype, reduction or GPU buffer it cannot handle)")
-            out.append(cand("LOG124", "other", 3, got, params={"what": what}))
+        elif cls in _MPI_CALL_CLASSES:
+            out.append(cand("LOG124", "other", 3, got, params={"what": f"{call} {_MPI_CALL_CLASSES[cls]}"}))
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
-                                   frame_fn, frame_lib, group, hits, local_ranks_only, own_reading, sig, single_node,
+                                   frame_fn, frame_lib, group, hits, job_failed, local_ranks_only, own_reading, sig, single_node,
                                    trace_files, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
@@ -678,9 +678,7 @@ def _net_not_found(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 def _efa_versions(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """libfabric's EFA provider on a peer of another libfabric release. The zero-copy receive error is a failure; the
     connection-ID warning alone says the job can go on: a cause only when the job failed."""
-    failing = any("matching the local and remote" in h.ev.text for h in hs) or bool(m.unmatched_errors or m.watchdog) \
-        or any(c.tier <= 6 and not c.weak for c in found)
-    if not failing:
+    if not (any("matching the local and remote" in h.ev.text for h in hs) or job_failed(m, found)):
         return []
     return [cand("LOG126", "version_mismatch", 2, hs,
                  alts=[("other", "with the same libfabric everywhere, the zero-copy receive mode itself "

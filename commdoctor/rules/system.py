@@ -18,7 +18,7 @@ from commdoctor.parsing.lines import CXX_WHAT, SIGBUS_DEATH
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
     CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, in_library_words,
-    lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
+    job_failed, lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -617,7 +617,7 @@ def _nvsmi_fabric_state(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
-    failing = bool(m.unmatched_errors or m.watchdog) or any(c.tier <= 6 and not c.weak for c in found)
+    failing = job_failed(m, found)
     c = cand("LOG038", "p2p_acs_iommu", 3 if failing else 7, hs, weak=not failing,
              params={"what": f"the kernel runs without {group(hs, 'opt') or 'iommu=pt'}, so GPU peer traffic goes "
                              "through IOMMU translation (RCCL warns it can hang)"},

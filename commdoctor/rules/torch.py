@@ -11,6 +11,7 @@ collectives (a mismatch) or in the same one (a straggler or a hang).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -1040,10 +1041,8 @@ def _stacks_one_elsewhere(m: Any, found: list[Cand], _unused: list[Cand]) -> lis
     late = [t for t in main if not t.call]
     if len(main) < 2 or not waiting or not late or any(c.tier <= 3 and not c.consequence for c in found):
         return []
-    calls: dict[str, int] = {}
-    for t in waiting:
-        calls[t.call or ""] = calls.get(t.call or "", 0) + 1
-    op = max(calls, key=lambda k: calls[k])
+    calls = Counter(t.call for t in waiting)
+    op = calls.most_common(1)[0][0] or ""
     evs = [t.ev for t in late[:2]] + [waiting[0].ev]
     return [Cand("LOG128", "collective_timeout_straggler", 4, min(t.order for t in late), evs,
                  ranks={t.ev.rank for t in late if t.ev.rank is not None},
