@@ -249,6 +249,11 @@ def peers_failed(m: Any) -> bool:
                for typ, msg, _ev, _seq in m.exceptions)
 
 
+#: A traceback frame outside torch.distributed's launchers (run.py, launch.py, elastic/): the program's own.
+_PROGRAM_FRAME = re.compile(r'\s{0,40}File "(?![^"]{0,400}torch/distributed/(?:run|launch)\.py")'
+                            r'(?![^"]{0,400}torch/distributed/elastic/)[^"\n]{1,400}", line \d{1,7}, in \S')
+
+
 def quiet_exits(m: Any) -> list[Any]:
     """Launcher failure records of ranks that exited with a status of their own (exit code > 0, no signal) having
     logged no error at all: the rank ended itself (sys.exit(3) on a bad loss, a failed check). A rank that fails in
@@ -264,6 +269,9 @@ def quiet_exits(m: Any) -> list[Any]:
     # context row's line) is still the rank's error; the launcher's own ChildFailedError traceback is not.
     tail = {(ev.source, ev.line) for typ, _msg, ev, _seq in m.exceptions if typ in _LAUNCHER_EXCEPTIONS}
     loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors if ev.rank is None and (ev.source, ev.line) not in tail}
+    # A traceback whose header was cut from the post, starting at a frame of the program (not the launcher's own
+    # run.py / elastic frames): the process raised, even though its exception line is not in what was posted.
+    loud |= {ev.source for ev in m.tracebacks if ev.rank is None and _PROGRAM_FRAME.match(ev.text)}
     local = {(h.ev.source, h.ev.rank) for hs in m.hits.values() for h in hs if h.sig.role != CONTEXT and h.ev.rank is not None}
     local |= {(ev.source, ev.rank) for ev, _seq, _kind in m.unmatched_errors if ev.rank is not None}
     return [f for f in m.elastic if f.rank is not None and f.signal is None and f.exitcode is not None

@@ -1017,7 +1017,8 @@ def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
     30:11 when the waiting rank failed)."""
     hs = hits(m, "main_first_frame")
     failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
-    if not hs or not failed or completed(m) or any(c.cause and not c.weak for c in found):
+    # An exit after a raise (LOG060 at tier 7) is that traceback's echo, not another cause.
+    if not hs or not failed or completed(m) or any(c.cause and not c.weak and c.tier < 7 for c in found):
         return []
     busy = [h for h in hits(m, "busy_hint") if "main_process_first" not in h.ev.text][:1]
     return [cand("LOG051", "collective_timeout_straggler", 5, hs + busy,
