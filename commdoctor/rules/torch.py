@@ -930,6 +930,14 @@ SIGNATURES = (
     ctx("main_first_frame", ("main_process_first",),
         r'File "[^"\n]{1,400}", line \d{1,7}, in main_process_first\b|^\s{0,12}with [\w.\[\]]{1,80}\.main_process_first\(',
         "a rank raised while waiting for the main process inside main_process_first()"),
+    # A progress bar (tqdm) of data preparation with its elapsed time: HF datasets' "Map: 47%|...| 1695000/3634744
+    # [30:09<33:25, 967.30 examples/s]", with the desc a program gives map() ("Running tokenizer on dataset"), filter()
+    # and "Generating train split". Read by _prep_outlived_timeout.
+    ctx("prep_bar", ("okeniz", "Map", "Filter", " split:", "reprocess", "re-process", "Grouping texts"),
+        r"(?P<what>Running tokenizer on [\w ]{1,40}|[\w ]{0,40}[Tt]okeniz\w{0,10}[\w ]{0,40}|Map|Filter|Generating \w{1,20} split"
+        r"|[\w ]{0,40}[Pp]re-?process\w{0,10}[\w ]{0,40}|Grouping texts[\w ]{0,40})(?: \(num_proc=\d{1,4}\))?:\s{0,3}(?P<pct>\d{1,3})%\|"
+        r"[^|\n]{0,300}\|[^\[\n]{0,60}\[(?P<elapsed>(?:\d{1,3}:)?\d{1,2}:\d\d)<",
+        "a process was preparing data (a progress bar with its elapsed time)"),
     # Checkpoint saves as frameworks log them: HF Trainer "Saving model checkpoint to {dir}", DeepSpeed "[Torch]
     # Checkpoint {tag} is about to be saved!", and a program's own "Saving latest/best checkpoint ...".
     sig("busy_hint", ("Generating", "pre-processing", "okeniz", "main_process_first", "checkpoint", "Checkpoint", "Saving",
@@ -1032,6 +1040,47 @@ def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                                              "error is the cause: look for it in rank 0's output")])]
 
 
+def _minutes(clock: str) -> float:
+    """tqdm's elapsed time ("30:09", "1:02:03") in minutes."""
+    parts = [int(x) for x in clock.split(":")]
+    return (parts[-3] * 60 if len(parts) == 3 else 0) + parts[-2] + parts[-1] / 60
+
+
+def _prep_outlived_timeout(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """A process's data-preparation progress bar had run ten minutes or more when the job failed, and nothing else
+    explains the failure.
+
+    Work one process does while the others already wait in a collective or a barrier (tokenising on one node,
+    dataset.map on rank 0) holds them there; they give up after the process group's timeout (30 minutes by default,
+    10 minutes for NCCL groups in torch 2.2 and later) and raise, often in the middle of that process's bar
+    (hiyouga/LLaMA-Factory: worker 1 tokenising at 30:09 when the traceback came). The last bar before the first
+    failure is the one read."""
+    bars = hits(m, "prep_bar")
+    failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
+    if not bars or not failed or completed(m) or any(c.cause and not c.weak and c.tier < 7 for c in found):
+        return []
+    # a job of several processes, as the logs show it (a rank named, a launcher's record, a watchdog, a traceback
+    # inside torch.distributed): one process's long preprocessing and its own crash is not a wait
+    if not (any(ri.rank is not None for ri in m.ranks.values()) or m.elastic or m.watchdog or m.raised_in):
+        return []
+    first = min([ev.line for ev in m.tracebacks if ev.source == bars[0].ev.source] or [10**12])
+    before = [h for h in bars if h.ev.source != bars[0].ev.source or h.ev.line <= first] or bars
+    bar = before[-1]
+    # a bar at 100 % is work that finished; under ten minutes is shorter than any default timeout
+    if bar.groups.get("pct") == "100" or _minutes(bar.groups["elapsed"]) < 9.9:
+        return []
+    what = (bar.groups.get("what") or "data preparation").strip()
+    return [cand("LOG051", "collective_timeout_straggler", 5, [bar],
+                 params={"op": "the other ranks' collective", "timeout": "the process group's timeout",
+                         "who": f"a process was still in '{what}' after {bar.groups['elapsed']} when the job failed"},
+                 detail=f"A process's progress bar ('{what}') had run for {bar.groups['elapsed']} when the failure came. "
+                        "Ranks that reach a collective or a barrier while one process prepares data alone wait for it, "
+                        "and give up after the process group's timeout (30 minutes by default, 10 minutes for NCCL "
+                        "groups in torch 2.2 and later).",
+                 alts=[("peer_process_died", "if the preparing process itself died (out of host memory), its own error "
+                                             "is the cause")])]
+
+
 def _stacks_one_elsewhere(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """py-spy dumps of a hung job's processes pasted in the logs: some main threads wait inside a torch.distributed
     call while others are in none. Those others hold everyone (a DataLoader deadlock, a filesystem wait, work one
@@ -1073,6 +1122,8 @@ MODEL_RULES = (
     ModelRule("stacks_one_elsewhere", _stacks_one_elsewhere, "py-spy dumps in the logs: main threads outside every "
                                                              "torch.distributed call while the others wait in one"),
     ModelRule("waited_for_main", _waited_for_main, "a rank that failed waiting for the main process in main_process_first()"),
+    ModelRule("prep_outlived_timeout", _prep_outlived_timeout, "a process still preparing data when the others failed "
+                                                                "after the process group's timeout"),
     ModelRule("wrapper_traces_differ", _traces_differ, "ranks whose last traced collectives differ where the log stops"),
 )
 

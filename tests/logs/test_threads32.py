@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
 
 
 def _found(tmp_path: Path, text: str, name: str = "job.log") -> list[dict]:
@@ -66,3 +67,38 @@ def test_the_launchers_own_frames_are_not_a_raise_of_the_rank(tmp_path: Path) ->
                 '__init__.py", line 346, in wrapper\n')
     got = _found(tmp_path, launcher + _QUIET)
     assert got[0]["code"] == "LOG060" and "having logged no error" in got[0]["title"]
+
+
+# hiyouga/LlamaFactory#956: two nodes under DeepSpeed; worker 0 finished tokenising and went on to training, worker 1
+# was still tokenising when the other ranks gave up at the 30-minute timeout, in the middle of its bar.
+_TOKENISING = """\
+[2023-09-18 08:36:08,272] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.10.1, git-hash=unknown, git-branch=unknown
+Running tokenizer on dataset: 47%|████████████████████████████████████▊ | 1695000/3634744 [30:09<33:25, 967.30 examples/s]Traceback (most recent call last):
+File "/home/Path/liwenju/LLaMA-Efficient-Tuning/src/train_bash.py", line 14, in
+main()
+File "/home/Path/liwenju/LLaMA-Efficient-Tuning/src/llmtuner/tuner/tune.py", line 26, in run_exp
+run_sft(model_args, data_args, training_args, finetuning_args, generating_args, callbacks)
+"""
+
+
+def test_a_data_preparation_bar_past_ten_minutes_when_the_job_failed_is_the_late_process(tmp_path: Path) -> None:
+    check_row("prep_bar", _TOKENISING.splitlines()[1],
+              # a training bar is the job going on, not data preparation
+              "Epoch 1:  47%|████▋     | 470/1000 [30:09<33:25,  1.2it/s, loss=0.31]")
+    check_row("prep_bar", "Map (num_proc=16):  12%|█▏        | 1200/10000 [10:41<1:18:02, 1.88 examples/s]",
+              "Map (num_proc=16): 100%|██████████| 10000/10000")  # no elapsed time: not a bar that says how long
+    got = _found(tmp_path, _TOKENISING)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG051", "collective_timeout_straggler")
+    assert "Running tokenizer on dataset" in got[0]["title"] and "30:09" in got[0]["title"]
+
+
+def test_a_short_or_finished_bar_or_a_lone_process_is_not_read_as_a_wait(tmp_path: Path) -> None:
+    lines = _TOKENISING.splitlines()
+    short = lines[1].replace("[30:09<", "[03:09<")
+    done = lines[1].replace(" 47%|", "100%|")
+    for i, bar in enumerate((short, done)):
+        got = _found(tmp_path, "\n".join([lines[0], bar] + lines[2:]) + "\n", f"j{i}.log")
+        assert all(f["code"] != "LOG051" for f in got), got
+    # no rank, launcher or torch.distributed frame: one process that crashed after preparing data for 30 minutes
+    got = _found(tmp_path, "\n".join(lines[1:]) + "\n", "alone.log")
+    assert all(f["code"] != "LOG051" for f in got), got
