@@ -986,6 +986,31 @@ def _nvml_hidden(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _ras_counts(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """ncclras's MISMATCH details: which way the ranks named one by one differ from the most common count.
+
+    ncclras prints the most common operation counts first and the ranks outside them one by one. Ranks that launched
+    fewer operations than the rest are behind: still in their own code (a sleep, a slow step, a data loader), or
+    stuck before their next collective; the rest ran ahead, since NCCL launches are asynchronous (the RAS example's
+    rank 7, made to sleep, at operation 60 while seven ranks were at 64). Ranks that launched more than the rest
+    issued collectives the others never did: a mismatch."""
+    rows = hits(m, "ras_rank_count")
+    many = [int(h.groups["many"]) for h in rows if h.groups.get("many")]
+    single = [(int(h.groups["rank"]), int(h.groups.get("n") or 0), h) for h in rows if h.groups.get("rank")]
+    if not many or not single:
+        return [own_reading(hs)]
+    usual = many[0]  # ncclras prints the most frequent count first
+    behind = [x for x in single if x[1] < usual]
+    if not behind or len(behind) < len(single):
+        return [own_reading(hs)]
+    names = ", ".join(f"rank {r}" for r, _n, _h in behind[:4]) + (" and others" if len(behind) > 4 else "")
+    return [Cand("LOG130", "collective_timeout_straggler", 4, hs[0].seq, [hs[0].ev] + [h.ev for _r, _n, h in behind[:2]],
+                 ranks={r for r, _n, _h in behind},
+                 params={"who": names, "op": group(hs, "op") or "collective", "n": str(behind[0][1]), "usual": str(usual)},
+                 alts=[("collective_mismatch", "if the ranks behind skipped a collective the others called (a "
+                                               "rank-dependent branch), they are not late but off the sequence")])]
+
+
 def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
@@ -1042,8 +1067,16 @@ SIGNATURES = (
        r"Communicator ranks have different (?P<op>\w{1,20}) operation counts"
        r"|(?P<n>\d{1,7}) ranks? ha(?:ve|s) not launched any operations",
        "collective_mismatch", ROOT, 4, "the ranks of a communicator launched different numbers of collectives",
-       code="LOG050", alts=[("collective_timeout_straggler", "a rank that is only late (still in its own code) also "
-                                                             "shows fewer operations: its stack tells which")]),
+       code="LOG050", build=_ras_counts,
+       alts=[("collective_timeout_straggler", "a rank that is only late (still in its own code) also shows fewer "
+                                              "operations: its stack tells which")]),
+    # The lines under it: the most common counts as "%d ranks have launched up to operation %ld", the ranks outside
+    # them one by one as "Rank %d has launched up to operation %ld -- GPU ... managed by process ..." (or "has not
+    # launched any operations"). Read by _ras_counts.
+    ctx("ras_rank_count", ("launched up to operation", "has not launched any operations"),
+        r"^\s{0,8}(?:(?P<k>\d{1,7}) ranks have launched up to operation (?P<many>\d{1,20})"
+        r"|Rank (?P<rank>\d{1,7}) has (?:launched up to operation (?P<n>\d{1,20})|not launched any operations))",
+        "how many operations of one kind each rank of a communicator launched (ncclras)"),
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
        r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",
@@ -1685,6 +1718,12 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG130", "ras-rank-behind", E, "ncclras: {who} launched fewer {op} operations ({n}) than the other ranks "
+         "({usual}): late, or stuck before its next collective",
+         "Take the stack of the rank behind while the job waits (py-spy dump, commdoctor hang): its own code (a slow "
+         "step, a data loader, I/O on one node) is what the others wait for; a collective the others called and it "
+         "skipped is a rank-dependent branch",
+         cause="collective_timeout_straggler", steps=("ncclras -v while the job waits names each rank's process and node",)),
     Code("LOG108", "nccl-init-stalled", W, "the logs stop while NCCL was setting up its communicators, {what}",
          "Open the ports NCCL uses between the hosts, not only MASTER_PORT (host firewall, security groups, Kubernetes "
          "network policies, service-mesh sidecars), and pin NCCL_SOCKET_IFNAME to the interface the hosts share",

@@ -102,3 +102,26 @@ def test_a_short_or_finished_bar_or_a_lone_process_is_not_read_as_a_wait(tmp_pat
     # no rank, launcher or torch.distributed frame: one process that crashed after preparing data for 30 minutes
     got = _found(tmp_path, "\n".join(lines[1:]) + "\n", "alone.log")
     assert all(f["code"] != "LOG051" for f in got), got
+
+
+# NCCL's RAS documentation, straggler walkthrough (vendored in meta-pytorch/torchcomms, ncclx v2_31 docs/examples/
+# 08_ras): `ncclras -v` on an 8-rank, 2-node job whose rank 7 was made to sleep while the others went on launching.
+_RAS = """\
+#0-0 (78db921d1c117b4a) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  7 ranks have launched up to operation 64
+  Rank 7 has launched up to operation 60 -- GPU 3 managed by process 1650386 on node node1
+"""
+
+
+def test_ncclras_ranks_behind_the_others_are_late_and_ranks_ahead_called_more(tmp_path: Path) -> None:
+    check_row("ras_rank_count", _RAS.splitlines()[3], "  Rank 7 has launched 60 operations")
+    check_row("ras_rank_count", "  Rank 2 has not launched any operations -- [process information not found]",
+              "  2 ranks have not launched any operations yet, waiting")
+    got = _found(tmp_path, _RAS)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG130", "collective_timeout_straggler")
+    assert got[0]["ranks"] == [7] and "(60)" in got[0]["title"] and "(64)" in got[0]["title"]
+    # the rank named alone is ahead: it issued AllReduces the other seven never did
+    ahead = _RAS.replace("operation 60 --", "operation 65 --")
+    got = _found(tmp_path, ahead, "ahead.log")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch")
