@@ -1,6 +1,6 @@
 """Hypothesis fuzzing of the log parser: random and mutated logs never raise and never hang.
 
-3,500 cases in all (2,500 random byte strings and 1,000 mutated real logs, whose diagnosis costs more;
+2,100 cases in all (1,500 random byte strings and 600 mutated real logs, whose diagnosis costs more;
 a fresh random draw every run), fed straight to the scanner, the classifier and the run-model builder,
 then to the diagnosis, so the whole offline path is covered in a few seconds. The long runs are
 bench/fuzz_readers.py's.
@@ -30,7 +30,7 @@ SEEDS += [
     b"\tGPU0\tGPU1\nGPU0\t X \tPXB\nGPU1\tPXB\t X \n",
 ]
 PREFILTER = make_prefilter()
-FUZZ = settings(max_examples=2500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FUZZ = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def run_all(data: bytes) -> None:
@@ -68,7 +68,7 @@ def test_random_bytes(data: bytes) -> None:
     run_all(data)
 
 
-@settings(FUZZ, max_examples=1000)
+@settings(FUZZ, max_examples=600)
 @given(mutated())
 def test_mutated_logs(data: bytes) -> None:
     run_all(data)
