@@ -571,6 +571,21 @@ def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int]) -> list[Any]
     return []
 
 
+def _results_apart(results: list[Any], summaries: list[Any], heads: list[Any]) -> list[Any]:
+    """In one file: one row (size, type, op, root) printed twice in a row, or a second "Out of bounds values"
+    summary with no result row since the first. One job prints each row once, then its summary; several processes
+    each running the test alone print theirs interleaved (a run repeated with -N prints every size of a cycle in
+    between)."""
+    for a, b in zip(results, results[1:]):
+        key = ("size", "type", "op", "root")
+        if all(a.groups.get(k) == b.groups.get(k) for k in key) and not any(a.seq < h.seq < b.seq for h in heads):
+            return [a, b]
+    for a, b in zip(summaries, summaries[1:]):
+        if not any(a.seq < h.seq < b.seq for h in results + heads):
+            return [a, b]
+    return []
+
+
 def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """nccl-tests started by mpirun, where each process ran the test as a job of its own.
 
@@ -579,18 +594,22 @@ def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     the mpirun that starts it sees a world of one in every process: each prints the header and numbers its ranks from 0,
     and the hosts never talk to each other (NVIDIA/nccl-tests#213). In one file that shows as a second header before
     any rank row, or a rank listed by two processes with no result row between them (two runs pasted one after the
-    other have their results in between)."""
+    other have their results in between). Without those lines, a row printed twice in a row or two summaries
+    with no result between them show the same."""
     heads, rows = hits(m, "nccl_tests_header"), hits(m, "nccl_tests_rank")
-    done = [h.seq for h in hits(m, "nccl_tests_row") + hits(m, "nccl_tests_passed")]
+    results, summaries = hits(m, "nccl_tests_row"), hits(m, "nccl_tests_passed")
+    done = [h.seq for h in results + summaries]
     why: list[Any] = []
-    for src in sorted({h.ev.source for h in heads + rows}):
-        why = _jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done)
+    for src in sorted({h.ev.source for h in heads + rows + results + summaries}):
+        why = (_jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done)
+               or _results_apart([h for h in results if h.ev.source == src],
+                                 [h for h in summaries if h.ev.source == src], heads))
         if why:
             break
     if not why:
         return []
     return [cand("LOG066", "launcher_misconfig", 3, why, params={
-        "what": "every MPI process ran nccl-tests as a job of its own (its header or its rank 0 printed by each)"},
+        "what": "every MPI process ran nccl-tests as a job of its own (its header, rank 0, rows or summary printed by each)"},
         detail="nccl-tests built without MPI support (make MPI=1 MPI_HOME=...) or against another MPI than the mpirun "
                "that started it sees one process in each, so every process runs alone on its own GPUs and the hosts "
                "never communicate. Rebuild with MPI=1 against the MPI whose mpirun you use (ldd all_reduce_perf shows "
@@ -1649,8 +1668,8 @@ SIGNATURES = (
     # nccl-tests' result row: size, count, type, redop, root, then times and bandwidths ("%12li  %12li  %8s  %6s  %6i"):
     # the test got past its first collective.
     ctx("nccl_tests_row", ("float", "half", "double", "int8", "int32", "int64", "bfloat16"),
-        r"^\s{0,20}\d{1,14}\s{1,20}\d{1,14}\s{1,12}(?:float|half|double|bfloat16|u?int8|u?int32|u?int64|f8e\w{1,6})"
-        r"\s{1,12}(?:sum|prod|max|min|avg|none|mulsum)\s{1,12}-?\d",
+        r"^\s{0,20}(?P<size>\d{1,14})\s{1,20}\d{1,14}\s{1,12}(?P<type>float|half|double|bfloat16|u?int8|u?int32|u?int64"
+        r"|f8e\w{1,6})\s{1,12}(?P<op>sum|prod|max|min|avg|none|mulsum)\s{1,12}(?P<root>-?\d{1,7})",
         "a result row of nccl-tests: the collective of that size completed"),
     # init.cc (2.19 on): INFO("comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"): how many
     # hosts the communicator spans. Read by local_ranks_only.

@@ -313,6 +313,10 @@ _LIB_WHY = (
     ("librccl", "RCCL (ROCm's NCCL) is not installed, or not on the loader's path (the ROCm lib directory)."),
     ("libcuda", "The GPU driver's own library is missing: a container started without the NVIDIA runtime (docker "
                 "--gpus all, the Kubernetes device plugin), or no NVIDIA driver on this host."),
+    ("libnvidia-ml", "NVML, the driver's management library, is not on the loader's path: NCCL loads it to map the GPUs "
+                     "and fails its set-up without it (unhandled system error). A container started without the NVIDIA "
+                     "runtime's driver libraries, or a driver install whose libraries ldconfig does not list "
+                     "(ldconfig -p | grep libnvidia-ml)."),
     ("libnvshmem", "NVSHMEM, which DeepEP and other expert-parallel kernels load, is not installed or not on the "
                    "loader's path (the nvidia-nvshmem-cu* wheel, or the NVSHMEM the kernels were built against)."),
     ("libfabric", "libfabric, which oneCCL's and MPI's network transports load at run time, is not on the loader's "
@@ -1041,6 +1045,24 @@ SIGNATURES = (
        r"|MNNVL is not supported on this system",
        "fabric_manager_nvls", ROOT, 1, "the multi-node NVLink domain is there but IMEX does not share memory across it",
        code="LOG091"),
+    # An RDMA port with no physical link, as the port tools print it: iproute2's `rdma link` ("link mlx5_7/1 ... state
+    # DOWN physical_state POLLING"), ibstat ("Physical state: Polling"), ibv_devinfo ("phys_state: POLLING (2)") and
+    # ibstatus ("phys state: 2: Polling"). Polling is the port training for a peer it never finds: no carrier
+    # (cable, transceiver, the switch port down); Disabled is a port turned off. NCCL leaves such a port out, so the
+    # host of one job with it shows fewer NICs than the others, and a port that comes and goes (Polling, then
+    # LinkUp) breaks the connections over it.
+    sig("ib_port_no_link", ("POLLING", "Polling", "DISABLED", "Disabled"),
+       r"(?:\blink (?P<dev>[\w-]{1,32}/\d{1,3}) .{0,200}?)?"
+       r"(?:physical_state|[Pp]hysical state:|phys_state:|phys state:\s{0,4}\d:)\s{0,8}(?P<st>POLLING|Polling|DISABLED|Disabled)\b",
+       "hardware_fault", ROOT, 4, "an RDMA port has no physical link", code="LOG037",
+       params=lambda hs: {"what": " ".join(w for w in ("RDMA port", group(hs, "dev"), "has no physical link") if w)
+                                  + f" (physical state {(group(hs, 'st') or 'Polling').title()}: cable, transceiver or "
+                                    "switch port)"},
+       detail="A port in physical state Polling is looking for a link partner it does not find; Disabled is a port "
+              "turned off. NCCL uses only ports that are Active, so this host runs with fewer NICs than its peers, and "
+              "a port that goes between Polling and LinkUp drops the connections over it. Check the cable and the "
+              "switch port (ibstat, `rdma link`, the switch's logs); move the job off the node until it is fixed.",
+       alts=[("ib_misconfig", "a port disabled on purpose (or not cabled on this system) that NCCL_IB_HCA still names")]),
     # The dynamic loader's "<lib>: cannot open shared object file: No such file or directory", as ld.so prints it
     # ("error while loading shared libraries: ..."), as Python's ImportError/OSError quote dlopen, and as Paddle's
     # loader does ("Failed to find dynamic library: libnccl.so ( libnccl.so: cannot open shared object file ... )"):
@@ -1048,9 +1070,16 @@ SIGNATURES = (
     # plugins (libnccl-net.so, -tuner, -profiler, -env) are probed and skipped when absent.
     sig("lib_missing", ("cannot open shared object file",),
        r"(?<![\w-])(?P<lib>lib(?:nccl(?![-_](?:net|tuner|profiler|env|ras))|rccl(?!-net)|cudart|cublas(?:Lt)?|cudnn\w{0,20}"
-       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64|fabric|nvshmem(?:_host)?)"
+       r"|cuda|nvrtc|cusparse\w{0,8}|cufft|curand|cusolver|nvJitLink|mpi(?:_cxx|_mpifh)?|amdhip64|fabric|nvshmem(?:_host)?"
+       r"|nvidia-ml)"
        r"(?:\.so(?:\.[\d.]{1,12})?)?): cannot open shared object file",
        "other", ROOT, 2, "a library the GPU or communication stack needs could not be loaded",
+       build=_lib_missing),
+    # NCCL's own dlopen of NVML at communicator set-up (misc/nvmlwrap.cc, os/linux.cc from 2.29): WARN("Failed to open
+    # libnvidia-ml.so.1") (": %s" with dlerror's text from 2.29), then ncclSystemError: "unhandled system error".
+    sig("nvml_lib_missing", ("Failed to open libnvidia-ml",),
+       r"Failed to open (?P<lib>libnvidia-ml\.so(?:\.\d{1,3})?)",
+       "other", ROOT, 2, "NCCL could not load NVML, the driver's management library", code="LOG113",
        build=_lib_missing),
     sig("gpu_busy", ("busy or unavailable", "DevicesUnavailable", "DEVICE_UNAVAILABLE"),
        # cudaErrorDevicesUnavailable (46): CUDA before 11 says "CUDA-capable device(s) is/are busy or unavailable",

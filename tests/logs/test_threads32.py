@@ -125,3 +125,82 @@ def test_ncclras_ranks_behind_the_others_are_late_and_ranks_ahead_called_more(tm
     ahead = _RAS.replace("operation 60 --", "operation 65 --")
     got = _found(tmp_path, ahead, "ahead.log")
     assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch")
+
+
+# NVIDIA/nccl-tests#320: all_reduce_perf on three RTX A6000 fails at set-up with "unhandled system error"; NCCL 2.26.2
+# could not load NVML (the file was missing from the loader's path; LD_PRELOAD of the driver's copy fixed it).
+_NVML = """\
+gpu0301:842624:842624 [0] NCCL INFO NCCL version 2.26.2+cuda12.6
+[2025-06-12 16:57:52] gpu0301:842624:842643 [0] misc/nvmlwrap.cc:74 NCCL WARN Failed to open libnvidia-ml.so.1
+gpu0301:842624:842643 [0] NCCL INFO misc/nvmlwrap.cc:200 -> 2
+gpu0301:842624:842643 [0] NCCL INFO init.cc:355 -> 2
+gpu0301: Test NCCL failure common.cu:1119 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '
+"""
+
+
+def test_nccl_unable_to_load_nvml_is_the_missing_driver_library(tmp_path: Path) -> None:
+    check_row("nvml_lib_missing", _NVML.splitlines()[1],
+              "gpu0301:842624:842643 [0] NCCL INFO Loaded NVML from libnvidia-ml.so.1")
+    check_row("lib_missing", "ImportError: libnvidia-ml.so.1: cannot open shared object file: No such file or directory",
+              "NVML Shared Library Not Found")
+    got = _found(tmp_path, _NVML)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG113", "other")
+    assert "libnvidia-ml.so.1" in got[0]["title"] and "ldconfig" in got[0]["detail"]
+
+
+# ROCm/rccl#1423: RCCL hangs at set-up between two MI300X VMs; one VM's NCCL used 7 HCAs, the other's 8, and `rdma
+# link` on the first showed mlx5_7's port coming and going (the maintainers: an unstable link, move to another VM).
+_PORT = """\
+[3] MI300X-GRN-1:744139:744139 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [4]mlx5_4:1/IB [5]mlx5_5:1/IB [6]mlx5_6:1/IB [RO]; OOB eth0:10.10.98.12<0>
+
+link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state POLLING
+
+link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP
+"""
+
+
+def test_an_rdma_port_without_a_physical_link_is_a_hardware_fault(tmp_path: Path) -> None:
+    check_row("ib_port_no_link", _PORT.splitlines()[2], _PORT.splitlines()[4])
+    check_row("ib_port_no_link", "\t\tPhysical state: Polling", "\t\tPhysical state: LinkUp")
+    check_row("ib_port_no_link", "\tphys_state:\t\tDISABLED (3)", "\tphys_state:\t\tLINK_UP (5)")
+    got = _found(tmp_path, _PORT)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG037", "hardware_fault")
+    assert "mlx5_7/1" in got[0]["title"] and "Polling" in got[0]["title"]
+
+
+# NVIDIA/nccl-tests#294: `mpirun -np 16 -N 8 all_reduce_perf` over two H100 nodes with a build without MPI=1; each
+# process ran alone (nranks 1, bus bandwidth 0) and printed its own rows.
+_ALONE = """\
+  1073741824     268435456     float     sum      -1   2932.7  366.13    0.00      0     0.31  3448111.19    0.00      0
+  1073741824     268435456     float     sum      -1   3015.3  356.09    0.00      0     0.31  3489573.69    0.00      0
+  2147483648     536870912     float     sum      -1   8645.7  248.39    0.00      0     0.31  7017920.42    0.00      0
+h100-test-rg-1:19570:19570 [0] NCCL INFO comm 0x55ba38f2abd0 rank 0 nranks 1 cudaDev 0 busId 200010 - Destroy COMPLETE
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0
+"""
+# NVIDIA/nccl-tests#27: the same with a stale build, two nodes of two GPUs: two summaries and nothing between them.
+_TWO_SUMMARIES = """\
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 3.94145
+#
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 3.94156
+"""
+# One job's output: each size once, then one summary; and a second run pasted after it, rows between the summaries.
+_ONE_JOB = """\
+     1048576        262144     float     sum      -1    41.20   25.45   44.54      0    40.95   25.61   44.81      0
+     2097152        524288     float     sum      -1    60.31   34.77   60.85      0    60.02   34.94   61.15      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 52.8
+"""
+
+
+def test_nccl_tests_rows_or_summaries_printed_by_each_process_are_a_job_per_process(tmp_path: Path) -> None:
+    check_row("nccl_tests_row", _ALONE.splitlines()[0], "# Avg bus bandwidth    : 0")
+    for i, text in enumerate((_ALONE, _TWO_SUMMARIES)):
+        got = _found(tmp_path, text, f"t{i}.log")
+        assert (got[0]["code"], got[0]["cause"]) == ("LOG066", "launcher_misconfig"), got
+        assert "job of its own" in got[0]["title"]
+    for i, text in enumerate((_ONE_JOB, _ONE_JOB + _ONE_JOB)):
+        got = _found(tmp_path, text, f"ok{i}.log")
+        assert all(f["code"] != "LOG066" for f in got), got
