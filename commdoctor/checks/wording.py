@@ -117,6 +117,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG128": {"waiting": "<N of M>", "op": "<a collective>", "late": "<N>", "late_are": "is"},
     "LOG129": {"pid": "<PID>"},
     "LOG130": {"who": "rank <N>", "op": "<AllReduce, Broadcast, ...>", "n": "<its count>", "usual": "<the others' count>"},
+    "LOG131": {"ifaces": "hsn0, hsn1, ..."},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

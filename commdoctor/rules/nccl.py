@@ -930,6 +930,33 @@ def _networks_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                                             "way: compare the 'NCCL version' and NET/Plugin lines")])]
 
 
+_HSN = re.compile(r"hsn\d{1,3}:")
+
+
+def _slingshot_sockets(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL or RCCL on HPE Slingshot over TCP sockets: its socket network lists the Slingshot NICs (hsn0, hsn1, ...),
+    no net plugin was loaded and no InfiniBand device found, and the job failed.
+
+    Slingshot NICs (Cassini, libfabric's cxi provider) carry RDMA only through libfabric: NCCL and RCCL reach them
+    through the aws-ofi-nccl / aws-ofi-rccl plugin. Without it they fall back to TCP over the hsn interfaces, which is
+    slow and breaks under load (ROCm/rccl#1026: connections between nodes failed once more than one GCD per node took
+    part; installing aws-ofi-rccl fixed it). The centres' modules load the plugin (OLCF, LUMI, NERSC, CSCS docs)."""
+    if completed(m) or not job_failed(m, found):
+        return []
+    if any(c.cause and not c.weak and not c.consequence and c.tier <= 3 for c in found):
+        return []
+    if hits(m, "net_plugin_loaded") or any(h.net_ib for h in m.hosts.values()):
+        return []
+    hsn = [(host, k, ev) for host, h in sorted(m.hosts.items(), key=lambda x: str(x[0])) for k, ev in h.net_socket.items()
+           if _HSN.match(k)]
+    if not hsn:
+        return []
+    names = sorted({k.split(":", 1)[0] for _h, k, _e in hsn})
+    evs = [hsn[0][2]] + [h.ev for h in hits(m, "net_plugin_none")[:1]]
+    return [Cand("LOG131", "other", 4, evs[0].line, evs, hosts={h for h, _k, _e in hsn if h},
+                 params={"ifaces": ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")})]
+
+
 def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Ranks that load different NCCL versions (the 'NCCL version' line of each host)."""
     if len(m.versions) < 2:
@@ -1722,6 +1749,8 @@ MODEL_RULES = (
               phase=PHASE_LAST),
     ModelRule("nccl_init_stalled", _init_stalled, "NCCL's communicator set-up where the logs stop, with no error",
               phase=PHASE_LAST),
+    ModelRule("slingshot_sockets", _slingshot_sockets, "NCCL/RCCL over TCP sockets on Slingshot NICs without the "
+                                                        "libfabric plugin, in a job that failed"),
     ModelRule("nccl_crashed", _crashed_in_nccl, "a crash whose faulting frame is in libnccl"),
     ModelRule("nccl_smem", _smem_exceeds, "NCCL's kernels need more shared memory than the GPU allows"),
     ModelRule("nccl_tests_apart", _nccl_tests_apart, "nccl-tests run by each MPI process as a job of its own"),
@@ -1737,6 +1766,12 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG131", "slingshot-without-plugin", E, "NCCL/RCCL ran over TCP sockets on the Slingshot NICs ({ifaces}): "
+         "no libfabric plugin was loaded",
+         "Load the aws-ofi-nccl / aws-ofi-rccl plugin built for the system's libfabric (cxi provider): the site's "
+         "module, or its lib directory on LD_LIBRARY_PATH (NCCL_NET_PLUGIN names it in NCCL 2.19 and later); "
+         "'NET/OFI Selected provider is cxi' in NCCL_DEBUG=INFO output shows it works",
+         cause="other", env={"NCCL_DEBUG": "INFO"}),
     Code("LOG130", "ras-rank-behind", E, "ncclras: {who} launched fewer {op} operations ({n}) than the other ranks "
          "({usual}): late, or stuck before its next collective",
          "Take the stack of the rank behind while the job waits (py-spy dump, commdoctor hang): its own code (a slow "

@@ -619,9 +619,17 @@ def _nvsmi_fabric_state(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                         "same version as the driver); a fabric manager restarted under running GPUs needs a GPU reset.")]
 
 
+#: Codes of failures between processes over the network, which no setting between GPUs of one host explains.
+_NETWORK_FAILURES = frozenset({"LOG011", "LOG012", "LOG020", "LOG021", "LOG022", "LOG025", "LOG036", "LOG061"})
+
+
 def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk."""
-    failing = job_failed(m, found)
+    """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk.
+
+    The IOMMU stands between GPUs of one host: connections between processes closed, reset or refused over the
+    network (LOG061, LOG011, the interface and RDMA readings) are no peer-to-peer stall, and the warning is then only
+    what every job on that host prints."""
+    failing = job_failed(m, found) and not any(c.code in _NETWORK_FAILURES and not c.weak for c in found)
     c = cand("LOG038", "p2p_acs_iommu", 3 if failing else 7, hs, weak=not failing,
              params={"what": f"the kernel runs without {group(hs, 'opt') or 'iommu=pt'}, so GPU peer traffic goes "
                              "through IOMMU translation (RCCL warns it can hang)"},
@@ -637,7 +645,8 @@ def _rccl_fine_grain(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that HSA_FORCE_FINE_GRAIN_PCIE=1 is not set: a cause when the job hung or failed, else a risk."""
     # A hang or a failure nothing more specific explains: a job that failed of something else only printed it.
     hung = bool(m.watchdog) or any(c.cause == "collective_timeout_straggler" for c in found)
-    other = any(c.tier <= 4 and not c.weak and c.cause != "collective_timeout_straggler" for c in found)
+    other = any(c.tier <= 4 and not c.weak and c.cause != "collective_timeout_straggler" for c in found) \
+        or any(c.code in _NETWORK_FAILURES and not c.weak for c in found)
     failing = (hung or bool(m.unmatched_errors)) and not other
     return [cand("LOG111", "other", 6 if failing else 7, hs, weak=not failing,
                  detail="RCCL asks the ROCm runtime for fine-grained (coherent) memory over PCIe so that a GPU sees "

@@ -204,3 +204,34 @@ def test_nccl_tests_rows_or_summaries_printed_by_each_process_are_a_job_per_proc
     for i, text in enumerate((_ONE_JOB, _ONE_JOB + _ONE_JOB)):
         got = _found(tmp_path, text, f"ok{i}.log")
         assert all(f["code"] != "LOG066" for f in got), got
+
+
+# ROCm/rccl#1026: two HPE Cray nodes of 4 MI250X on Slingshot; RCCL found no plugin and no IB device and used TCP over
+# the hsn interfaces, where connections between nodes failed (installing aws-ofi-rccl fixed it). The iommu warning
+# every job on those nodes printed is not the cause of connections closed between nodes.
+_SLINGSHOT = """\
+g1064:11143:11143 [0] NCCL INFO NET/Plugin : No plugin found (librccl-net.so), using internal implementation
+g1064:11143:11143 [0] /src/extlibs/rccl/build/src/init.cpp:120 NCCL WARN Missing "amd_iommu=on" from kernel command line which can lead to system instablity or hang!
+g1064:11143:11194 [0] NCCL INFO NET/IB : No device found.
+g1064:11143:11194 [0] NCCL INFO NET/Socket : Using [0]bond0:10.64.4.21<0> [1]hsn0:10.80.0.205<0> [2]hsn1:10.80.0.154<0>
+g1064:11143:11194 [0] NCCL INFO Using network Socket
+g1064:11146:11200 [3] /src/extlibs/rccl/build/src/proxy.cpp:1177 NCCL WARN [Proxy Service 3] Failed to execute operation Connect from rank 3, retcode 2
+g1064:11146:11197 [3] /src/extlibs/rccl/build/src/misc/socket.cpp:57 NCCL WARN socketProgress: Connection closed by remote peer g1064.hostmgmt2001<57521>
+g1064:11146:11197 [3] /src/extlibs/rccl/build/src/proxy.cpp:912 NCCL WARN Proxy Call to rank 3 failed (Connect)
+"""
+
+
+def test_sockets_over_slingshot_nics_without_the_libfabric_plugin_are_named(tmp_path: Path) -> None:
+    got = _found(tmp_path, _SLINGSHOT)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG131", "other")
+    assert "hsn0, hsn1" in got[0]["title"]
+    iommu = [f for f in got if f["code"] == "LOG038"]
+    assert not iommu or iommu[0]["severity"] != "error"
+    # the same job over the plugin (NET/OFI), or a host whose sockets are ordinary NICs: not this reading
+    lines = _SLINGSHOT.splitlines()
+    plugin = [lines[0].replace("No plugin found (librccl-net.so), using internal implementation",
+                               "Loaded net plugin AWS Libfabric (v8)")] + lines[1:]
+    plain = [x.replace("hsn", "eth") for x in lines]
+    for i, text in enumerate((plugin, plain)):
+        got = _found(tmp_path, "\n".join(text) + "\n", f"n{i}.log")
+        assert all(f["code"] != "LOG131" for f in got), got
