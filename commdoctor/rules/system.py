@@ -355,6 +355,10 @@ def _cuda_failure_kind(h: Any) -> str:
     return "rest"
 
 
+#: CUDA's words for a kernel's fault on GPU memory (cudaErrorIllegalAddress, cudaErrorMisalignedAddress).
+_GPU_FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|illegal address")
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": [], "stub": []}
@@ -423,6 +427,21 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if unknown:
         out.append(cand("LOG037", "hardware_fault", 5, unknown, params={"what": "CUDA reported an unknown error (999)"}, alts=[
             ("fabric_manager_nvls", "on NVSwitch systems error 999 often follows a fabric manager restart without a GPU reset")]))
+    # nccl-tests ("Test CUDA failure common.cu:N '...'") runs no kernels of its own beyond filling and checking its
+    # buffers: a GPU memory fault while it runs collectives is NCCL's kernels faulting on this GPU, transport and size
+    # (NVIDIA/nccl#2418: 2.26.2 on RTX PRO 6000 at 512 KiB over SHM, gone with 2.31.2).
+    faults = [h for h in rest if _GPU_FAULT.search(h.ev.text) and (
+        "Test CUDA failure" in h.ev.text or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_header"))]
+    if faults:
+        rest = [h for h in rest if h not in faults]
+        out.append(cand("LOG070", "nccl_internal_bug", 4, faults, params={
+            "what": "its kernels faulted on GPU memory while nccl-tests ran its collectives"},
+            detail="nccl-tests launches no kernels of its own beyond filling and checking its buffers, so a GPU memory "
+                   "fault during its collectives comes from NCCL's kernels for this GPU, transport and size. Run a newer "
+                   "NCCL (LD_PRELOAD or LD_LIBRARY_PATH is enough to compare); NCCL_PROTO / NCCL_ALGO narrow down which "
+                   "kernel it is.",
+            alts=[("hardware_fault", "if other NCCL releases fault the same way on this GPU only, its memory "
+                                     "(nvidia-smi -q ECC and retired pages, Xid 48/63/64 in dmesg)")]))
     if rest:
         words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7") or "").strip(" '.")
         if not words and group(rest, "what8"):

@@ -235,3 +235,20 @@ def test_sockets_over_slingshot_nics_without_the_libfabric_plugin_are_named(tmp_
     for i, text in enumerate((plugin, plain)):
         got = _found(tmp_path, "\n".join(text) + "\n", f"n{i}.log")
         assert all(f["code"] != "LOG131" for f in got), got
+
+
+# NVIDIA/nccl#2418: all_reduce_perf on two RTX PRO 6000 (one node, SHM) dies at 512 KiB with NCCL 2.26.2; the same
+# run with NCCL 2.31.2 preloaded passes every size.
+_FAULT = """\
+      524288        131072     float     sum      -1
+Test CUDA failure common.cu:516 'an illegal memory access was encountered'
+ .. node pid 4242: Test failure common.cu:731
+"""
+
+
+def test_a_gpu_memory_fault_inside_nccl_tests_is_ncclS_kernels(tmp_path: Path) -> None:
+    got = _found(tmp_path, _FAULT)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug")
+    # the same CUDA error in a training program (its own kernels ran too) stays a failed CUDA call
+    got = _found(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n", "train.log")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG081", "other")
