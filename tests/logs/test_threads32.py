@@ -246,7 +246,7 @@ Test CUDA failure common.cu:516 'an illegal memory access was encountered'
 """
 
 
-def test_a_gpu_memory_fault_inside_nccl_tests_is_ncclS_kernels(tmp_path: Path) -> None:
+def test_a_gpu_memory_fault_inside_nccl_tests_is_in_nccls_kernels(tmp_path: Path) -> None:
     got = _found(tmp_path, _FAULT)
     assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug")
     # the same CUDA error in a training program (its own kernels ran too) stays a failed CUDA call
