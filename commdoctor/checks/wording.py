@@ -118,6 +118,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG129": {"pid": "<PID>"},
     "LOG130": {"who": "rank <N>", "op": "<AllReduce, Broadcast, ...>", "n": "<its count>", "usual": "<the others' count>"},
     "LOG131": {"ifaces": "hsn0, hsn1, ..."},
+    "LOG132": {"lib": "<a shared library>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -1057,6 +1057,38 @@ def _ras_counts(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "rank-dependent branch), they are not late but off the sequence")])]
 
 
+_NET_KINDS = {"3": "socket", "4": "IB"}
+
+
+def _socket_kinds(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """One side of a network connection on NCCL's IB network (NetIb, 4), the other on its socket network (NetSocket,
+    3): the ranks do not use the same network. NCCL takes the first network that initialises in each process, so
+    they differ when the settings that choose it (NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA) reach some ranks only
+    (NVIDIA/nccl-tests#360: exported in the launch script, not passed with mpirun -x) or when a node has no usable
+    HCA ('NET/IB : No device found', NVIDIA/nccl-tests#188)."""
+    pair = {str(group(hs, "got")), str(group(hs, "want"))}
+    if pair != {"3", "4"}:
+        return []
+    ours = _NET_KINDS[str(group(hs, "want"))]
+    theirs = _NET_KINDS[str(group(hs, "got"))]
+    nodev = hits(m, "ib_no_device")
+    what = (f"this rank uses NCCL's {ours} network and a peer connected over its {theirs} network: the ranks chose "
+            "different networks")
+    if nodev:
+        return [cand("LOG036", "ib_misconfig", 3, hs + nodev[:1],
+                     detail=f"{what}. A process that found no usable InfiniBand/RoCE device ('NET/IB : No device "
+                            "found') falls back to sockets while its peers use IB: fix that node's IB stack (driver, "
+                            "/dev/infiniband in the container, NCCL_IB_HCA) or set NCCL_IB_DISABLE=1 everywhere.",
+                     alts=[("launcher_misconfig", "NCCL_IB_DISABLE or NCCL_NET set for some ranks only picks the "
+                                                  "network the same way")])]
+    return [cand("LOG066", "launcher_misconfig", 3, hs, params={"what": what},
+                 detail="NCCL takes the first network that initialises in each process; ranks end up on different "
+                        "ones when NCCL_IB_DISABLE, NCCL_NET or NCCL_IB_HCA reach some ranks only. mpirun passes the "
+                        "environment to remote ranks only with -x VAR (srun passes it; a per-node launch script must "
+                        "set it on every node); 'Using network' in NCCL_DEBUG=INFO output shows each rank's choice.",
+                 alts=[("ib_misconfig", "if one node has no usable HCA, NCCL chose sockets there by itself")])]
+
+
 def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
@@ -1123,6 +1155,14 @@ SIGNATURES = (
         r"^\s{0,8}(?:(?P<k>\d{1,7}) ranks have launched up to operation (?P<many>\d{1,20})"
         r"|Rank (?P<rank>\d{1,7}) has (?:launched up to operation (?P<n>\d{1,20})|not launched any operations))",
         "how many operations of one kind each rank of a communicator launched (ncclras)"),
+    # misc/socket.cc socketFinalizeAccept: WARN("socketFinalizeAccept: wrong type %d != %d", type, sock->type): the
+    # connection that arrived says it is of another kind than the listening socket (include/socket.h: 3 NetSocket, 4
+    # NetIb). 4 != 3: a peer on NCCL's IB network connected to this rank's socket network: the ranks chose different
+    # networks. Read by _socket_kinds.
+    sig("socket_wrong_type", ("wrong type",),
+       r"socketFinalizeAccept: wrong type (?P<got>\d{1,3}) != (?P<want>\d{1,3})",
+       "launcher_misconfig", ROOT, 3, "a peer connected with another kind of NCCL connection than this rank expects",
+       code="LOG066", build=_socket_kinds),
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
        r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
        r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",

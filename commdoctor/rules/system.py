@@ -330,6 +330,19 @@ _RUNTIME_LIB_WHY = ("A CUDA (or ROCm) runtime library this build links against i
                     "LD_LIBRARY_PATH) or a build for the CUDA installed.")
 
 
+def _sigbus(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """SIGBUS: /dev/shm unable to back a shared mapping, unless the backtrace under it is the dynamic loader mapping
+    a library. A mapping beyond the end of its file raises SIGBUS when touched: the loader maps a shared object's
+    segments as its program headers describe, so a library cut short on disk (a partial copy, a plugin rewritten
+    while in use) faults inside dlopen (NVIDIA/nccl#2367: a truncated profiler plugin named by NCCL_PROFILER_PLUGIN,
+    SIGBUS in _dl_map_segments under ncclCommInitRankConfig)."""
+    loader = lines_under(m, "dlopen_frame", hs, 24)
+    if not loader:
+        return [own_reading(hs)]
+    lib = group(loader, "lib")
+    return [cand("LOG132", "other", 2, hs[:1] + loader[:2], params={"lib": lib or "a shared library"})]
+
+
 def _cuda_failure_kind(h: Any) -> str:
     """Which reading a failed CUDA call gets, the first that applies."""
     text = h.ev.text
@@ -922,12 +935,19 @@ SIGNATURES = (
                    "exit code -7"),
        SIGBUS_DEATH,
        "shm_too_small", ROOT, 3, "a process died of SIGBUS: a shared-memory mapping could not be backed (/dev/shm full)",
-       code="LOG030", exclude=("shm",),
+       code="LOG030", exclude=("shm",), build=_sigbus,
        detail="A process died of SIGBUS (bus error, signal 7). Touching a shared-memory mapping that /dev/shm cannot "
               "back raises it: NCCL before 2.9 and torch's DataLoader workers map shared memory this way, and "
               "containers give /dev/shm 64 MB by default.",
        alts=[("hardware_fault", "with /dev/shm roomy (df -h /dev/shm), a SIGBUS from a file-backed mapping "
                                 "on failing storage or memory is the other source: check dmesg")]),
+    # The dynamic loader's own frames in a backtrace (glibc: dlopen -> dl_open_worker -> _dl_map_object ->
+    # _dl_map_object_from_fd -> _dl_map_segments), with the file it maps when gdb shows it (name="/path/lib.so").
+    # Read by _sigbus.
+    ctx("dlopen_frame", ("_dl_map", "dl_open_worker", "dlopen"),
+        r"\b(?:_dl_map_segments|_dl_map_object(?:_from_fd)?|dl_open_worker(?:_begin)?)\b(?:[^\n]{0,80}?name=\"(?P<lib>[^\"]{1,300})\")?"
+        r"|\(dlopen\+0x|\bin dlopen \(",
+        "a frame of the dynamic loader mapping a shared library"),
     # A crash's native backtrace, as the handlers that print one write it: UCX's ("Caught signal 11 (Segmentation
     # fault: ...)", "==== backtrace (tid: N) ====", " 3  /path/libnccl.so(+0x120057) [0x7ff1...]"), Open MPI's ("***
     # Process received signal ***", "[host:pid] [ 3] /path/libnccl.so.2(+0x...)[0x...]"), glibc's backtrace_symbols and
@@ -1454,6 +1474,12 @@ CODES = (
     Code("LOG034", "duplicate-gpu", E, "two ranks share one GPU: {what}",
          "Give every rank its own GPU: torch.cuda.set_device(local_rank) before init_process_group, and check CUDA_VISIBLE_DEVICES per rank",
          cause="duplicate_gpu"),
+    Code("LOG132", "library-cut-short", E, "a process died of SIGBUS while the dynamic loader mapped {lib}: the file is "
+         "shorter than its headers say",
+         "Replace the library file with a complete copy (compare its size and checksum with the original; `readelf -l` "
+         "reports segments past the end of the file) and do not rewrite libraries or plugins (NCCL_NET_PLUGIN, "
+         "NCCL_PROFILER_PLUGIN, NCCL_TUNER_PLUGIN) while jobs use them",
+         cause="other", steps=("readelf -l FILE: 'exceeds the size of the file' names a truncated shared object",)),
     Code("LOG035", "memlock-too-low", E, "the locked-memory limit is too low for RDMA",
          "Raise the memlock limit for the job: ulimit -l unlimited (limits.conf, the scheduler's propagated limits, docker --ulimit memlock=-1)",
          cause="rlimit_memlock"),

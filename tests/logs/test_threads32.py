@@ -252,3 +252,43 @@ def test_a_gpu_memory_fault_inside_nccl_tests_is_in_nccls_kernels(tmp_path: Path
     # the same CUDA error in a training program (its own kernels ran too) stays a failed CUDA call
     got = _found(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n", "train.log")
     assert (got[0]["code"], got[0]["cause"]) == ("LOG081", "other")
+
+
+# NVIDIA/nccl#2367: a 16-rank job dies of SIGBUS in ncclCommInitRankConfig: the profiler plugin named by
+# NCCL_PROFILER_PLUGIN was cut short on disk, and glibc's loader faulted mapping it (the reporter's gdb repro).
+_CUT_SHORT = """\
+Thread 1 "all_reduce_perf" received signal SIGBUS, Bus error.
+memset () at ../sysdeps/x86_64/multiarch/../multiarch/memset-vec-unaligned-erms.S:392
+#0  memset ()
+#1  0x0000155555523f0f in _dl_map_segments (header=0x1555405f0018, ...) at ./dl-map-segments.h:176
+#2  _dl_map_object_from_fd (name="/path/to/trunc_2000.so", ...) at ./elf/dl-load.c:1258
+"""
+
+
+def test_a_sigbus_inside_the_dynamic_loader_is_a_library_cut_short(tmp_path: Path) -> None:
+    check_row("dlopen_frame", _CUT_SHORT.splitlines()[4], "#2  _dl_catch_exception (exception=0x7ffd...) at dl-error-skeleton.c:208")
+    got = _found(tmp_path, _CUT_SHORT)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG132", "other")
+    assert "/path/to/trunc_2000.so" in got[0]["title"]
+    # a bus error with no loader under it stays /dev/shm's
+    got = _found(tmp_path, "\n".join(_CUT_SHORT.splitlines()[:3]) + "\n", "shm.log")
+    assert (got[0]["code"], got[0]["cause"]) == ("ENV030", "shm_too_small")  # LOG030 answers to ENV030
+
+
+# NVIDIA/nccl-tests#360: two nodes, 16 ranks by mpirun, NCCL_IB_DISABLE=1 exported in the script and not passed with
+# -x: the remote ranks used IB, node-0's ranks sockets.
+_KINDS = """\
+node-0:5109:5177 [0] misc/socket.cc:502 NCCL WARN socketFinalizeAccept: wrong type 4 != 3
+node-0:5109:5177 [0] NCCL INFO misc/socket.cc:628 -> 3
+node-0:5109:5177 [0] NCCL INFO transport/net_socket.cc:403 -> 3
+"""
+
+
+def test_a_connection_of_the_other_network_kind_is_ranks_on_different_networks(tmp_path: Path) -> None:
+    check_row("socket_wrong_type", _KINDS.splitlines()[0], "node-0:5109:5177 [0] NCCL INFO socketFinalizeAccept: type 3 ok")
+    got = _found(tmp_path, _KINDS)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG066", "launcher_misconfig")
+    assert "different networks" in got[0]["title"]
+    nodev = _KINDS + "node-1:6001:6001 [0] NCCL INFO NET/IB : No device found.\n"
+    got = _found(tmp_path, nodev, "nodev.log")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG036", "ib_misconfig")
