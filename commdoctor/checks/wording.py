@@ -119,6 +119,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG130": {"who": "rank <N>", "op": "<AllReduce, Broadcast, ...>", "n": "<its count>", "usual": "<the others' count>"},
     "LOG131": {"ifaces": "hsn0, hsn1, ..."},
     "LOG132": {"lib": "<a shared library>"},
+    "LOG133": {"a": "<N>", "b": "<M>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -1089,6 +1089,21 @@ def _socket_kinds(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  alts=[("ib_misconfig", "if one node has no usable HCA, NCCL chose sockets there by itself")])]
 
 
+#: Settings that take a transport away from NCCL.
+_DISABLES = ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NET_DISABLE_INTRA", "NCCL_IB_DISABLE", "NCCL_P2P_LEVEL",
+             "NCCL_NET", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE")
+
+
+def _no_transport(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """No transport between two ranks, with the settings in force that take transports away, where the logs show
+    them ("NCCL_P2P_DISABLE set by environment to 1")."""
+    set_ = [f"{k}={sorted(m.env[k])[0]}" for k in _DISABLES if m.env.get(k)]
+    return [cand("LOG133", "other", 2, hs, params={"a": group(hs, "a", "a2") or "?", "b": group(hs, "b", "b2") or "?"},
+                 detail=("Settings in force: " + ", ".join(set_) + ". " if set_ else "")
+                        + "NCCL tries P2P, shared memory, the network and CollNet for each pair of ranks and uses the "
+                          "first that accepts it; here every one refused.")]
+
+
 def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
@@ -1308,6 +1323,24 @@ SIGNATURES = (
        detail="NCCL_TOPO_FILE (topology) or NCCL_GRAPH_FILE (graph) names a file this process cannot open: mount it "
               "into the container at that path on every node, or unset the variable (a network plugin or image "
               "may set NCCL_TOPO_FILE for another instance type)."),
+    # graph/xml.cc's parser reads only the files NCCL_TOPO_FILE and NCCL_GRAPH_FILE name (its own topology it builds
+    # in memory): "XML Parse : Unexpected EOF", "Expected (double) quote.", "expected >, got '%c'", "unterminated %s",
+    # "Unexpected value with name %s". The file is malformed or cut short.
+    sig("topo_xml_parse", ("XML Parse :",),
+       r"XML Parse : (?P<what>Unexpected EOF|Expected \(double\) quote|expected >, got '.{1,4}'|unterminated \S{1,40}"
+       r"|Unexpected value with name \S{1,60})",
+       "other", ROOT, 1, "the topology or graph file an NCCL setting names is not well-formed XML",
+       code="LOG071",
+       detail="NCCL parses text XML only from the files NCCL_TOPO_FILE (topology) and NCCL_GRAPH_FILE (graph) name: "
+              "the file is malformed or cut short. Use a complete file written for this machine (an NCCL_TOPO_DUMP_FILE "
+              "dump of it is one), or unset the variable."),
+    # transport.cc selectTransport: WARN("No transport found for rank %d[%lx] -> rank %d[%lx]") when P2P, SHM, NET
+    # and CollNet all refuse the pair: settings that disable each one NCCL could use between them.
+    sig("no_transport", ("No transport found for rank", "has no transport for"),
+       r"No transport found for rank (?P<a>\d{1,7})\[[0-9a-fA-F]{1,16}\] -> rank (?P<b>\d{1,7})"
+       r"|Rank (?P<a2>\d{1,7}) has no transport for \w{1,8} peer (?P<b2>\d{1,7})",
+       "other", ROOT, 2, "NCCL found no transport it may use between two ranks",
+       code="LOG133", build=_no_transport),
     # dev_runtime.cc (2.29 on): a program built against a newer NCCL's device API running with an older libnccl
     # ("NCCL library is too old. This application was compiled with NCCL version %s, but is running with NCCL %s").
     sig("nccl_lib_too_old", ("NCCL library is too old", "NCCL library is not backwards compatible"),
@@ -1806,6 +1839,11 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG133", "no-transport", E, "NCCL found no transport between rank {a} and rank {b}",
+         "Unset the settings that disable NCCL's transports (NCCL_P2P_DISABLE together with NCCL_SHM_DISABLE leaves "
+         "ranks of one host only the network, which NCCL_NET_DISABLE_INTRA or a missing network then takes away); "
+         "'set by environment to' lines in NCCL_DEBUG=INFO output show which are set",
+         cause="other", env={"NCCL_DEBUG": "INFO"}),
     Code("LOG131", "slingshot-without-plugin", E, "NCCL/RCCL ran over TCP sockets on the Slingshot NICs ({ifaces}): "
          "no libfabric plugin was loaded",
          "Load the aws-ofi-nccl / aws-ofi-rccl plugin built for the system's libfabric (cxi provider): the site's "

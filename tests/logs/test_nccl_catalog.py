@@ -92,6 +92,17 @@ ROWS = [
      f"{H} NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)"),
     ("ofi_libfabric_old", f"{H} NCCL WARN NET/OFI EFA provider requires at least libfabric version 1.22.0.",
      f"{H} NCCL INFO NET/OFI Using Libfabric version 1.22"),
+    # graph/xml.cc (2.7 on): its parser reads only the files NCCL_TOPO_FILE / NCCL_GRAPH_FILE name; the INFO line
+    # about loading one is no failure.
+    ("topo_xml_parse", f"{H} graph/xml.cc:22 NCCL WARN XML Parse : Unexpected EOF",
+     f"{H} NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ndv4-topo.xml"),
+    ("topo_xml_parse", f"{H} graph/xml.cc:155 NCCL WARN XML Parse : expected >, got 'a'",
+     f"{H} NCCL INFO XML Parse : Ignoring extra attributes (max 16)"),
+    # transport.cc (2.12 on) and proxy.cc's per-channel form; the channel NCCL did find is traced at INFO.
+    ("no_transport", f"{H} transport.cc:43 NCCL WARN No transport found for rank 2[1b000] -> rank 3[1c000]",
+     f"{H} NCCL INFO Channel 00/0 : 2[1b000] -> 3[1c000] via P2P/IPC"),
+    ("no_transport", f"{H} proxy.cc:358 NCCL WARN Rank 2 has no transport for send peer 3 on channel 0/1",
+     f"{H} NCCL INFO Channel 00/1 : 2[2] -> 3[3] [send] via NET/Socket/0"),
 ]
 
 
@@ -171,3 +182,11 @@ def test_a_crash_in_malloc_with_nccl_further_down_is_not_ncclS(tmp_path: Path) -
     the stack called it, which says nothing of who corrupted the heap."""
     f = next(f for f in diagnose_lines(tmp_path / "c.log", *_MALLOC_SEGV)["findings"] if f["cause"])
     assert (f["code"], f["cause"]) == ("LOG060", "peer_process_died")
+
+
+def test_no_transport_names_the_settings_that_took_them_away(tmp_path: Path) -> None:
+    f = _verdict(tmp_path, f"{H} NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
+                 f"{H} NCCL INFO NCCL_SHM_DISABLE set by environment to 1",
+                 f"{H} transport.cc:43 NCCL WARN No transport found for rank 2[1b000] -> rank 3[1c000]")
+    assert (f["code"], f["cause"]) == ("LOG133", "other")
+    assert "rank 2 and rank 3" in f["title"] and "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1" in f["detail"]
