@@ -343,6 +343,19 @@ def _sigbus(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [cand("LOG132", "other", 2, hs[:1] + loader[:2], params={"lib": lib or "a shared library"})]
 
 
+def _hca_limit(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The adapter out of one of its objects; for memory keys (CREATE_MKEY), what holds them: every registered memory
+    region takes one, and a registration cache with no bound (UCX's UCX_IB_RCACHE_MAX_REGIONS=inf by default) keeps
+    registering until the adapter has none left (openucx/ucx#6264: bounding it stopped the errors)."""
+    c = own_reading(hs)
+    if any(h.groups.get("cmd") == "CREATE_MKEY" for h in hs):
+        c.detail = ("Each registered memory region takes one of the adapter's memory keys; a process that keeps "
+                    "registering buffers without releasing them exhausts them. Bound the registration cache "
+                    "(UCX_IB_RCACHE_MAX_REGIONS for UCX and the MPIs on it) and look for "
+                    "buffers registered per step (NCCL user-buffer registration, torch's symmetric memory).")
+    return [c]
+
+
 def _cuda_failure_kind(h: Any) -> str:
     """Which reading a failed CUDA call gets, the first that applies."""
     text = h.ev.text
@@ -1224,15 +1237,16 @@ SIGNATURES = (
        r"|set max locked memory \(ulimit -l\)|failed to initialize while trying to allocate some(?:\s+locked memory|\s*$)",
        "rlimit_memlock", ROOT, 1, "RDMA queue or memory registration failed for lack of locked memory",
        build=_memlock, always=True),
-    # mlx5_core's firmware command check (drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_cmd_check) in dmesg:
+    # mlx5_core's firmware command check (drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_cmd_check; mlx5_cmd_out_err
+    # from Linux 6.2) in dmesg:
     # "<CMD>(0x..) op_mod(0x..) failed, status limits exceeded(0x8)" -- the adapter itself has no more of that
     # object (UARs, protection domains, queues) for another process. ibv_open_device's ENOMEM is this, not the
     # locked-memory limit (openucx/ucx#6049: 256 ranks on one node, ALLOC_UAR refused; fixed by an mlx5 driver setting).
     sig("hca_limits_exceeded", ("limits exceeded",),
-       r"mlx5_cmd_check:\d{1,6}:\(pid \d{1,9}\): (?P<cmd>[A-Z][A-Z0-9_]{2,40})\(0x[0-9a-fA-F]{1,6}\)[^\n]{0,80}failed, "
-       r"status limits exceeded",
+       r"mlx5_cmd_(?:check|out_err):\d{1,6}:\(pid \d{1,9}\): (?P<cmd>[A-Z][A-Z0-9_]{2,40})\(0x[0-9a-fA-F]{1,6}\)[^\n]{0,80}"
+       r"failed, status limits exceeded",
        "other", ROOT, 2, "the RDMA adapter ran out of one of its own resources for another process",
-       code="LOG088", params=lambda hs: {"cmd": group(hs, "cmd") or "a command"}),
+       code="LOG088", params=lambda hs: {"cmd": group(hs, "cmd") or "a command"}, build=_hca_limit),
     # NCCL before 2.12 printed "Call to ibv_create_qp failed" (and _cq) without errno (ibvwrap.c/.cc). Creating a
     # queue pair or completion queue pins memory; in a container or under a scheduler whose locked-memory limit is
     # the 64 kB default that is where it fails (NVIDIA/pyxis#60: `srun bash -c "ulimit -l"` gave 64). Later NCCL

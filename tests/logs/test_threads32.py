@@ -292,3 +292,21 @@ def test_a_connection_of_the_other_network_kind_is_ranks_on_different_networks(t
     nodev = _KINDS + "node-1:6001:6001 [0] NCCL INFO NET/IB : No device found.\n"
     got = _found(tmp_path, nodev, "nodev.log")
     assert (got[0]["code"], got[0]["cause"]) == ("LOG036", "ib_misconfig")
+
+
+# openucx/ucx#6264: Open MPI + UCX jobs on mlx5 failing after a while with ibv_reg_mr ENOMEM; the kernel's log (Linux
+# 6.2 and later name the check mlx5_cmd_out_err) shows the adapter out of memory keys. UCX_IB_RCACHE_MAX_REGIONS=1000
+# stopped it.
+_MKEY = """\
+[1452510.275798] mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 0): CREATE_MKEY(0x200) op_mod(0x0) failed, status limits exceeded(0x8), syndrome (0x18af6), err(-12)
+[1452510.292202] infiniband mlx5_0: create_mkey_warn:158:(pid 0): async reg mr failed. status -121
+"""
+
+
+def test_an_adapter_out_of_memory_keys_is_the_registration_cache(tmp_path: Path) -> None:
+    check_row("hca_limits_exceeded", _MKEY.splitlines()[0],
+              "[1452510.275798] mlx5_core 0000:41:00.0: mlx5_cmd_out_err:800:(pid 0): CREATE_MKEY(0x200) op_mod(0x0) "
+              "failed, status bad parameter(0x3), syndrome (0x18af6), err(-22)")
+    got = _found(tmp_path, _MKEY)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG088", "other")
+    assert "CREATE_MKEY" in got[0]["title"] and "UCX_IB_RCACHE_MAX_REGIONS" in got[0]["detail"]
