@@ -1323,6 +1323,30 @@ SIGNATURES = (
        detail="NCCL_TOPO_FILE (topology) or NCCL_GRAPH_FILE (graph) names a file this process cannot open: mount it "
               "into the container at that path on every node, or unset the variable (a network plugin or image "
               "may set NCCL_TOPO_FILE for another instance type)."),
+    # NCCL's checks of its own bookkeeping, which no setting or peer can fail: proxy.cc's op pools and lists ("Proxy
+    # append mismatch", "Proxy append out of bound(s)", "Proxy append on running operation", "List loop at element",
+    # "Active/Free list loop", "Element %d of pool %d has been lost", "Could not find pool of op", "Inactive op has next
+    # set!", "Unable to post incomplete proxy op chain", its async responses ("Mismatched response size for opId",
+    # "Couldn't find opId", "Attempting to dequeue nonexistent async opId"), enqueue.cc's "Unknown pattern" and
+    # "Sendrecv plan not aligned for self", init.cc's "P2p schedule creation has bugs.", graph/search.cc's "Could not
+    # find rev link for", net_ib.cc's "could not find mr %p inside cache" and "sendReq(%p)->events=...". A defect of
+    # that release, or the program writing over NCCL's memory.
+    sig("nccl_self_check", ("Proxy append", "loop at element", "has been lost", "Could not find pool of op",
+                            "Inactive op has next set", "incomplete proxy op chain", "response size for opId",
+                            "Couldn't find opId", "nonexistent async opId", "Unknown pattern", "plan not aligned for self",
+                            "schedule creation has bugs", "Could not find rev link", "inside cache of"),
+       r"Proxy append (?:mismatch|out of bounds?|on running operation)|(?:Active |Free )?[Ll]ist loop at element \d"
+       r"|Element \d{1,9} of pool \d{1,9} has been lost|Could not find pool of op|Inactive op has next set"
+       r"|Unable to post incomplete proxy op chain|Mismatched response size for opId|Couldn't find opId"
+       r"|Attempting to dequeue nonexistent async opId|Unknown pattern(?: for collective)? \d"
+       r"|Sendrecv plan not aligned for self|P2p schedule creation has bugs|Could not find rev link for"
+       r"|could not find mr \S{1,20} inside cache of",
+       "nccl_internal_bug", ROOT, 6, "one of NCCL's checks of its own bookkeeping failed",
+       code="LOG070", params=lambda hs: {"what": "a check of its own bookkeeping failed"},
+       detail="The message is NCCL finding its own state inconsistent (its proxy's operation pools and lists, its "
+              "plans, its topology search): nothing a setting or a peer controls. Move to another NCCL release; if it "
+              "stays, look for the program writing past its buffers into NCCL's memory (compute-sanitizer).",
+       alts=[("other", "memory corruption by the program itself (an out-of-bounds write into NCCL's host memory)")]),
     # graph/xml.cc's parser reads only the files NCCL_TOPO_FILE and NCCL_GRAPH_FILE name (its own topology it builds
     # in memory): "XML Parse : Unexpected EOF", "Expected (double) quote.", "expected >, got '%c'", "unterminated %s",
     # "Unexpected value with name %s". The file is malformed or cut short.

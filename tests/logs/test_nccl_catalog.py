@@ -103,6 +103,18 @@ ROWS = [
      f"{H} NCCL INFO Channel 00/0 : 2[1b000] -> 3[1c000] via P2P/IPC"),
     ("no_transport", f"{H} proxy.cc:358 NCCL WARN Rank 2 has no transport for send peer 3 on channel 0/1",
      f"{H} NCCL INFO Channel 00/1 : 2[2] -> 3[3] [send] via NET/Socket/0"),
+    # proxy.cc / enqueue.cc / init.cc / net_ib.cc: NCCL's checks of its own bookkeeping; the proxy's and the planner's
+    # ordinary INFO lines are no failure.
+    ("nccl_self_check", f"{H} proxy.cc:151 NCCL WARN Proxy append mismatch",
+     f"{H} NCCL INFO New proxy send connection 49 from local rank 0, transport 0"),
+    ("nccl_self_check", f"{H} proxy.cc:488 NCCL WARN Unable to post incomplete proxy op chain 3..7 (opCount 42)",
+     f"{H} NCCL INFO Connected to proxy localRank 2 -> connection 0x7c82e0002418"),
+    ("nccl_self_check", f"{H} enqueue.cc:309 NCCL WARN Unknown pattern for collective 4 algorithm 1",
+     f"{H} NCCL INFO AllReduce: 67108864 Bytes -> Algo 1 proto 2 time 312.4"),
+    ("nccl_self_check", f"{H} init.cc:1184 NCCL WARN P2p schedule creation has bugs.",
+     f"{H} NCCL INFO P2P Chunksize set to 131072"),
+    ("nccl_self_check", f"{H} transport/net_ib.cc:886 NCCL WARN NET/IB: could not find mr 0x7f00 inside cache of 12 entries",
+     f"{H} NCCL INFO NET/IB: Dmabuf register: addr 0x7f00 len 2097152"),
 ]
 
 
@@ -190,3 +202,15 @@ def test_no_transport_names_the_settings_that_took_them_away(tmp_path: Path) -> 
                  f"{H} transport.cc:43 NCCL WARN No transport found for rank 2[1b000] -> rank 3[1c000]")
     assert (f["code"], f["cause"]) == ("LOG133", "other")
     assert "rank 2 and rank 3" in f["title"] and "NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1" in f["detail"]
+
+
+
+def test_a_failed_check_of_nccls_own_state_is_nccl_unless_something_else_failed_first(tmp_path: Path) -> None:
+    f = _verdict(tmp_path, f"{H} proxy.cc:151 NCCL WARN Proxy append mismatch",
+                 f"{H} NCCL INFO proxy.cc:1040 -> 3")
+    assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
+    f = _verdict(tmp_path, f"{H} transport/net_ib.cc:1697 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<51234> "
+                           "with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ::ffff:10.0.0.1 remoteGid "
+                           "::ffff:10.0.0.2",
+                 f"{H} proxy.cc:151 NCCL WARN Proxy append mismatch")
+    assert f["cause"] != "nccl_internal_bug"
