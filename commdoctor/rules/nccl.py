@@ -1863,23 +1863,23 @@ MODEL_RULES = (
 )
 
 CODES = (
-    Code("LOG133", "no-transport", E, "NCCL found no transport between rank {a} and rank {b}",
-         "Unset the settings that disable NCCL's transports (NCCL_P2P_DISABLE together with NCCL_SHM_DISABLE leaves "
-         "ranks of one host only the network, which NCCL_NET_DISABLE_INTRA or a missing network then takes away); "
-         "'set by environment to' lines in NCCL_DEBUG=INFO output show which are set",
-         cause="other", env={"NCCL_DEBUG": "INFO"}),
-    Code("LOG131", "slingshot-without-plugin", E, "NCCL/RCCL ran over TCP sockets on the Slingshot NICs ({ifaces}): "
-         "no libfabric plugin was loaded",
-         "Load the aws-ofi-nccl / aws-ofi-rccl plugin built for the system's libfabric (cxi provider): the site's "
-         "module, or its lib directory on LD_LIBRARY_PATH (NCCL_NET_PLUGIN names it in NCCL 2.19 and later); "
-         "'NET/OFI Selected provider is cxi' in NCCL_DEBUG=INFO output shows it works",
-         cause="other", env={"NCCL_DEBUG": "INFO"}),
     Code("LOG130", "ras-rank-behind", E, "ncclras: {who} launched fewer {op} operations ({n}) than the other ranks "
          "({usual}): late, or stuck before its next collective",
          "Take the stack of the rank behind while the job waits (py-spy dump, commdoctor hang): its own code (a slow "
          "step, a data loader, I/O on one node) is what the others wait for; a collective the others called and it "
          "skipped is a rank-dependent branch",
          cause="collective_timeout_straggler", steps=("ncclras -v while the job waits names each rank's process and node",)),
+    Code("LOG131", "slingshot-without-plugin", E, "NCCL/RCCL ran over TCP sockets on the Slingshot NICs ({ifaces}): "
+         "no libfabric plugin was loaded",
+         "Load the aws-ofi-nccl / aws-ofi-rccl plugin built for the system's libfabric (cxi provider): the site's "
+         "module, or its lib directory on LD_LIBRARY_PATH (NCCL_NET_PLUGIN names it in NCCL 2.19 and later); "
+         "'NET/OFI Selected provider is cxi' in NCCL_DEBUG=INFO output shows it works",
+         cause="other", env={"NCCL_DEBUG": "INFO"}),
+    Code("LOG133", "no-transport", E, "NCCL found no transport between rank {a} and rank {b}",
+         "Unset the settings that disable NCCL's transports (NCCL_P2P_DISABLE together with NCCL_SHM_DISABLE leaves "
+         "ranks of one host only the network, which NCCL_NET_DISABLE_INTRA or a missing network then takes away); "
+         "'set by environment to' lines in NCCL_DEBUG=INFO output show which are set",
+         cause="other", env={"NCCL_DEBUG": "INFO"}),
     Code("LOG108", "nccl-init-stalled", W, "the logs stop while NCCL was setting up its communicators, {what}",
          "Open the ports NCCL uses between the hosts, not only MASTER_PORT (host firewall, security groups, Kubernetes "
          "network policies, service-mesh sidecars), and pin NCCL_SOCKET_IFNAME to the interface the hosts share",
