@@ -1133,6 +1133,22 @@ def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                             "follows it), so NCCL later connected to an address it never filled in.",
                      alts=[("version_mismatch", "ranks on different NCCL versions exchange handles this NCCL cannot read "
                                                 "and fail the same way: compare the 'NCCL version' lines per host")])]
+    # One NCCL on one host lays every handle out the same way. There a garbage handle on a point-to-point channel
+    # ("Channel 01/1 : 0[0] -> 1[1] [send] via NET/Socket/0") is a peer that sent something else at that step: sends and
+    # receives that do not pair (NVIDIA/nccl#2057: both ranks called ncclSend before ncclRecv, outside
+    # ncclGroupStart/End; grouping them, or swapping the order on one rank, fixed it).
+    hosts = {h for h in m.hosts if h}
+    p2p = [ev for ev in m.transports.values() if "[send] via" in ev.text or "[receive] via" in ev.text]
+    if p2p and len(hosts) <= 1 and len(m.versions) < 2:
+        c = cand("LOG050", "collective_mismatch", 3, hs,
+                     detail="The address came from a peer's point-to-point set-up, on one host with one NCCL: the "
+                            "peer was not at the matching step. Sends and receives between two ranks must pair: put "
+                            "each exchange in ncclGroupStart/ncclGroupEnd (torch: batch_isend_irecv), or order them "
+                            "send-then-recv on one rank and recv-then-send on the other.",
+                     alts=[("nccl_internal_bug", "if every send has its receive in the same group, the handle was "
+                                                 "corrupted inside NCCL")])
+        c.evidence.append(p2p[0])
+        return [c]
     return [cand("LOG040", "version_mismatch", 3, hs, params={"what": "a peer sent a connection handle this NCCL cannot read"},
                  alts=[("nccl_internal_bug", "with one NCCL version on every node (compare the 'NCCL version' lines per "
                                              "host), a corrupted handle points at NCCL or at the framework broadcasting it")])]

@@ -310,3 +310,23 @@ def test_an_adapter_out_of_memory_keys_is_the_registration_cache(tmp_path: Path)
     got = _found(tmp_path, _MKEY)
     assert (got[0]["code"], got[0]["cause"]) == ("LOG088", "other")
     assert "CREATE_MKEY" in got[0]["title"] and "UCX_IB_RCACHE_MAX_REGIONS" in got[0]["detail"]
+
+
+# NVIDIA/nccl#2057: two ranks on one VM, P2P and SHM disabled, both calling ncclSend before ncclRecv outside a group;
+# the first send's socket connection got a handle of another step ("family 1"). Grouping the calls fixed it.
+_UNPAIRED = """\
+VM-16-64-ubuntu:28471:28471 [0] NCCL INFO Channel 01/1 : 0[0] -> 1[1] [send] via NET/Socket/0/Shared
+[2026-03-18 11:13:09] VM-16-64-ubuntu:28471:28499 [0] misc/socket.cc:537 NCCL WARN ncclSocketInit: connecting to address  with family 1 is neither AF_INET(2) nor AF_INET6(10)
+VM-16-64-ubuntu:28471:28499 [0] NCCL INFO transport/net_socket.cc:399 -> 3
+NCCL error a.cu:46: internal error - please report this issue to the NCCL developers
+"""
+
+
+def test_an_unreadable_handle_on_a_point_to_point_channel_of_one_host_is_unpaired_sends(tmp_path: Path) -> None:
+    got = _found(tmp_path, _UNPAIRED)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch")
+    assert "ncclGroupStart" in got[0]["detail"]
+    # across two hosts (or two NCCL versions) the handle may come from another NCCL: version_mismatch stays first
+    two = _UNPAIRED + "node-b:3001:3001 [0] NCCL INFO Channel 01/1 : 1[1] -> 0[0] [send] via NET/Socket/0\n"
+    got = _found(tmp_path, two, "two.log")
+    assert got[0]["cause"] == "version_mismatch"
