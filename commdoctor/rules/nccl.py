@@ -1104,6 +1104,16 @@ def _no_transport(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                           "first that accepts it; here every one refused.")]
 
 
+_CRASHED = re.compile(r"Segfault|Segmentation fault|SIGSEGV|signal 11|SIGBUS|received signal", re.IGNORECASE)
+
+
+def _cumem_host_probe(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """The probe's frame counts only in a crash: the same name in an INFO trace of a working job says nothing."""
+    crashed = hits(m, "crash_head") or any(_CRASHED.search(ev.text) for ev, _seq, _kind in m.unmatched_errors) \
+        or any(_CRASHED.search(t.text) for t in m.tracebacks)
+    return [own_reading(hs)] if crashed else []
+
+
 def _comm_id_reach(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL_COMM_ID's address on no local network. From a container on docker's default bridge (its only address in
     172.17.0.0/16) that is the container's network, not the address: the host's address is on no interface inside
@@ -1381,6 +1391,20 @@ SIGNATURES = (
        r"|Rank (?P<a2>\d{1,7}) has no transport for \w{1,8} peer (?P<b2>\d{1,7})",
        "other", ROOT, 2, "NCCL found no transport it may use between two ranks",
        code="LOG133", build=_no_transport),
+    # A crash under misc/cudawrap.cc's ncclCuMemHostEnable (2.23 on): at its first communicator NCCL probes whether
+    # the driver can allocate host memory through cuMem (cuMemCreate with a host NUMA location), and some driver and
+    # system combinations crash inside that call (NVIDIA/nccl#2106: NUMA nodes without memory; NCCL_CUMEM_HOST_ENABLE=0
+    # avoided it). Read only with a crash in the same logs.
+    sig("cumem_host_probe", ("ncclCuMemHostEnable",),
+       r"\bncclCuMemHostEnable\b",
+       "other", ROOT, 3, "the CUDA driver crashed in NCCL's probe of host cuMem allocations", code="LOG081",
+       params=lambda hs: {"what": "the driver crashed in cuMemCreate under NCCL's probe of host memory allocations "
+                                  "(ncclCuMemHostEnable)"},
+       build=_cumem_host_probe,
+       detail="NCCL (2.23 and later) asks the driver, at its first communicator, to create host memory through cuMem "
+              "on the process's NUMA node; the crash is inside the driver's cuMemCreate. NCCL_CUMEM_HOST_ENABLE=0 skips "
+              "that path; a newer driver, or a system whose NUMA nodes all have memory, avoids the fault.",
+       alts=[("nccl_internal_bug", "if the crash stays with NCCL_CUMEM_HOST_ENABLE=0, NCCL's own set-up")]),
     # dev_runtime.cc (2.29 on): a program built against a newer NCCL's device API running with an older libnccl
     # ("NCCL library is too old. This application was compiled with NCCL version %s, but is running with NCCL %s").
     sig("nccl_lib_too_old", ("NCCL library is too old", "NCCL library is not backwards compatible"),

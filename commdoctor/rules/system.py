@@ -965,8 +965,11 @@ SIGNATURES = (
     # fault: ...)", "==== backtrace (tid: N) ====", " 3  /path/libnccl.so(+0x120057) [0x7ff1...]"), Open MPI's ("***
     # Process received signal ***", "[host:pid] [ 3] /path/libnccl.so.2(+0x...)[0x...]"), glibc's backtrace_symbols and
     # gdb's ("#3  0x... in ncclProxyService () from /path/libnccl.so.2"). Read through rules.base.crash_stacks.
-    ctx("crash_head", ("Caught signal", "Process received signal", "Segmentation fault", "SIGSEGV", "==== backtrace"),
-        r"Caught signal \d{1,2} \(|\*\*\* Process received signal \*\*\*|Segmentation fault|\bSIGSEGV\b|==== backtrace",
+    # (NVIDIA's training containers' handler heads its stack with "!!!!!!! Segfault encountered !!!!!!!".)
+    ctx("crash_head", ("Caught signal", "Process received signal", "Segmentation fault", "SIGSEGV", "==== backtrace",
+                       "Segfault encountered"),
+        r"Caught signal \d{1,2} \(|\*\*\* Process received signal \*\*\*|Segmentation fault|\bSIGSEGV\b|==== backtrace"
+        r"|!{3,10} Segfault encountered",
         "a process crashed and its signal handler prints where"),
     ctx("crash_frame", (".so(", ".so.", ") from "),
         r"^\s{0,12}(?:\[[^\]\s]{1,120}\] )?(?:\[ {0,2}\d{1,3}\]|#?\d{1,3})\s{1,8}"

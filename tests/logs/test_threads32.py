@@ -330,3 +330,30 @@ def test_an_unreadable_handle_on_a_point_to_point_channel_of_one_host_is_unpaire
     two = _UNPAIRED + "node-b:3001:3001 [0] NCCL INFO Channel 01/1 : 1[1] -> 0[0] [send] via NET/Socket/0\n"
     got = _found(tmp_path, two, "two.log")
     assert got[0]["cause"] == "version_mismatch"
+
+
+# NVIDIA/nccl#2106: a segfault at the first communicator, inside the driver's cuMemCreate under NCCL's probe of host
+# cuMem allocations, on servers with NUMA nodes that have no memory; NCCL_CUMEM_HOST_ENABLE=0 avoided it (two users).
+_PROBE = """\
+> !!!!!!! Segfault encountered !!!!!!!
+>   File "<unknown>", line 0, in cuMemCreate
+>   File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()
+>   File "misc/cudawrap.cc", line 298, in ncclCudaLibraryInit()
+"""
+
+
+def test_a_crash_in_the_host_cumem_probe_of_nccl_is_the_driver_under_it(tmp_path: Path) -> None:
+    check_row("cumem_host_probe", _PROBE.splitlines()[2], ">   File \"misc/cudawrap.cc\", line 298, in ncclCudaLibraryInit()")
+    check_row("crash_head", _PROBE.splitlines()[0], "> Segfaults are rare")
+    got = _found(tmp_path, _PROBE)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG081", "other")
+    assert "NCCL_CUMEM_HOST_ENABLE=0" in got[0]["detail"]
+    # the probe's name in a trace of a job that did not crash is nothing
+    quiet = "node:1:1 [0] NCCL INFO misc/cudawrap.cc:92 ncclCuMemHostEnable: host cuMem enabled\n"
+    assert all(f["code"] != "LOG081" for f in _found_any(tmp_path, quiet))
+
+
+def _found_any(tmp_path: Path, text: str) -> list[dict]:
+    p = tmp_path / "any.log"
+    p.write_text(text)
+    return diagnose_file(p)["findings"]
