@@ -170,6 +170,30 @@ def _ib_incompatible(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return out
 
 
+def _net_counts_ignored(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """NCCL 2.30.3 and later go on when ranks have different numbers of NICs (NCCL_IGNORE_NET_MISMATCH=1 by default)
+    and say so at INFO only. Channels NCCL places on a NIC a peer lacks wait for it forever (NVIDIA/nccl#2428: a
+    second eRDMA device one node could not open, a silent hang). A cause when the job failed or hung with nothing
+    more specific; a risk in a job that went on."""
+    hs = hits(m, "net_counts_ignored")
+    if not hs or completed(m) or any(c.cause and not c.weak and c.tier <= 4 for c in found):
+        return []
+    short = sorted({int(h.groups["rank"]) for h in hs if h.groups.get("rank")})
+    counts = next((h for h in hs if h.groups.get("min")), None)
+    span = f" (from {counts.groups['min']} to {counts.groups['max']})" if counts else ""
+    failing = job_failed(m, found) or bool(m.watchdog)
+    c = cand("LOG036", "ib_misconfig", 4 if failing else 7, hs, weak=not failing,
+                 detail=f"Ranks have different numbers of network devices{span}"
+                        + (f"; short: rank {', '.join(map(str, short[:8]))}" if short else "")
+                        + ". NCCL went on (NCCL_IGNORE_NET_MISMATCH), and channels it places on a NIC a peer does not "
+                          "have wait for that peer forever. Make every node expose the same NICs (NCCL_IB_HCA, the "
+                          "container's RDMA devices, a port that is down), or set NCCL_IGNORE_NET_MISMATCH=0 to stop "
+                          "at set-up instead.",
+                 alts=[("hardware_fault", "a NIC or port that is down on one node drops out of its count")])
+    c.ranks.update(short[:16])
+    return [c]
+
+
 def _network_failed_early(m: Any, found: list[Cand]) -> bool:
     """Nothing else explains the failure and the job never ran: no peer's own failure, no collective completed."""
     if any(c.cause and not c.consequence for c in found):  # another rule names the cause, however weakly
@@ -1373,6 +1397,13 @@ SIGNATURES = (
               "plans, its topology search): nothing a setting or a peer controls. Move to another NCCL release; if it "
               "stays, look for the program writing past its buffers into NCCL's memory (compute-sanitizer).",
        alts=[("other", "memory corruption by the program itself (an out-of-bounds write into NCCL's host memory)")]),
+    # init.cc (2.30.3 on, where NCCL_IGNORE_NET_MISMATCH defaults to 1): the same count check at INFO, "Detected mixed
+    # local Net device counts across ranks (min %d, max %d). Ignoring due to NCCL_IGNORE_NET_MISMATCH." after "Rank %d
+    # has %d local Net devices (max %d)." for each rank short of NICs. Read by _net_counts_ignored.
+    ctx("net_counts_ignored", ("mixed local Net device counts", "local Net devices (max"),
+        r"Detected mixed local Net device counts across ranks \(min (?P<min>\d{1,4}), max (?P<max>\d{1,4})\)\. Ignoring"
+        r"|Rank (?P<rank>\d{1,7}) has (?P<n>\d{1,4}) local Net devices \(max (?P<max2>\d{1,4})\)",
+        "ranks have different numbers of network devices and NCCL went on"),
     # graph/xml.cc's parser reads only the files NCCL_TOPO_FILE and NCCL_GRAPH_FILE name (its own topology it builds
     # in memory): "XML Parse : Unexpected EOF", "Expected (double) quote.", "expected >, got '%c'", "unterminated %s",
     # "Unexpected value with name %s". The file is malformed or cut short.
@@ -1886,6 +1917,8 @@ MODEL_RULES = (
               phase=PHASE_LAST),
     ModelRule("nccl_init_stalled", _init_stalled, "NCCL's communicator set-up where the logs stop, with no error",
               phase=PHASE_LAST),
+    ModelRule("net_counts_ignored", _net_counts_ignored, "ranks with different numbers of NICs that NCCL went on with, "
+                                                          "in a job that failed or hung"),
     ModelRule("slingshot_sockets", _slingshot_sockets, "NCCL/RCCL over TCP sockets on Slingshot NICs without the "
                                                         "libfabric plugin, in a job that failed"),
     ModelRule("nccl_crashed", _crashed_in_nccl, "a crash whose faulting frame is in libnccl"),

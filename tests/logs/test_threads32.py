@@ -357,3 +357,26 @@ def _found_any(tmp_path: Path, text: str) -> list[dict]:
     p = tmp_path / "any.log"
     p.write_text(text)
     return diagnose_file(p)["findings"]
+
+
+# NCCL 2.30.3 and later go on past mixed NIC counts (NCCL_IGNORE_NET_MISMATCH=1 by default) and say so at INFO only
+# (init.cc); NVIDIA/nccl#2428: a second eRDMA device one node could not open, then a silent hang.
+_MIXED = """\
+nodeB:100:100 [0] NCCL INFO Rank 8 has 1 local Net devices (max 2).
+nodeB:100:100 [0] NCCL INFO Detected mixed local Net device counts across ranks (min 1, max 2). Ignoring due to NCCL_IGNORE_NET_MISMATCH.
+"""
+_TIMEOUT = ("[rank8]:[E1129 10:00:00.000 ProcessGroupNCCL.cpp:632] [Rank 8] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 "
+            "milliseconds before timing out.\n")
+
+
+def test_mixed_nic_counts_nccl_went_on_with_are_the_hang_and_a_risk_otherwise(tmp_path: Path) -> None:
+    check_row("net_counts_ignored", _MIXED.splitlines()[1],
+              "nodeB:100:100 [0] NCCL INFO Local CollNet device counts across ranks: min 0 max 0")
+    got = _found(tmp_path, _MIXED + _TIMEOUT)
+    assert (got[0]["code"], got[0]["cause"], got[0]["severity"]) == ("LOG036", "ib_misconfig", "error")
+    assert got[0]["ranks"] == [8] and "NCCL_IGNORE_NET_MISMATCH" in got[0]["detail"]
+    alone = _found(tmp_path, _MIXED, "alone.log")
+    assert alone[0]["code"] == "LOG036" and alone[0]["severity"] == "warning"
+    done = _MIXED + "nodeB:100:100 [0] NCCL INFO comm 0x55 rank 8 nranks 16 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
+    assert all(f["code"] != "LOG036" for f in _found(tmp_path, done, "done.log"))
