@@ -595,14 +595,22 @@ def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int]) -> list[Any]
     return []
 
 
+def _zero(value: str | None) -> bool:
+    try:
+        return value is not None and float(value) == 0.0
+    except ValueError:
+        return False
+
+
 def _results_apart(results: list[Any], summaries: list[Any], heads: list[Any]) -> list[Any]:
-    """In one file: one row (size, type, op, root) printed twice in a row, or a second "Out of bounds values"
-    summary with no result row since the first. One job prints each row once, then its summary; several processes
-    each running the test alone print theirs interleaved (a run repeated with -N prints every size of a cycle in
-    between)."""
+    """In one file: one row (size, type, op, root) printed twice in a row with no bus bandwidth (a world of one rank
+    moves nothing: busbw is 0), or a second "Out of bounds values" summary with no result row since the first. One
+    job prints each row once, then its summary; several processes each running the test alone print theirs
+    interleaved. (A run repeated with -N prints a size again each cycle, with its bandwidth, and one summary.)"""
     for a, b in zip(results, results[1:]):
         key = ("size", "type", "op", "root")
-        if all(a.groups.get(k) == b.groups.get(k) for k in key) and not any(a.seq < h.seq < b.seq for h in heads):
+        alone = all(_zero(x.groups.get("busbw")) for x in (a, b))
+        if alone and all(a.groups.get(k) == b.groups.get(k) for k in key) and not any(a.seq < h.seq < b.seq for h in heads):
             return [a, b]
     for a, b in zip(summaries, summaries[1:]):
         if not any(a.seq < h.seq < b.seq for h in results + heads):
@@ -1864,7 +1872,8 @@ SIGNATURES = (
     # the test got past its first collective.
     ctx("nccl_tests_row", ("float", "half", "double", "int8", "int32", "int64", "bfloat16"),
         r"^\s{0,20}(?P<size>\d{1,14})\s{1,20}\d{1,14}\s{1,12}(?P<type>float|half|double|bfloat16|u?int8|u?int32|u?int64"
-        r"|f8e\w{1,6})\s{1,12}(?P<op>sum|prod|max|min|avg|none|mulsum)\s{1,12}(?P<root>-?\d{1,7})",
+        r"|f8e\w{1,6})\s{1,12}(?P<op>sum|prod|max|min|avg|none|mulsum)\s{1,12}(?P<root>-?\d{1,7})"
+        r"(?:\s{1,12}[\d.]{1,14}\s{1,12}[\d.]{1,14}\s{1,12}(?P<busbw>[\d.]{1,14}))?",
         "a result row of nccl-tests: the collective of that size completed"),
     # init.cc (2.19 on): INFO("comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"): how many
     # hosts the communicator spans. Read by local_ranks_only.

@@ -201,7 +201,9 @@ def test_nccl_tests_rows_or_summaries_printed_by_each_process_are_a_job_per_proc
         got = _found(tmp_path, text, f"t{i}.log")
         assert (got[0]["code"], got[0]["cause"]) == ("LOG066", "launcher_misconfig"), got
         assert "job of its own" in got[0]["title"]
-    for i, text in enumerate((_ONE_JOB, _ONE_JOB + _ONE_JOB)):
+    # one size run again and again with -N (each cycle printed, with its bandwidth), then one summary
+    cycles = "\n".join([_ONE_JOB.splitlines()[0]] * 3 + _ONE_JOB.splitlines()[2:]) + "\n"
+    for i, text in enumerate((_ONE_JOB, _ONE_JOB + _ONE_JOB, cycles)):
         got = _found(tmp_path, text, f"ok{i}.log")
         assert all(f["code"] != "LOG066" for f in got), got
 
