@@ -1228,12 +1228,13 @@ SIGNATURES = (
         r"^\s{0,8}(?:(?P<k>\d{1,7}) ranks have launched up to operation (?P<many>\d{1,20})"
         r"|Rank (?P<rank>\d{1,7}) has (?:launched up to operation (?P<n>\d{1,20})|not launched any operations))",
         "how many operations of one kind each rank of a communicator launched (ncclras)"),
-    # misc/socket.cc socketFinalizeAccept: WARN("socketFinalizeAccept: wrong type %d != %d", type, sock->type): the
+    # misc/socket.cc socketFinalizeAccept: WARN("socketFinalizeAccept: wrong type %d != %d", type, sock->type) (2.28:
+    # "socketFinalizeAccept from %s: wrong type %d != %d", naming the peer): the
     # connection that arrived says it is of another kind than the listening socket (include/socket.h: 3 NetSocket, 4
     # NetIb). 4 != 3: a peer on NCCL's IB network connected to this rank's socket network: the ranks chose different
     # networks. Read by _socket_kinds.
     sig("socket_wrong_type", ("wrong type",),
-       r"socketFinalizeAccept: wrong type (?P<got>\d{1,3}) != (?P<want>\d{1,3})",
+       r"socketFinalizeAccept(?: from \S{1,80})?: wrong type (?P<got>\d{1,3}) != (?P<want>\d{1,3})",
        "launcher_misconfig", ROOT, 3, "a peer connected with another kind of NCCL connection than this rank expects",
        code="LOG066", build=_socket_kinds),
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),

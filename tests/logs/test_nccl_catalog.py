@@ -115,6 +115,9 @@ ROWS = [
      f"{H} NCCL INFO P2P Chunksize set to 131072"),
     ("nccl_self_check", f"{H} transport/net_ib.cc:886 NCCL WARN NET/IB: could not find mr 0x7f00 inside cache of 12 entries",
      f"{H} NCCL INFO NET/IB: Dmabuf register: addr 0x7f00 len 2097152"),
+    # misc/socket.cc, 2.28's wording with the peer's address; the proxy's own connection lines are no failure.
+    ("socket_wrong_type", f"{H} misc/socket.cc:538 NCCL WARN socketFinalizeAccept from 10.0.0.12<43211>: wrong type 4 != 3",
+     f"{H} NCCL INFO New proxy recv connection 12 from local rank 3, transport 2"),
 ]
 
 
