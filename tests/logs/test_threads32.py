@@ -1,5 +1,15 @@
 """Public failure threads, round 53 and its development reading.
 
+Most of round 53 came from issue threads archived whole (post and comments) in other repositories: NVIDIA/nccl,
+nccl-tests and ROCm threads of 2025-2026. What they taught, each read from what the message means in its program:
+
+- a process that is late shows it without an error of its own: a data-preparation progress bar still running past
+  the process group's timeout, a traceback cut at a barrier, ncclras counts below the others';
+- NCCL's own words for settings that reach some ranks only (its socket kinds), transports all refused, NVML missing,
+  NIC counts it went on with, and its checks of its own bookkeeping;
+- the system under it: an RDMA port with no link, Slingshot without its plugin, a library cut short on disk, the
+  driver crashing in NCCL's host cuMem probe, an adapter out of memory keys.
+
 A traceback whose header was cut from a post is still a raise: a rank whose launcher record says "exitcode 1" after
 frames of its own program did not end quietly, and what those frames were doing is the place to look.
 """
