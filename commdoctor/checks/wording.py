@@ -120,6 +120,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG131": {"ifaces": "hsn0, hsn1, ..."},
     "LOG132": {"lib": "<a shared library>"},
     "LOG133": {"a": "<N>", "b": "<M>"},
+    "LOG134": {"op": "<collective> SeqNum=1", "what": "<what never went through>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -408,6 +408,41 @@ def _gathered_world(recs: list[Any]) -> int:
     return 0
 
 
+def _all_inside(m: Any, recs: list[Any], evs: list[Any], seq: int, op: str, ranks: set[int], maxseq: int) -> list[Cand]:
+    """Every rank of the job timed out in one collective: none was late, so the collective itself did not progress.
+
+    In the job's first collective that is its connections: NCCL connects its channels there (at init before 2.22, at
+    the first collective from 2.22), across hosts over the ports the OS picks (a firewall or security group that lets
+    only the rendezvous port through, or an interface the hosts do not share) and on one host over peer-to-peer and
+    shared memory (PCIe ACS or an IOMMU redirecting peer traffic). After collectives went through, a hang with every
+    rank inside is the library, the GPU or the link."""
+    hosts = {ri.host for ri in m.ranks.values() if ri.rank in ranks and ri.host} | {w.ev.host for w in recs if w.ev.host}
+    if not hosts:
+        return []
+    if maxseq <= 1:
+        if len(hosts) >= 2:
+            ib = any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
+            return [Cand("LOG134", "ib_misconfig" if ib else "firewall_or_port_blocked", 5, seq, evs, ranks=ranks,
+                         hosts=hosts, params={"op": op, "what": f"the connections between its {len(hosts)} hosts never "
+                                                                 "completed"},
+                         alts=[("wrong_interface", "an interface the hosts do not share (docker0, a second NIC) makes the "
+                                                   "same hang: pin NCCL_SOCKET_IFNAME / NCCL_IB_HCA"),
+                               ("collective_timeout_straggler", "if a rank's timeout is missing from these logs, it may "
+                                                                "only have been late")])]
+        return [Cand("LOG134", "p2p_acs_iommu", 5, seq, evs, ranks=ranks, hosts=hosts,
+                     params={"op": op, "what": "the GPUs' peer-to-peer or shared-memory traffic on this host never went "
+                                               "through"},
+                     alts=[("p2p_driver_bug", "if NCCL_P2P_DISABLE=1 runs and ACS/IOMMU are off, the GPUs' or driver's "
+                                              "peer-to-peer support")])]
+    return [Cand("LOG053", "nccl_internal_bug", 5, seq, evs, ranks=ranks, hosts=hosts,
+                 params={"what": f"every rank timed out inside {op} after {maxseq - 1} collectives went through: none "
+                                 "was late to it"},
+                 alts=[("hardware_fault", "a GPU or link that stopped mid-job hangs every rank the same way: Xid errors "
+                                          "in dmesg, the NICs' error counters"),
+                       ("collective_mismatch", "ranks that called the same collective on different streams or groups in "
+                                               "another order deadlock alike: the flight recorder shows each rank's calls")])]
+
+
 def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Watchdog timeouts: a straggler, ranks in different collectives, a hang in the library, or the echo of
     an earlier failure."""
@@ -526,6 +561,13 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                      alts=[("collective_timeout_straggler", "if one rank was busy elsewhere (evaluation, checkpointing) its "
                                                             "stack shows it outside any collective: take stacks while it hangs"),
                            ("hardware_fault", "a stuck GPU or link also hangs collectives: look for Xid errors in dmesg")])]
+    # Every rank of the job (NCCL's own nranks) timed out in the same collective: nobody was late to it.
+    world_nccl = max([c.nranks for c in m.comms] + [0])
+    if (not busy and fr is None and not lag and world_nccl >= 2 and set(timed) == set(range(world_nccl))
+            and len(set(timed.values())) == 1 and len({w.pg for w in recs}) == 1):
+        inside = _all_inside(m, recs, evs, seq, op, set(timed), maxseq)
+        if inside:
+            return inside
     return [Cand("LOG051", "collective_timeout_straggler", 5, seq, evs + [h.ev for h in busy[:1]], params=params, ranks=ranks,
                  detail=(f"While the others waited, the logs show a rank busy elsewhere: '{busy[0].ev.text[:120]}'." if busy else ""),
                  alts=[("nccl_internal_bug", "if every rank is inside the same collective (same SeqNum everywhere, stacks in "
@@ -1184,6 +1226,12 @@ CODES = (
     Code("LOG052", "waited-for-unique-id", E, "ranks timed out waiting for rank {late} to publish NCCL's unique id",
          "Rank {late} was busy (preprocessing, tokenizing) when the first collective ran: do that work before the process group starts, or raise the timeout",
          cause="collective_timeout_straggler"),
+    Code("LOG134", "first-collective-hung", E, "every rank of the job timed out in its first collective ({op}): {what}",
+         "Nobody was late: the first collective's connections never completed. Across hosts, open the ports NCCL uses "
+         "between them (not only MASTER_PORT: host firewalls, security groups, network policies) and pin "
+         "NCCL_SOCKET_IFNAME / NCCL_IB_HCA to interfaces the hosts share; on one host, NCCL_P2P_DISABLE=1 tells "
+         "whether peer-to-peer traffic (PCIe ACS, IOMMU) is what hangs",
+         cause="firewall_or_port_blocked", env={"NCCL_DEBUG": "INFO"}),
     Code("LOG053", "collective-hang", E, "collectives hung: {what}",
          "Run without CUDA graphs (e.g. vLLM --enforce-eager) to confirm, then upgrade NCCL; take stacks of every rank while it hangs",
          cause="nccl_internal_bug", env={"NCCL_GRAPH_MIXING_SUPPORT": "0"}),

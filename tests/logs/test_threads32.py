@@ -392,3 +392,33 @@ def test_mixed_nic_counts_nccl_went_on_with_are_the_hang_and_a_risk_otherwise(tm
     assert alone[0]["code"] == "LOG036" and alone[0]["severity"] == "warning"
     done = _MIXED + "nodeB:100:100 [0] NCCL INFO comm 0x55 rank 8 nranks 16 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
     assert all(f["code"] != "LOG036" for f in _found(tmp_path, done, "done.log"))
+
+
+def _job(tmp_path: Path, seqnum: int, hosts: tuple[str, str], nranks: int = 2) -> list[dict]:
+    """Two ranks' logs, each with NCCL's set-up and a watchdog timeout in the same collective (torch 2.x wording)."""
+    tmp_path.mkdir()
+    for r, host in enumerate(hosts):
+        addr = "10.0.0.1" if host == hosts[0] else "10.0.0.2"
+        p = tmp_path / f"{host}-{r}.log"
+        p.write_text(
+            f"{host}:100{r}:100{r} [0] NCCL INFO Bootstrap : Using eth0:{addr}<0>\n"
+            "NCCL version 2.23.4+cuda12.4\n"
+            f"{host}:100{r}:110{r} [0] NCCL INFO comm 0x5555 rank {r} nranks {nranks} cudaDev {r} nvmlDev {r} busId 1000 "
+            "commId 0xabc - Init COMPLETE\n"
+            f"[rank{r}]:[E1129 10:30:00.000000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seqnum}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+            "Timeout(ms)=600000) ran for 600043 milliseconds before timing out.\n")
+    return [f for f in diagnose_file(tmp_path)["findings"] if f["cause"]]  # the folder: every rank's file
+
+
+def test_every_rank_timing_out_in_the_same_collective_is_no_straggler(tmp_path: Path) -> None:
+    """The watchdog's own alternative said it: with every rank of the job inside the collective, nobody was late."""
+    across = _job(tmp_path / "a", 1, ("nodeA", "nodeB"))
+    assert (across[0]["code"], across[0]["cause"]) == ("LOG134", "firewall_or_port_blocked")
+    one = _job(tmp_path / "b", 1, ("nodeA", "nodeA"))
+    assert (one[0]["code"], one[0]["cause"]) == ("LOG134", "p2p_acs_iommu")
+    later = _job(tmp_path / "c", 412, ("nodeA", "nodeB"))
+    assert (later[0]["code"], later[0]["cause"]) == ("LOG053", "nccl_internal_bug")
+    # two of four ranks: the two that logged nothing are where to look
+    some = _job(tmp_path / "d", 1, ("nodeA", "nodeB"), nranks=4)
+    assert (some[0]["code"], some[0]["cause"]) == ("LOG051", "collective_timeout_straggler")
