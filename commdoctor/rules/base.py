@@ -353,6 +353,11 @@ def aborted_for_a_reason(m: Any, found: list[Any]) -> bool:
                 or any(c.cause and not c.consequence for c in found))
 
 
+def uses_ib(m: Any) -> bool:
+    """NCCL's InfiniBand/RoCE network is in the logs: an HCA in a NET/IB list, or a channel over NET/IB."""
+    return any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
+
+
 def job_failed(m: Any, found: list[Any]) -> bool:
     """The logs show the job failed or hung: an error no rule read, a watchdog report, or a finding that is not a
     weak risk. A warning a working job also prints is a cause only then."""

@@ -16,7 +16,7 @@ from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
                                    frame_fn, frame_lib, group, hits, job_failed, local_ranks_only, own_reading, sig, single_node,
-                                   trace_files, version_tuple)
+                                   trace_files, uses_ib, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -554,7 +554,7 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                             "waiting the same way: `commdoctor hang` shows each rank's stack" if set_up else
                             "in a container, a /dev/shm too small for NCCL's shared-memory transport: df -h /dev/shm "
                             "(docker's default is 64 MB)")])]
-    ib = any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
+    ib = uses_ib(m)
     rdma = ib and (set_up or where == "while setting up its channels")
     alts = [("wrong_interface", "an interface whose address the other hosts cannot route (a second NIC, a bridge) "
                                 "stalls the same way: check the Bootstrap lines' interface on every host and pin "
@@ -930,6 +930,11 @@ def _coll_args_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     return []
 
 
+#: What to do about a process that fell back to NCCL's sockets while its peers use InfiniBand/RoCE.
+_SOCKET_FALLBACK_FIX = ("that node's IB stack (driver, /dev/infiniband in the container, NCCL_IB_HCA) is what to fix, or "
+                        "NCCL_IB_DISABLE=1 on every node to use sockets everywhere.")
+
+
 def _networks_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Processes of one job that chose different NCCL networks: some InfiniBand/RoCE, others sockets.
 
@@ -955,9 +960,7 @@ def _networks_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                  detail=f"{len(sock)} process(es) use NCCL's socket network ({who(sock)}) while {len(fast)} use "
                         f"{other} ({who(fast)}). NCCL does not mix networks between ranks: connections between the "
                         "two kinds fail or hang. The processes on sockets found no usable InfiniBand/RoCE device"
-                        + (" ('NET/IB : No device found.')" if nodev else "") + ": their node's IB stack (driver, "
-                        "/dev/infiniband in the container, NCCL_IB_HCA) is what to fix, or NCCL_IB_DISABLE=1 on "
-                        "every node to use sockets everywhere.",
+                        + (" ('NET/IB : No device found.')" if nodev else "") + ": " + _SOCKET_FALLBACK_FIX,
                  alts=[("version_mismatch", "a node whose NCCL or net plugin differs picks another network the same "
                                             "way: compare the 'NCCL version' and NET/Plugin lines")])]
 
@@ -1109,8 +1112,7 @@ def _socket_kinds(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     if nodev:
         return [cand("LOG036", "ib_misconfig", 3, hs + nodev[:1],
                      detail=f"{what}. A process that found no usable InfiniBand/RoCE device ('NET/IB : No device "
-                            "found') falls back to sockets while its peers use IB: fix that node's IB stack (driver, "
-                            "/dev/infiniband in the container, NCCL_IB_HCA) or set NCCL_IB_DISABLE=1 everywhere.",
+                            "found') falls back to sockets while its peers use IB: " + _SOCKET_FALLBACK_FIX,
                      alts=[("launcher_misconfig", "NCCL_IB_DISABLE or NCCL_NET set for some ranks only picks the "
                                                   "network the same way")])]
     return [cand("LOG066", "launcher_misconfig", 3, hs, params={"what": what},
@@ -1136,13 +1138,10 @@ def _no_transport(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                           "first that accepts it; here every one refused.")]
 
 
-_CRASHED = re.compile(r"Segfault|Segmentation fault|SIGSEGV|signal 11|SIGBUS|received signal", re.IGNORECASE)
-
-
 def _cumem_host_probe(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """The probe's frame counts only in a crash: the same name in an INFO trace of a working job says nothing."""
-    crashed = hits(m, "crash_head") or any(_CRASHED.search(ev.text) for ev, _seq, _kind in m.unmatched_errors) \
-        or any(_CRASHED.search(t.text) for t in m.tracebacks)
+    """The probe's frame counts only in a crash (a crash handler's head, a bus error, a launcher's record of a signal):
+    the same name in an INFO trace of a working job says nothing."""
+    crashed = hits(m, "crash_head") or hits(m, "sigbus") or any(f.signal for f in m.elastic)
     return [own_reading(hs)] if crashed else []
 
 

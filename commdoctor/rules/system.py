@@ -456,8 +456,8 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # nccl-tests ("Test CUDA failure common.cu:N '...'") runs no kernels of its own beyond filling and checking its
     # buffers: a GPU memory fault while it runs collectives is NCCL's kernels faulting on this GPU, transport and size
     # (NVIDIA/nccl#2418: 2.26.2 on RTX PRO 6000 at 512 KiB over SHM, gone with 2.31.2).
-    faults = [h for h in rest if _GPU_FAULT.search(h.ev.text) and (
-        "Test CUDA failure" in h.ev.text or hits(m, "nccl_tests_row") or hits(m, "nccl_tests_header"))]
+    tests_ran = bool(hits(m, "nccl_tests_row") or hits(m, "nccl_tests_header"))
+    faults = [h for h in rest if _GPU_FAULT.search(h.ev.text) and ("Test CUDA failure" in h.ev.text or tests_ran)]
     if faults:
         rest = [h for h in rest if h not in faults]
         out.append(cand("LOG070", "nccl_internal_bug", 4, faults, params={
@@ -668,13 +668,17 @@ def _nvsmi_fabric_state(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 _NETWORK_FAILURES = frozenset({"LOG011", "LOG012", "LOG020", "LOG021", "LOG022", "LOG025", "LOG036", "LOG061"})
 
 
+def _network_failed(found: list[Cand]) -> bool:
+    return any(c.code in _NETWORK_FAILURES and not c.weak for c in found)
+
+
 def _rccl_iommu(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """RCCL's warning that the kernel runs without iommu=pt: the cause when the job hung or failed, else a risk.
 
     The IOMMU stands between GPUs of one host: connections between processes closed, reset or refused over the
     network (LOG061, LOG011, the interface and RDMA readings) are no peer-to-peer stall, and the warning is then only
     what every job on that host prints."""
-    failing = job_failed(m, found) and not any(c.code in _NETWORK_FAILURES and not c.weak for c in found)
+    failing = job_failed(m, found) and not _network_failed(found)
     c = cand("LOG038", "p2p_acs_iommu", 3 if failing else 7, hs, weak=not failing,
              params={"what": f"the kernel runs without {group(hs, 'opt') or 'iommu=pt'}, so GPU peer traffic goes "
                              "through IOMMU translation (RCCL warns it can hang)"},
@@ -691,7 +695,7 @@ def _rccl_fine_grain(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # A hang or a failure nothing more specific explains: a job that failed of something else only printed it.
     hung = bool(m.watchdog) or any(c.cause == "collective_timeout_straggler" for c in found)
     other = any(c.tier <= 4 and not c.weak and c.cause != "collective_timeout_straggler" for c in found) \
-        or any(c.code in _NETWORK_FAILURES and not c.weak for c in found)
+        or _network_failed(found)
     failing = (hung or bool(m.unmatched_errors)) and not other
     return [cand("LOG111", "other", 6 if failing else 7, hs, weak=not failing,
                  detail="RCCL asks the ROCm runtime for fine-grained (coherent) memory over PCIe so that a GPU sees "

@@ -18,7 +18,7 @@ from typing import Any
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_WATCHDOG, ROOT, SELF_ABORT, Cand, Code, ModelRule,
     aborted_for_a_reason, after_store_host_failed, cand, completed, ctx, group, hits, lines_under, missing_ranks,
-    quiet_exits, raised_ranks, sig, stamp,
+    quiet_exits, raised_ranks, sig, stamp, uses_ib,
 )
 
 
@@ -421,8 +421,7 @@ def _all_inside(m: Any, recs: list[Any], evs: list[Any], seq: int, op: str, rank
         return []
     if maxseq <= 1:
         if len(hosts) >= 2:
-            ib = any(h.net_ib for h in m.hosts.values()) or any(k.startswith("NET/IB") for k in m.transport_kinds)
-            return [Cand("LOG134", "ib_misconfig" if ib else "firewall_or_port_blocked", 5, seq, evs, ranks=ranks,
+            return [Cand("LOG134", "ib_misconfig" if uses_ib(m) else "firewall_or_port_blocked", 5, seq, evs, ranks=ranks,
                          hosts=hosts, params={"op": op, "what": f"the connections between its {len(hosts)} hosts never "
                                                                  "completed"},
                          alts=[("wrong_interface", "an interface the hosts do not share (docker0, a second NIC) makes the "
@@ -1056,6 +1055,13 @@ def _traces_differ(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                                          "log was cut before they caught up, this is a late rank")])]
 
 
+def _failed_unexplained(m: Any, found: list[Cand]) -> bool:
+    """The job failed (a traceback, an error, an exception, a watchdog timeout), did not finish, and no finding names
+    a cause for it. An exit after a raise (LOG060 at tier 7) is that traceback's echo, not another cause."""
+    failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
+    return bool(failed) and not completed(m) and not any(c.cause and not c.weak and c.tier < 7 for c in found)
+
+
 def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """A rank's traceback runs through main_process_first() (transformers' TrainingArguments, accelerate), and nothing
     else explains the failure.
@@ -1066,9 +1072,7 @@ def _waited_for_main(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
     minutes by default): a straggler by design (hiyouga/ChatGLM-Efficient-Tuning#137: a 6.8M-example tokenisation at
     30:11 when the waiting rank failed)."""
     hs = hits(m, "main_first_frame")
-    failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
-    # An exit after a raise (LOG060 at tier 7) is that traceback's echo, not another cause.
-    if not hs or not failed or completed(m) or any(c.cause and not c.weak and c.tier < 7 for c in found):
+    if not hs or not _failed_unexplained(m, found):
         return []
     busy = [h for h in hits(m, "busy_hint") if "main_process_first" not in h.ev.text][:1]
     return [cand("LOG051", "collective_timeout_straggler", 5, hs + busy,
@@ -1098,8 +1102,7 @@ def _prep_outlived_timeout(m: Any, found: list[Cand], _unused: list[Cand]) -> li
     (hiyouga/LLaMA-Factory: worker 1 tokenising at 30:09 when the traceback came). The last bar before the first
     failure is the one read."""
     bars = hits(m, "prep_bar")
-    failed = m.tracebacks or m.unmatched_errors or m.exceptions or any(w.timed_out for w in m.watchdog)
-    if not bars or not failed or completed(m) or any(c.cause and not c.weak and c.tier < 7 for c in found):
+    if not bars or not _failed_unexplained(m, found):
         return []
     # a job of several processes, as the logs show it (a rank named, a launcher's record, a watchdog, a traceback
     # inside torch.distributed): one process's long preprocessing and its own crash is not a wait
