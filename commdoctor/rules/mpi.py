@@ -503,6 +503,18 @@ SIGNATURES = (
                        "libfabric) fails the same way: point it at the system's libfabric (I_MPI_OFI_LIBRARY_INTERNAL=0)"),
              ("wrong_interface", "with only the tcp provider, a node without a usable network interface (a laptop "
                                  "off its network) has nothing to open")]),
+    # libfabric's PSM3 provider (prov/psm3), connecting an endpoint whose address another rank published: "Mismatched
+    # address format: remote EP (Invalid Fmt): Unknown (2) Local EP: IPv4 (4)", then "Confirm all nodes are running the
+    # same interconnect HW, addressing format and PSM version". The peer's address came from another provider (verbs,
+    # tcp, efa) or another PSM3: the ranks of one job opened different providers (NVIDIA/nccl-tests#295: Open MPI's OFI
+    # MTL with no FI_PROVIDER on either node; FI_PROVIDER=verbs on both fixed it).
+    sig("ofi_addr_format", ("Mismatched address format", "same interconnect HW, addressing format"),
+       r"Mismatched address format: remote EP \((?P<remote>[^)]{1,40})\)(?:: \S{1,40} \(\d{1,3}\))? Local EP: "
+       r"(?P<local>\S{1,40})|Confirm all nodes are running the same interconnect HW, addressing format",
+       "launcher_misconfig", ROOT, 2, "ranks of one MPI job opened different libfabric providers (address formats differ)",
+       code="LOG136", params=lambda hs: {"what": (f"a peer's endpoint address format is '{group(hs, 'remote')}', this rank's is "
+                                                  f"'{group(hs, 'local')}'" if group(hs, "remote")
+                                                  else "the peers' endpoint addresses are in another format")}),
     sig("mpi_exec_missing", ("unable to launch the specified application",),
        r"(?P<tool>mpirun|mpiexec|prterun|prun|orterun) was unable to launch the specified application as it could",
        "launcher_misconfig", ROOT, 1, "the MPI launcher could not find or execute the program on a node",
@@ -795,6 +807,10 @@ CODES = (
     Code("LOG027", "ucx-unreachable", E, "UCX found no transport between two processes: {what}",
          "Name devices every host has and that reach each other (UCX_NET_DEVICES, UCX_TLS); `ucx_info -d` lists them per host",
          cause="wrong_interface", env={"UCX_NET_DEVICES": "<iface or mlx5_N:port>", "UCX_TLS": "<e.g. rc,ud,sm,self or tcp,sm,self>"}),
+    Code("LOG136", "mpi-providers-differ", E, "the MPI processes opened different network providers: {what}",
+         "Give every rank the same libfabric provider: export FI_PROVIDER (verbs, psm3, efa, tcp) in the job's environment "
+         "and pass it to every node (mpirun -x FI_PROVIDER); `fi_info -l` on each node lists what it can open",
+         cause="launcher_misconfig", env={"FI_PROVIDER": "<the same provider on every node>"}),
     Code("LOG087", "mpi-fabric-unavailable", E, "the MPI library could not open its network provider: {what}",
          "Choose a provider this node has and check it is listed by fi_info: FI_PROVIDER=verbs (InfiniBand/RoCE), "
          "psm2/opx (Omni-Path), efa (AWS) or tcp; for Intel MPI set I_MPI_FABRICS=shm:ofi (older: shm:dapl / shm:tcp) and "

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
-                                   frame_fn, frame_lib, group, hits, job_failed, local_ranks_only, own_reading, sig, single_node,
+                                   frame_fn, frame_lib, group, hits, job_failed, lines_under, local_ranks_only, own_reading, sig, single_node,
                                    trace_files, uses_ib, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
@@ -581,16 +581,17 @@ def _init_stalled(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  alts=alts)]
 
 
-def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int]) -> list[Any]:
+def _jobs_apart(heads: list[Any], rows: list[Any], done: list[int], cmds: list[int]) -> list[Any]:
     """In one file: a second header before any rank row or result, or one rank number from two processes with no
     result between them. The two lines that show it; none when the file shows one job (or runs pasted one after
-    the other)."""
-    if len(heads) >= 2 and not any(x < heads[1].seq for x in [r.seq for r in rows] + done):
+    the other: a command line starting the test again, CMDS, lies between them)."""
+    if len(heads) >= 2 and not any(x < heads[1].seq for x in [r.seq for r in rows] + done) \
+            and not any(heads[0].seq < c < heads[1].seq for c in cmds):
         return heads[:2]
     first: dict[str, Any] = {}
     for r in rows:
         seen = first.setdefault(str(r.groups.get("rank")), r)
-        if seen.groups.get("pid") != r.groups.get("pid") and not any(seen.seq < d < r.seq for d in done):
+        if seen.groups.get("pid") != r.groups.get("pid") and not any(seen.seq < d < r.seq for d in done + cmds):
             return [seen, r]
     return []
 
@@ -626,14 +627,17 @@ def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     the mpirun that starts it sees a world of one in every process: each prints the header and numbers its ranks from 0,
     and the hosts never talk to each other (NVIDIA/nccl-tests#213). In one file that shows as a second header before
     any rank row, or a rank listed by two processes with no result row between them (two runs pasted one after the
-    other have their results in between). Without those lines, a row printed twice in a row or two summaries
+    other have their results, the first one's "Test NCCL failure" lines, or the command that started the second, in
+    between: NVIDIA/nccl-tests#124, ROCm/rccl#1129). Without those lines, a row printed twice in a row or two summaries
     with no result between them show the same."""
     heads, rows = hits(m, "nccl_tests_header"), hits(m, "nccl_tests_rank")
     results, summaries = hits(m, "nccl_tests_row"), hits(m, "nccl_tests_passed")
-    done = [h.seq for h in results + summaries]
+    # a run that failed has ended too: a header after its failure lines starts another run pasted after it
+    done = [h.seq for h in results + summaries + hits(m, "nccl_tests_failed")]
     why: list[Any] = []
     for src in sorted({h.ev.source for h in heads + rows + results + summaries}):
-        why = (_jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done)
+        why = (_jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done,
+                           [h.seq for h in hits(m, "nccl_tests_cmd") if h.ev.source == src])
                or _results_apart([h for h in results if h.ev.source == src],
                                  [h for h in summaries if h.ev.source == src], heads))
         if why:
@@ -1138,6 +1142,14 @@ def _no_transport(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                           "first that accepts it; here every one refused.")]
 
 
+def _proxy_pool_deadlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """ncclLocalOpAppend in a stack counts only beside the proxy thread's sleep in ncclProxyGetPostedOps in the same
+    file: a launching thread there alone may be waiting on a proxy that is busy."""
+    srcs = {h.ev.source for h in hits(m, "proxy_posted_wait")}
+    both = [h for h in hs if h.ev.source in srcs]
+    return [own_reading(both)] if both else []
+
+
 def _cumem_host_probe(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """The probe's frame counts only in a crash (a crash handler's head, a bus error, a launcher's record of a signal):
     the same name in an INFO trace of a working job says nothing."""
@@ -1452,6 +1464,22 @@ SIGNATURES = (
        "version_mismatch", ROOT, 1, "the program was built against another NCCL than the one it loaded",
        code="LOG040", params=lambda hs: {"what": f"the program was built against NCCL {group(hs, 'built') or '?'} "
                                                  f"and loaded {group(hs, 'run') or 'another'}"}),
+    # A stack dump (gdb, py-spy --native) of a hung process with the launching thread in proxy.cc's ncclLocalOpAppend,
+    # which yields until the proxy thread frees a slot of the op pool it shares with it, while the proxy thread sleeps
+    # in ncclProxyGetPostedOps waiting for ops to be posted. Each waits for the other: ops were lost from the pool.
+    # NVIDIA/nccl#2353 (2.29.2 on aarch64: a compare-and-swap that may fail spuriously leaked freed ops; fixed in 2.29.3).
+    sig("proxy_pool_deadlock", ("ncclLocalOpAppend",),
+       r"(?:^|[\s`])ncclLocalOpAppend\b",
+       "nccl_internal_bug", ROOT, 4, "the thread launching NCCL's work waits for a free proxy op while the proxy thread "
+                                    "sleeps", code="LOG070", build=_proxy_pool_deadlock,
+       params=lambda hs: {"what": "its proxy op pool is empty while the proxy thread sleeps (ncclLocalOpAppend waits "
+                                  "on ncclProxyGetPostedOps)"},
+       detail="The thread that launches NCCL's work is in ncclLocalOpAppend, yielding until the proxy thread frees one "
+              "of the ops they share, and the proxy thread is asleep in ncclProxyGetPostedOps because nothing was "
+              "posted: neither can move, so ops were lost from the pool. NCCL 2.29.2 lost them on aarch64 (a "
+              "compare-and-swap allowed to fail spuriously; fixed in 2.29.3). Move to a newer NCCL."),
+    ctx("proxy_posted_wait", ("ncclProxyGetPostedOps",), r"(?:^|[\s`])ncclProxyGetPostedOps\b",
+        "a stack frame of NCCL's proxy thread waiting for ops to be posted"),
     # A stack dump (py-spy, gdb, lldb) of a hung process with a thread inside NCCL's communicator abort: ncclCommAbort
     # (commReclaim, commFree joining NCCL's threads) or torch's ProcessGroupNCCL::abort waiting on it. The abort itself
     # did not return: NCCL releases with abort defects (2.18's multithreaded abort, NVIDIA/nccl#992; 2.25.1's,
@@ -1720,6 +1748,17 @@ SIGNATURES = (
        r"|connection was previously established via handshake|libfabric failed to complete a handshake",
        "firewall_or_port_blocked", ROOT, 4, "the EFA network plugin could not reach a peer (security group, zone)",
        build=_ofi_peer_unreachable),
+    # aws-ofi-nccl's RDMA protocol (nccl_ofi_rdma), connecting a multi-rail device: "Unexpected number of remote rails
+    # for dev %d. Expected %d but got %d". Each side groups its NICs into rails from its own topology, and the peer's
+    # device came with another count: the hosts grouped their NICs differently (NICs missing or grouped otherwise on
+    # one host, another topology file or plugin release). NVIDIA/nccl#1913: p5 hosts with 1 to 3 rails per device;
+    # OFI_NCCL_FORCE_NUM_RAILS gave every device the same count.
+    sig("ofi_rails_differ", ("Unexpected number of remote rails",),
+       r"Unexpected number of remote rails for dev (?P<dev>\d{1,4})\. Expected (?P<want>\d{1,4}) but got (?P<got>\d{1,4})",
+       "other", ROOT, 2, "the network plugin's rails differ between two hosts (a device has another number of NICs on "
+                         "the peer)", code="LOG137",
+       params=lambda hs: {"what": f"device {group(hs, 'dev')} has {group(hs, 'want')} rail(s) here and "
+                                  f"{group(hs, 'got')} on the peer"}),
     # aws-ofi-nccl's and libfabric EFA's resource creation failing with ENOMEM (nccl_ofi_ofiutils.c "Couldn't create
     # domain|allocate endpoint|create completion queue|register memory region with regattr. RC: -12, ERROR: Cannot
     # allocate memory"; efa_base_ep.c "ibv_create_qp failed. errno: 12"; efa_rdm_cq.c "Unable to create extended CQ:
@@ -1837,6 +1876,17 @@ SIGNATURES = (
     # last size, then "# Avg bus bandwidth": the test checked every result and found none wrong.
     ctx("nccl_tests_passed", ("Out of bounds values",), r"Out of bounds values\s{0,4}: 0 OK",
         "nccl-tests ran every size and found no wrong value: the test completed", harmless=True),
+    # nccl-tests common.h: a failed call ends the process's run with "%s: Test NCCL failure %s:%d '%s / %s'" (or
+    # "Test CUDA failure %s:%d '%s'"), then " .. %s pid %d: Test failure %s:%d" once per function it unwinds through.
+    ctx("nccl_tests_failed", ("Test NCCL failure", "Test CUDA failure", ": Test failure "),
+        r"(?:: Test (?:NCCL|CUDA) failure|^\s{0,4}\.\. \S{1,255} pid \d{1,10}: Test failure) \S{1,200}:\d{1,6}\b",
+        "nccl-tests stopped on a failed NCCL or CUDA call: that run ended here"),
+    # The command that starts a test of nccl-tests (rccl-tests keeps the names), as a shell session pasted with its
+    # output shows it: "$ ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2", or inside an mpirun line.
+    ctx("nccl_tests_cmd", ("_perf",),
+        r"(?:^|[\s/])(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)"
+        r"_perf(?:_mpi)?(?:\s{1,8}-{1,2}\w|\s*$)",
+        "a command line that starts one of nccl-tests' tests"),
     # nccl-tests common.cu, once per job before its list of ranks: "# nThread %d nGpus %d minBytes %ld maxBytes %ld ...".
     ctx("nccl_tests_header", ("nThread",), r"^#\s{0,4}nThread\s{1,4}\d{1,4}\s{1,4}nGpus\s{1,4}\d{1,4}\b",
         "nccl-tests' header, printed once by each job it runs"),
@@ -1885,6 +1935,44 @@ SIGNATURES = (
     ctx("nccl_unhandled_cuda", ("unhandled cuda error", "ncclUnhandledCudaError"),
         r"\bunhandled cuda error\b|\bncclUnhandledCudaError\b|NCCL_ERROR_UNHANDLED_CUDA_ERROR",
         "NCCL's result code for a failed CUDA call, without the call's reason"),
+    # transport/net_ib/gdaki/gin_host_gdaki.cc (2.28 on): DOCACHECK's "DOCA failure %d" (a doca_error_t: 4 not supported,
+    # 7 no memory, 21 DOCA_ERROR_DRIVER, a verbs call refused) while NCCL sets up GPU-initiated networking (GIN) over
+    # GDAKI, the GPU posting to the NIC's queue pairs itself: NCCL's newest network path. NVIDIA/nccl#2237: 2.30.7
+    # connected its queue pairs without the global routing header IB ports with IBV_QPF_GRH_REQUIRED need (fixed after).
+    sig("gdaki_doca", ("DOCA failure",),
+       r"\bDOCA failure (?P<err>\d{1,4})\b",
+       "nccl_internal_bug", ROOT, 4, "NCCL's GPU-initiated networking over GDAKI failed in DOCA while setting up",
+       code="LOG070", params=lambda hs: {"what": "its GPU-initiated networking (GIN over GDAKI) failed in DOCA with "
+                                                 f"{_doca_error(group(hs, 'err'))}"},
+       detail="GIN lets kernels post network operations themselves; over GDAKI NCCL builds the NIC's queue pairs through "
+              "DOCA GPUNetIO, and one of those calls failed. The path is new (NCCL 2.28 on) and the regular IB transport "
+              "does not use it: NCCL_GIN_TYPE=2 sends GIN through NCCL's proxy thread instead, NCCL_GIN_ENABLE=0 turns "
+              "it off. NCCL 2.30.7 failed this way (DOCA error 21) on IB ports that require a global routing header; "
+              "a newer NCCL fixed it.",
+       alts=[("ib_misconfig", "if the proxy path (NCCL_GIN_TYPE=2) fails too, the NIC's set-up: firmware, driver "
+                              "(DOCA/OFED), GID and routing")]),
+    # allocator.cc (2.27 on), carving a range of NCCL's symmetric-memory virtual address space for a registered window:
+    # "Allocation failed. No suitable space found to accommodate size=0x%lx within limit=0x%lx". The space is NCCL's own,
+    # sized at set-up; registrations that never free theirs use it up. NCCL 2.30.7 counted each registration of one
+    # buffer as a new allocation (NVIDIA/nccl#2331, fixed on the dev branch after it).
+    sig("nccl_space_alloc", ("No suitable space found",),
+       r"Allocation failed\. No suitable space found to accommodate size=(?P<size>0x[0-9a-fA-F]{1,16}) within "
+       r"limit=(?P<limit>0x[0-9a-fA-F]{1,16})",
+       "nccl_internal_bug", ROOT, 3, "NCCL's symmetric-memory address space had no room for a registered window",
+       code="LOG070", params=lambda hs: {"what": "its symmetric-memory address space is used up (a window of "
+                                                 f"{_gib(group(hs, 'size'))} did not fit within {_gib(group(hs, 'limit'))})"},
+       detail="NCCL reserves one virtual address range per communicator for symmetric memory windows "
+              "(ncclCommWindowRegister) and carves every registration from it. A registration that finds no free range "
+              "means earlier ones were never given back: NCCL 2.30 counted every registration of the same buffer as a "
+              "new one. Register each buffer once (deregister windows you drop), and move to a newer NCCL.",
+       alts=[("other", "a program that registers new buffers without ncclCommWindowDeregister uses the space up too")]),
+    # AddressSanitizer's report of a memory error (compiler-rt asan_report.cpp): "==PID==ERROR: AddressSanitizer: KIND on
+    # address ...", then the access's stack, one frame a line: "    #4 0x558b6aaa58b0 in FUNC(ARGS) FILE:LINE" or
+    # "    #2 0x7b0fde03b306  (/path/lib.so+0x3b306)". Read by _asan_in_nccl.
+    ctx("asan_report", ("AddressSanitizer:",), r"ERROR: AddressSanitizer: (?P<kind>[\w-]{3,60})",
+        "AddressSanitizer stopped the process on a memory error"),
+    ctx("asan_frame", (" in ", "+0x"), r"^\s{0,12}#\d{1,3} 0x[0-9a-fA-F]{1,16} {1,2}(?:in (?P<fn>[\w:~<>]{1,200}))?(?P<rest>.{0,400})",
+        "a frame of AddressSanitizer's stack"),
     # NCCL_SOCKET_IFNAME given on a command line or in a script (mpirun -x, export, env, docker -e); NCCL's own
     # "NCCL_SOCKET_IFNAME set by environment to" INFO line is read by the run model (m.env).
     ctx("ifname_assigned", ("NCCL_SOCKET_IFNAME=",), r"(?<![\w])NCCL_SOCKET_IFNAME=['\"]?(?P<val>[=^]{0,2}[\w.:,\-]{1,64})",
@@ -1915,7 +2003,68 @@ def _crashed_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Can
                         "it) also faults inside NCCL: the same crash with another NCCL release points back at the program")])]
 
 
+#: doca_error_t values NCCL's GDAKI code reports (doca_error.h).
+_DOCA_ERRORS = {"4": "not supported", "6": "invalid value", "7": "no memory", "8": "initialization failure",
+                "16": "not found", "20": "operating system call failure", "21": "DOCA_ERROR_DRIVER, a driver call failed",
+                "22": "unexpected", "31": "device fatal error"}
+
+
+def _doca_error(num: str | None) -> str:
+    """'error 21 (DOCA_ERROR_DRIVER, a driver call failed)' from DOCA's number."""
+    name = _DOCA_ERRORS.get(num or "")
+    return f"error {num or '?'}" + (f" ({name})" if name else "")
+
+
+def _gib(hexsize: str | None) -> str:
+    """A byte count NCCL printed in hex ("0x2171600000") as GiB ("133.4 GiB"), or '?'."""
+    try:
+        return f"{int(hexsize or '', 16) / 2**30:.1f} GiB"
+    except ValueError:
+        return "?"
+
+
+#: AddressSanitizer's own frames and the C library's, which its interceptors stand in for: never the code at fault.
+_ASAN_RUNTIME = re.compile(r"compiler-rt|sanitizer_common|/asan/|libasan|libclang_rt|^(?:__interceptor_|__asan_|___?interceptor)"
+                           r"|^(?:v?sn?printf|mem(?:cpy|set|move|cmp)|str\w{2,8}|malloc|free|calloc|realloc|operator)$")
+#: Libraries that do not own the memory they are handed (the driver's, NVML's, the C library's): a fault inside them
+#: is their caller's buffer.
+_ASAN_CALLEE = re.compile(r"lib(?:nvidia-ml|cuda|c|pthread|stdc\+\+|dl)[.\-]")
+
+
+def _asan_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """AddressSanitizer stopped the process and the first frame of its stack whose code owns the memory is NCCL's.
+
+    Frames of the sanitizer's runtime (its interceptors of vsnprintf, memcpy) and of libraries that write into the
+    buffer they are given (NVML, libcuda, libc) come first; the caller below them handed over the buffer. When that
+    caller is NCCL (a function ncclX / pncclX, a file under nccl's src/, libnccl), NCCL's memory was wrong: NVIDIA/nccl#2325,
+    NCCL's copy of nvmlPciInfo_t older than the driver's, so NVML wrote past a stack buffer in ncclNvmlDeviceGetPciInfo."""
+    reports = hits(m, "asan_report")
+    if not reports:
+        return []
+    at = []
+    for frame in sorted(lines_under(m, "asan_frame", reports, 40), key=lambda h: h.seq):
+        fn, rest = frame.groups.get("fn") or "", frame.groups.get("rest") or ""
+        if _ASAN_RUNTIME.search(fn) or _ASAN_RUNTIME.search(rest) or _ASAN_CALLEE.search(rest):
+            continue
+        if re.match(r"p?nccl[A-Z]", fn) or "nccl/src/" in rest or "libnccl" in rest:
+            at.append(frame)
+        break  # the first frame that owns the memory decides
+    if not at:
+        return []
+    kind = group(reports, "kind") or "memory error"
+    fn = group(at, "fn") or "NCCL's code"
+    return [cand("LOG070", "nccl_internal_bug", 3, reports[:1] + at[:1], params={
+        "what": f"AddressSanitizer found a {kind} in {fn}"},
+        detail="The first frame below the sanitizer's and the system libraries' own is NCCL's: NCCL handed a buffer of "
+               "the wrong size, or used memory it had freed. NCCL 2.30's copy of NVML's PCI-info structure was smaller "
+               "than the driver's and NVML wrote past it (fixed in 2.31.2). Look up the next NCCL release's notes.",
+        alts=[("other", "a buffer the program gave NCCL (a tensor freed while NCCL used it) faults inside NCCL too: "
+                        "the frames below NCCL's show who called it")])]
+
+
 MODEL_RULES = (
+    ModelRule("nccl_asan", _asan_in_nccl, "AddressSanitizer's memory error whose first frame that owns the memory is "
+                                          "NCCL's"),
     ModelRule("nccl_invalid_usage", _invalid_usage, "NCCL's invalid-usage code with its reason line missing",
               phase=PHASE_LAST),
     ModelRule("nccl_invalid_argument", _invalid_argument, "NCCL's invalid-argument code at start-up with its reason "
@@ -1977,6 +2126,10 @@ CODES = (
          "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
          cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},
          steps=("show_gids (or ibv_devinfo -v) lists each GID and its address",)),
+    Code("LOG137", "ofi-rails-differ", E, "the hosts' network plugin grouped their NICs into different rails: {what}",
+         "Give every host the same rail layout: the same NICs up and visible on every host (fi_info -p efa), the same "
+         "aws-ofi-nccl release and topology, or one rail count for all devices (OFI_NCCL_FORCE_NUM_RAILS)",
+         cause="other", env={"OFI_NCCL_FORCE_NUM_RAILS": "<the same count on every host>"}),
     Code("LOG123", "nccl-net-plugin-not-loaded", E, "NCCL_NET asks for the network '{net}', which no network "
          "plugin loaded here provides",
          "Install the plugin that provides it (aws-ofi-nccl for 'AWS Libfabric') where NCCL finds it, and make "

@@ -939,13 +939,29 @@ SIGNATURES = (
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
        build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local", "ssh_client")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------
+    # NCCL's shmutils.cc (os/linux.cc from 2.29), attaching to the segment a peer on this host created: "Error while attaching to shared memory
+    # segment %s (size %ld), error: %s (%d)". The path and size come from the handle the peer sent; a real segment has a
+    # size, so "(size 0)" (with a name cut short or unprintable) is a handle that never described a /dev/shm segment.
+    # From 2.26 each rank decides alone whether its host buffers are cuMem allocations (the cuMem host-NUMA probe) or
+    # /dev/shm files; ranks that decide differently read each other's cuMem handles as segment names
+    # (NVIDIA/nccl#2190: the probe failed for GPUs of one NUMA node only). Not a /dev/shm too small.
+    sig("shm_attach_no_segment", ("attaching to shared memory segment",),
+       r"Error while attaching to shared memory segment .{0,300}\(size 0\)",
+       "other", ROOT, 2, "a peer's handle for its shared host buffer named no /dev/shm segment (size 0)", code="LOG135",
+       detail="NCCL found a segment of size 0 where a peer on this host should have created one: the peer shared its "
+              "buffer as a cuMem allocation while this rank expected a /dev/shm file. From NCCL 2.26 each rank probes "
+              "on its own whether the driver can allocate host memory on its NUMA node through cuMem; when the probe "
+              "succeeds for some GPUs and fails for others (a CPU or NUMA layout the driver sees differently per node: "
+              "`lscpu`, `numactl -H`), the ranks take different paths. NCCL_CUMEM_HOST_ENABLE=0 puts every rank on "
+              "/dev/shm; `df -h /dev/shm` is not the problem here.",
+       alts=[("nccl_internal_bug", "if every rank's NUMA node probes alike, NCCL's own handle exchange: a newer NCCL")]),
     sig("shm", ("posix_fallocate", "shared memory", "/dev/shm", "shm_open", "ShmOpen", "shm", "failed to extend"),
        r"posix_fallocate failed|[Ee]rror while creating shared memory segment|creating shared memory segment|shm_open\w* failed"
        r"|[Uu]nable to allocate shared memory|/dev/shm\S*.{0,80}(?:No space left|[Pp]ermission denied|too small|failed)"
        r"|ncclShmOpen|shm\.(?:cc|h):\d+ .{0,40}failed|failed to extend \S{0,200}shm\S{0,200} to \d+ bytes|Could not map \S{0,200}shm"
        r"|Error while attaching to shared memory segment|insufficient shared memory \(shm\)",
        "shm_too_small", ROOT, 1, "/dev/shm is too small, full or not writable",
-       code="LOG030"),
+       code="LOG030", exclude=("shm_attach_no_segment",)),
     # Launchers give the signal as a negative status: torchrun's "exitcode: -7", DeepSpeed's "exits with return code =
     # -7", Paddle's "error with exit code -7".
     sig("sigbus", ("Bus error", "SIGBUS", "Signal 7 ", "exitcode: -7", "exitcode  : -7", "bus error", "code = -7",
@@ -1546,6 +1562,11 @@ CODES = (
     Code("LOG081", "cuda-failure", E, "a CUDA or HIP call failed: {what}",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
+    Code("LOG135", "host-memory-paths-differ", E, "ranks on one host shared their host buffers in different ways: a "
+         "peer's handle named no /dev/shm segment (size 0)",
+         "Make every rank take the same path: NCCL_CUMEM_HOST_ENABLE=0 (all on /dev/shm), or give every GPU's NUMA node "
+         "the same CPU and memory view (lscpu, numactl -H) so NCCL's cuMem host probe agrees on all of them",
+         cause="other", env={"NCCL_CUMEM_HOST_ENABLE": "0"}),
     Code("LOG082", "too-many-open-files", E, "the open-file limit is too low for the job's connections",
          "Raise the open-file limit for the job (ulimit -n 1048576; limits.conf or the scheduler's propagated limits)",
          cause="other"),

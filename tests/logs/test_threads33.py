@@ -1,0 +1,189 @@
+"""Public failure threads, round 54 and its development reading.
+
+Round 54 came from issue threads archived whole in other repositories (NVIDIA/nccl, nccl-tests and ROCm/rccl, mostly
+2025-2026). What they taught, each read from what the message means in its program:
+
+- a paste of two runs of nccl-tests one after the other is not one run split per process: the first run's failure
+  lines, or the command that started the second, lie between the two headers;
+- NCCL's own words for what went wrong inside it: a memory error AddressSanitizer traced to NCCL's frames, its
+  symmetric-memory address space used up, its proxy op pool run dry, GPU-initiated networking failing in DOCA;
+- ranks or hosts that took different paths: host buffers shared as cuMem on some ranks and /dev/shm on others,
+  libfabric providers that differ between MPI processes, EFA rails grouped differently on two hosts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+
+def _found(tmp_path: Path, text: str, name: str = "job.log") -> list[dict]:
+    p = tmp_path / name
+    p.write_text(text)
+    return [f for f in diagnose_file(p)["findings"] if f["cause"]]
+
+
+def _codes(found: list[dict]) -> list[str]:
+    return [f["code"] for f in found]
+
+
+# NVIDIA/nccl-tests#124: all_reduce_perf on one ArchLinux host with two RTX 3090s, run twice and pasted together: the
+# first run stopped on 'unhandled cuda error', the second (NCCL_DEBUG=INFO) showed NCCL's stub-library WARN.
+_HEAD = ("# nThread 1 nGpus 2 minBytes 33554432 maxBytes 33554432 step: 1048576(bytes) warmup iters: 20 iters: 100 agg "
+         "iters: 1 validation: 0 graph: 0\n#\n# Using devices\n")
+_RANKS = ("#  Rank  0 Group  0 Pid {pid} on    ArchLinux device  0 [0x01] NVIDIA GeForce RTX 3090\n"
+          "#  Rank  1 Group  0 Pid {pid} on    ArchLinux device  1 [0x09] NVIDIA GeForce RTX 3090\n")
+_FAILED = ("ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda error / '\n"
+           " .. ArchLinux pid 353404: Test failure common.cu:377\n"
+           " .. ArchLinux pid 353404: Test failure common.cu:584\n")
+
+
+def test_two_runs_of_nccl_tests_pasted_one_after_the_other_are_not_a_job_split_per_process(tmp_path: Path) -> None:
+    check_row("nccl_tests_failed", "ArchLinux: Test NCCL failure all_reduce.cu:44 'unhandled cuda error / '",
+              "NCCL failure: unhandled cuda error")
+    check_row("nccl_tests_failed", " .. ArchLinux pid 353404: Test failure common.cu:377", "Test failure: see above")
+    two_runs = _HEAD + _RANKS.format(pid=353404) + _FAILED + _HEAD + _RANKS.format(pid=6482)
+    assert "LOG066" not in _codes(_found(tmp_path, two_runs))
+    # one process per rank, each printing its own header and rank 0 with no run ended between: the job split apart
+    split = (_HEAD + _RANKS.format(pid=353404).splitlines(keepends=True)[0]
+             + _HEAD + _RANKS.format(pid=6482).splitlines(keepends=True)[0] + _FAILED)
+    assert "LOG066" in _codes(_found(tmp_path, split))
+
+
+# ROCm/rccl#1129: rccl-tests on two PCIe MI100s hung; the reporter pasted the hung run, rocm-smi, then the same test
+# again from the shell with NCCL_DEBUG=INFO, where RCCL warned that iommu=pt was missing (adding it fixed the hang).
+_RCCL_RUN = ("freddy@deep-visionscaper3:~/workspace/rocm/rccl-tests$ ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2\n"
+             "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+             "validation: 1 graph: 0\n#\nrccl-tests: Version develop:3f7f785\n# Using devices\n"
+             "#   Rank  0 Pid  {pid} on deep-visionscaper3 device  0 [0000:2f:00.0] AMD Instinct MI100\n"
+             "#   Rank  1 Pid  {pid} on deep-visionscaper3 device  1 [0000:03:00.0] AMD Instinct MI100\n")
+_IOMMU = ('deep-visionscaper3:38629:38629 [0] /long_pathname_so_that_rpms_can_package_the_debug_info/src/extlibs/rccl/'
+          'build/hipify/src/init.cc:132 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to system '
+          'instablity or hang!\n')
+
+
+def test_a_second_run_started_from_the_shell_is_another_run_and_the_iommu_warning_is_the_cause(tmp_path: Path) -> None:
+    check_row("nccl_tests_cmd", "$ ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2",
+              "all_reduce_perf finished; see all_reduce_perf.log")
+    got = _found(tmp_path, _RCCL_RUN.format(pid=21284) + "RCCL version 2.18.3+hip6.0 HEAD:2f6d59e+\n"
+                 + _RCCL_RUN.format(pid=38629) + _IOMMU)
+    assert "LOG066" not in _codes(got)
+    assert got[0]["cause"] == "p2p_acs_iommu", got[0]
+
+
+# NVIDIA/nccl#2190: vLLM TP=8 on one host, NCCL 2.28.9: two ranks failed to attach a peer's host buffer whose handle
+# named no /dev/shm segment; /dev/shm had 252 GB. The cuMem host-NUMA probe had failed for the GPUs of one NUMA node only.
+_ATTACH0 = ("[2026-05-22 10:26:17] d4fde3314201:13740:13740 [7] misc/shmutils.cc:132 NCCL WARN Error while attaching to "
+            "shared memory segment /dev/shm/nccl- (size 0), error: No such file or directory (2)\n")
+_ATTACH = ("d4fde3314201:13740:13740 [7] misc/shmutils.cc:132 NCCL WARN Error while attaching to shared memory segment "
+           "/dev/shm/nccl-Qdcygz (size 9637888), error: No such file or directory (2)\n")
+
+
+def test_attaching_a_peer_segment_of_size_zero_is_ranks_sharing_host_buffers_differently(tmp_path: Path) -> None:
+    check_row("shm_attach_no_segment", _ATTACH0.strip(), _ATTACH.strip())
+    got = _found(tmp_path, _ATTACH0)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG135", "other"), got[0]
+    assert "NCCL_CUMEM_HOST_ENABLE=0" in got[0]["remedy"]["summary"]
+    assert "shm_too_small" not in [f["cause"] for f in got]
+    # a segment with a name and a size that cannot be attached is still /dev/shm's
+    assert _found(tmp_path, _ATTACH)[0]["cause"] == "shm_too_small"
+
+
+# NVIDIA/nccl#2325: NCCL 2.30.7 under AddressSanitizer: NVML wrote a 32-byte bus id into NCCL's older, smaller
+# nvmlPciInfo_t on the stack (fixed in 2.31.2).
+_ASAN = """\
+==1292==ERROR: AddressSanitizer: stack-buffer-overflow on address 0x7b0fac6a3454 at pc 0x558b5a4009a8 bp 0x7b0fad884930 sp 0x7b0fad8840e0
+WRITE of size 17 at 0x7b0fac6a3454 thread T33 (tf_CreateNcclCo)
+    #0 0x558b5a4009a7 in vsnprintf llvm/llvm-project/compiler-rt/lib/sanitizer_common/sanitizer_common_interceptors.inc:1799:1
+    #1 0x558b5a402096 in snprintf llvm/llvm-project/compiler-rt/lib/sanitizer_common/sanitizer_common_interceptors.inc:1872:1
+    #2 0x7b0fde03b306  (/usr/lib/libcuda/libnvidia-ml.so.1+0x3b306)
+    #3 0x7b0fde045547 in nvmlDeviceGetPciInfo_v3 (/usr/lib/libcuda/libnvidia-ml.so.1+0x45547)
+    #4 0x558b6aaa58b0 in ncclNvmlDeviceGetPciInfo(nvmlDevice_st*, nvmlPciInfo_st*) nccl/src/misc/nvmlwrap.cc:332
+    #5 0x558b6aa6068f in ncclTopoSetAttrFromNvml(ncclXmlNode*, nvmlDevice_st*, char const*) nccl/src/graph/xml.cc:451
+"""
+
+
+def test_a_memory_error_addresssanitizer_traces_to_ncclS_frames_is_ncclS(tmp_path: Path) -> None:
+    got = _found(tmp_path, _ASAN)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug"), got[0]
+    assert "stack-buffer-overflow in ncclNvmlDeviceGetPciInfo" in got[0]["title"]
+    # the same report with the program's own code below the interceptors: not NCCL's
+    own = _ASAN.replace("ncclNvmlDeviceGetPciInfo(nvmlDevice_st*, nvmlPciInfo_st*) nccl/src/misc/nvmlwrap.cc:332",
+                        "format_bus_id(char*) src/probe.cc:41")
+    assert not any(f["code"] == "LOG070" for f in _found(tmp_path, own))
+
+
+# NVIDIA/nccl-tests#295: Open MPI's OFI MTL aborted in MPI_Allgather before NCCL ran; the two nodes had opened
+# different libfabric providers (FI_PROVIDER=verbs on both fixed it).
+_OFI = ("[neutron-nvidia:820212] [ 5] proton-nvidia:rank0:  Mismatched address format: remote EP (Invalid Fmt): Unknown "
+        "(2) Local EP: IPv4 (4)\n"
+        "Confirm all nodes are running the same interconnect HW, addressing format and PSM version\n"
+        "[neutron-nvidia:820212] *** Process received signal ***\n[neutron-nvidia:820212] Signal: Aborted (6)\n")
+
+
+def test_libfabric_address_formats_that_differ_are_providers_that_differ(tmp_path: Path) -> None:
+    check_row("ofi_addr_format", _OFI.splitlines()[0], "fi_getinfo: address format FI_SOCKADDR_IN matched")
+    got = _found(tmp_path, _OFI)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG136", "launcher_misconfig"), got[0]
+    assert "'Invalid Fmt'" in got[0]["title"] and "FI_PROVIDER" in got[0]["remedy"]["summary"]
+
+
+# NVIDIA/nccl#2331: registering one buffer again and again (ncclCommWindowRegister) used up NCCL 2.30.7's
+# symmetric-memory address space.
+_SPACE = ("[0] nccl/src/allocator.cc:229 (ncclSpaceAlloc) NCCL WARN Allocation failed. No suitable space found to "
+          "accommodate size=0x2171600000 within limit=0x2d00000000\n"
+          "[0] NCCL INFO nccl/src/dev_runtime.cc:602 (symMemoryObtain) -> 3\n")
+
+
+def test_ncclS_symmetric_memory_space_used_up_is_ncclS(tmp_path: Path) -> None:
+    check_row("nccl_space_alloc", _SPACE.splitlines()[0], "Allocation failed. Retrying with a smaller chunk size")
+    got = _found(tmp_path, _SPACE)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug"), got[0]
+    assert "133.8 GiB" in got[0]["title"] and "180.0 GiB" in got[0]["title"]
+
+
+# NVIDIA/nccl#1913: aws-ofi-nccl on two p5.48xlarge hosts whose EFA devices grouped 1 to 3 rails each;
+# OFI_NCCL_FORCE_NUM_RAILS made them agree.
+_RAILS = ("NET/OFI Unexpected number of remote rails for dev 0. Expected 3 but got 2\n"
+          "NET/OFI Unexpected number of remote rails for dev 1. Expected 2 but got 3\n"
+          "Test NCCL failure all_reduce.cu:471 'internal error - please report this issue to the NCCL developers'\n")
+
+
+def test_efa_rails_grouped_differently_on_two_hosts_is_the_cause_of_the_internal_error(tmp_path: Path) -> None:
+    check_row("ofi_rails_differ", _RAILS.splitlines()[0], "NET/OFI Using 4 rails for dev 0")
+    got = _found(tmp_path, _RAILS)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG137", "other"), got[0]
+    assert "device 0 has 3 rail(s) here and 2 on the peer" in got[0]["title"]
+
+
+# NVIDIA/nccl#2353: two DGX Spark nodes hung in ncclAllGather with NCCL 2.29.2; gdb showed the launching thread
+# yielding in ncclLocalOpAppend and the proxy thread asleep in ncclProxyGetPostedOps (fixed in 2.29.3).
+_LAUNCH = ("#0  __sched_yield\n#1  ncclLocalOpAppend(ncclComm*, ncclProxyConnector*, ncclProxyOp*)\n"
+           "#2  SaveProxy(ncclComm*, ncclChannel*, int, int, ncclProxyOp*, int, bool*)\n#10 pncclAllGather\n")
+_PROXY = "#0  <futex>\n#1  pthread_cond_wait\n#2  ncclProxyGetPostedOps(ncclProxyState*, int*)\n#3  ncclProxyProgress(void*)\n"
+
+
+def test_launching_thread_waiting_on_the_op_pool_while_the_proxy_sleeps_is_ncclS_deadlock(tmp_path: Path) -> None:
+    got = _found(tmp_path, _LAUNCH + _PROXY)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug"), got[0]
+    assert "proxy op pool" in got[0]["title"]
+    # the launching thread alone there may be waiting on a proxy that is busy
+    assert not any("proxy op pool" in f["title"] for f in _found(tmp_path, _LAUNCH))
+
+
+# NVIDIA/nccl#2237: nccl-tests -R 2 with NCCL 2.30.7 on IB ports that require a global routing header: GDAKI's queue
+# pairs were connected without one (fixed after).
+_DOCA = ("worker-0:862519:862553 [0] transport/net_ib/gdaki/gin_host_gdaki.cc:431 (gdakiConnectQp) NCCL WARN DOCA "
+         "failure 21\n"
+         "worker-0:862519:862553 [0] NCCL INFO transport/net_ib/gdaki/gin_host_gdaki.cc:683 (ncclGinGdakiCreateContext) -> 2\n")
+
+
+def test_gin_over_gdaki_failing_in_doca_is_ncclS_newest_path(tmp_path: Path) -> None:
+    check_row("gdaki_doca", _DOCA.splitlines()[0], "NCCL INFO GIN: using DOCA GPUNetIO 3.1")
+    got = _found(tmp_path, _DOCA)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG070", "nccl_internal_bug"), got[0]
+    assert "DOCA_ERROR_DRIVER" in got[0]["title"]
+    # the NIC's own set-up stays the alternative a user is shown
+    assert ("LOG090", "ib_misconfig") in [(f["code"], f["cause"]) for f in got]
