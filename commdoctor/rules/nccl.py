@@ -1249,7 +1249,7 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 3, "a peer connected with another kind of NCCL connection than this rank expects",
        code="LOG066", build=_socket_kinds),
     sig("comm_id_invalid", ("NCCL_COMM_ID", "pair found", "same subnet as remote address"),
-       r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):port pair found"
+       r"Invalid NCCL_COMM_ID|No valid (?:<IPv4_or_hostname>|\[IPv6\]):<?port>? pair found"
        r"|No interface found in the same subnet as remote address (?P<addr>[^\s<]{1,80})",
        "rendezvous_unreachable", ROOT, 2, "NCCL_COMM_ID (the bootstrap root's address) is malformed or not reachable from this host",
        code="LOG011", params=_comm_id, build=_comm_id_reach,
@@ -1821,6 +1821,27 @@ SIGNATURES = (
        r"|(?P<corrupt>corrupted comm object detected)|comm (?:0x)?[0-9a-fA-F]{1,16} has already been (?P<gone>destroyed)",
        "other", ROOT, 3, "NCCL rejected the arguments of a call before running it",
        code="LOG098", build=_argcheck),
+    # NCCL's checks of how a program uses its API (init.cc, group.cc, enqueue.cc, bootstrap.cc; 2.26 to today), each
+    # returning ncclInvalidArgument or ncclInvalidUsage: a config attribute out of range ("Invalid config blocking
+    # attribute value %d"; HEAD spells one "Invalig"), a config not made with NCCL_CONFIG_INITIALIZER, ncclCommInitRank
+    # or ncclCommInitAll given impossible ranks or devices, blocking and non-blocking communicators (or captured and
+    # uncaptured streams) in one group, ncclGroupEnd without ncclGroupStart, an FP8 reduction below sm90, user-created
+    # reduction ops misused, ncclCommGetUniqueId with NCCL_COMM_ID set. The caller is the program or its framework.
+    sig("nccl_api_misuse", ("nvalid config", "Invali", "NCCL_CONFIG_INITIALIZER", "improper usage of ncclCommInitRank",
+                            "exceeds ndev=", "nonblocking communicators", "can be CUDA graph captured",
+                            "not in a group call", "all uncaptured or all captured", "FP8 reduction support",
+                            "ncclRedOpDestroy :", "user-created ncclRedOp_t", "should not be called when NCCL_COMM_ID"),
+       r"Invali[dg] config \w{1,40} attribute value -?\d{1,12}|ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"
+       r"|improper usage of ncclCommInitRank: nId = -?\d{1,9}, nranks=-?\d{1,9}|Invalid device count requested : -?\d{1,9}"
+       r"|invalid device count \(-?\d{1,9}\) requested|Invalid device -?\d{1,9} \(totalnDev=\d{1,9}\)|rank -?\d{1,9} exceeds ndev=\d{1,9}"
+       r"|Blocking and nonblocking communicators are not allowed in the same group"
+       r"|Either none or all communicators in a ncclGroup\(\) can be CUDA graph captured|ncclGroupEnd: not in a group call"
+       r"|Streams given to a communicator within a NCCL group must either be all uncaptured or all captured"
+       r"|FP8 reduction support begins with sm90|ncclRedOpDestroy : +(?:operator is a NCCL builtin|operator is garbage"
+       r"|invalid communicator passed|operator unknown to this communicator)"
+       r"|Data type supplied to user-created ncclRedOp_t does not match|ncclCommGetUniqueId should not be called when NCCL_COMM_ID is set",
+       "other", ROOT, 3, "NCCL rejected how the program uses its API (a config, a group, a device, a reduction op)",
+       code="LOG098", build=_argcheck),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
     # for details)"); torch adds "ncclInvalidArgument: Invalid value for an argument."; old torch/horovod print "NCCL
     # Error 4: invalid argument". A CUDA call's 'invalid argument' ("Cuda failure 1 'invalid argument'") is not this.
@@ -1862,6 +1883,17 @@ SIGNATURES = (
     ctx("ib_open_note", ("Unable to open device", "Call to ibv_open_device failed"),
         r"NET/IB : Unable to open device \S{1,64}\s*$|Call to ibv_open_device failed\s*$",
         "NCCL could not open an InfiniBand device and skipped it (a socket transport takes over)", harmless=True),
+    # The same loop (transport/net_ib/init.cc from 2.29) skips a device it opened but could not query ("NET/IB : Unable
+    # to query device %s", after ibvwrap's "Call to ibv_query_device failed") and a port it could not query ("NET/IB :
+    # Unable to query port_num %d"), and goes on with the others.
+    ctx("ib_query_note", ("Unable to query device", "Unable to query port_num"),
+        r"NET/IB : Unable to query (?:device \S{1,64}|port_num \d{1,3})\s*$",
+        "NCCL could not query an InfiniBand device or port and skipped it", harmless=True),
+    # transport/net_ib/common.cc (2.28 on), NCCL's async-event thread: "NET/IB : %s:%d GID table changed" for
+    # IBV_EVENT_GID_CHANGE, an address added to or removed from the port's netdev (before 2.28 the same event read
+    # "async event: GID table change", which _ib_async counts as a change, not a fault). NCCL only logs it.
+    ctx("ib_gid_change_note", ("GID table changed",), r"NET/IB : \S{1,64}:\d{1,3} GID table changed\s*$",
+        "the port's GID table changed (an address added or removed on its netdev); NCCL only logs it", harmless=True),
     # -- how the job ended (read by commdoctor.rules.engine.completed) ---------------------------------------------
     # init.cc: INFO("comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE") once ncclCommDestroy has
     # freed a communicator; a communicator torn down after an error says "Abort COMPLETE" instead.

@@ -118,6 +118,28 @@ ROWS = [
     # misc/socket.cc, 2.28's wording with the peer's address; the proxy's own connection lines are no failure.
     ("socket_wrong_type", f"{H} misc/socket.cc:538 NCCL WARN socketFinalizeAccept from 10.0.0.12<43211>: wrong type 4 != 3",
      f"{H} NCCL INFO New proxy recv connection 12 from local rank 3, transport 2"),
+    # init.cc / group.cc / enqueue.cc (2.26 on): NCCL's checks of how the program uses its API; NCCL's own report of
+    # the config it was given is no failure.
+    ("nccl_api_misuse", f"{H} init.cc:1591 NCCL WARN Invalid config blocking attribute value -2147483648",
+     f"{H} NCCL INFO Config blocking set to 0"),
+    ("nccl_api_misuse", f"{H} init.cc:1571 NCCL WARN ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER",
+     f"{H} NCCL INFO ncclCommInitRankConfig comm 0x55 rank 2 nranks 8 cudaDev 2 nvmlDev 2 busId 1b000 commId 0x1 - Init START"),
+    ("nccl_api_misuse", f"{H} group.cc:57 NCCL WARN Blocking and nonblocking communicators are not allowed in the same "
+                        "group.", f"{H} NCCL INFO Comm config Blocking set to 1"),
+    ("nccl_api_misuse", f"{H} enqueue.cc:2223 NCCL WARN FP8 reduction support begins with sm90 capable devices.",
+     f"{H} NCCL INFO AllReduce: opCount 3 sendbuff 0x7f00 recvbuff 0x7f00 count 4 datatype 10 op 0 root 0 comm 0x55 "
+     "[nranks=8]"),
+    ("nccl_api_misuse", f"{H} init.cc:1652 NCCL WARN improper usage of ncclCommInitRank: nId = 2, nranks=1",
+     f"{H} NCCL INFO comm 0x55 rank 2 nRanks 8 nNodes 1 localRanks 8 localRank 2 MNNVL 0"),
+    # transport/net_ib/init.cc (2.29 on) and common.cc (2.28 on): a device skipped, an address change logged.
+    ("ib_query_note", f"{H} transport/net_ib/init.cc:350 NCCL WARN NET/IB : Unable to query device mlx5_3",
+     f"{H} transport/net_ib/init.cc:350 NCCL WARN NET/IB : Unable to query device mlx5_3 (Input/output error); aborting"),
+    ("ib_gid_change_note", f"{H} transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_0:1 GID table changed",
+     f"{H} transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_0:1 async fatal event on QP (0x55) qpn=33 handle=1 "
+     "send_cq=2 recv_cq=2 state=6 sq_psn=1 rq_psn=1: local work queue catastrophic error"),
+    # misc/socket.cc (2.26 on): NCCL_COMM_ID that is not host:port.
+    ("comm_id_invalid", f"{H} misc/socket.cc:246 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found",
+     f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500"),
 ]
 
 
@@ -217,3 +239,14 @@ def test_a_failed_check_of_nccls_own_state_is_nccl_unless_something_else_failed_
                            "::ffff:10.0.0.2",
                  f"{H} proxy.cc:151 NCCL WARN Proxy append mismatch")
     assert f["cause"] != "nccl_internal_bug"
+
+
+def test_the_programS_misuse_of_ncclS_api_is_a_rejected_call_and_notes_of_skipped_devices_are_not_failures(
+        tmp_path: Path) -> None:
+    f = _verdict(tmp_path, f"{H} group.cc:57 NCCL WARN Blocking and nonblocking communicators are not allowed in the "
+                           "same group.", f"{H} NCCL INFO group.cc:460 -> 5")
+    assert (f["code"], f["cause"]) == ("LOG098", "other") and "Blocking and nonblocking" in f["title"]
+    notes = diagnose_lines(tmp_path / "rank3.log", f"{H} transport/net_ib/init.cc:350 NCCL WARN NET/IB : Unable to query "
+                           "device mlx5_3", f"{H} transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_0:1 GID table "
+                           "changed")["findings"]
+    assert not [x for x in notes if x["cause"] or x["code"] == "LOG080"], notes
