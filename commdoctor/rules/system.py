@@ -374,6 +374,14 @@ def _cuda_failure_kind(h: Any) -> str:
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
     if "is a stub library" in text or "cudaErrorStubLibrary" in text:
         return "stub"
+    # RCCL's transport/p2p.cc (hipified from NCCL's) sharing a buffer with a peer process through a HIP IPC handle:
+    # hipErrorInvalidDevicePointer there is the kernel driver (amdkfd) refusing to export or import the memory.
+    # ROCm's user space (in a container, or upgraded alone) needs the ROCm kernel driver of its release on the host
+    # (amdgpu-dkms); a distribution kernel's in-tree amdgpu lags it (ROCm/rccl#1055: 7900 XTX under ROCm 6.0 in
+    # docker, fixed by installing amdgpu-dkms on the host).
+    path = (h.rec.file or "") if h.rec is not None else ""
+    if "invalid device pointer" in text and path.endswith("p2p.cc") and ("hipify" in path or "rccl" in path.lower()):
+        return "rocm_ipc"
     if _NO_KERNEL_IMAGE.search(text):
         return "noimg"
     if _HIP_NO_BINARY.search(text):
@@ -387,11 +395,16 @@ _GPU_FAULT = re.compile(r"an illegal memory access was encountered|misaligned ad
 
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
-    kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": [], "stub": []}
+    kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": [], "stub": [],
+                                   "rocm_ipc": []}
     for h in hs:
         kinds[_cuda_failure_kind(h)].append(h)
-    init, nvls, unknown, noimg, nobin, rest, stub = kinds.values()
+    init, nvls, unknown, noimg, nobin, rest, stub, rocm_ipc = kinds.values()
     out = []
+    if rocm_ipc:
+        out.append(cand("LOG138", "driver_cuda_mismatch", 3, rocm_ipc,
+                        alts=[("p2p_acs_iommu", "on a host whose ROCm kernel driver matches, the IOMMU: iommu=pt on the "
+                                                "kernel command line")]))
     if stub:
         # cudaErrorStubLibrary (34) 'CUDA driver is a stub library': the libcuda.so the process loaded is the toolkit's
         # stub (lib64/stubs), which only exists to link against. NCCL 2.12 added an "enhanced compatibility" layer
@@ -1562,6 +1575,11 @@ CODES = (
     Code("LOG081", "cuda-failure", E, "a CUDA or HIP call failed: {what}",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
+    Code("LOG138", "rocm-ipc-refused", E, "RCCL could not share GPU memory with a peer process ('invalid device "
+         "pointer' in its P2P transport): the host's ROCm kernel driver does not match the ROCm user space",
+         "Install the ROCm kernel driver of the same release as the user space on the host (amdgpu-dkms, then reboot): "
+         "updating ROCm inside the container is not enough; `dkms status` and `modinfo amdgpu` show what the host runs",
+         cause="driver_cuda_mismatch"),
     Code("LOG135", "host-memory-paths-differ", E, "ranks on one host shared their host buffers in different ways: a "
          "peer's handle named no /dev/shm segment (size 0)",
          "Make every rank take the same path: NCCL_CUMEM_HOST_ENABLE=0 (all on /dev/shm), or give every GPU's NUMA node "

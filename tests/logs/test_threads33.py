@@ -187,3 +187,19 @@ def test_gin_over_gdaki_failing_in_doca_is_ncclS_newest_path(tmp_path: Path) -> 
     assert "DOCA_ERROR_DRIVER" in got[0]["title"]
     # the NIC's own set-up stays the alternative a user is shown
     assert ("LOG090", "ib_misconfig") in [(f["code"], f["cause"]) for f in got]
+
+
+# ROCm/rccl#1055: two RX 7900 XTX in a rocm/pytorch container (ROCm 6.0 user space) on Ubuntu's 6.5 kernel: RCCL's P2P
+# transport failed to share buffers between the two processes; amdgpu-dkms on the host (and a reboot) fixed it.
+_RCCL_IPC = ("9cce34ff6c6c:505250:505433 [1] /mnt/ubuntu/software/rocm/rccl/build/hipify/src/transport/p2p.cc:228 NCCL "
+             "WARN Cuda failure 'invalid device pointer'\n")
+
+
+def test_rcclS_p2p_transport_refused_an_ipc_handle_is_the_hosts_rocm_kernel_driver(tmp_path: Path) -> None:
+    got = _found(tmp_path, "9cce34ff6c6c:504930:504930 [0] NCCL INFO Kernel version: 6.5.0-14-generic\n"
+                           "RCCL version 2.17.1+hip5.7 HEAD:cbbb3d8\n" + _RCCL_IPC)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG138", "driver_cuda_mismatch"), got[0]
+    assert "amdgpu-dkms" in got[0]["remedy"]["summary"]
+    # NCCL's own P2P transport (not hipified) failing the same call is not read as ROCm's driver
+    nccl = _found(tmp_path, "gpu1:77:88 [1] transport/p2p.cc:228 NCCL WARN Cuda failure 'invalid device pointer'\n")
+    assert "LOG138" not in _codes(nccl)
