@@ -784,6 +784,34 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  consequence=out_of_fds(m, hs))]
 
 
+def _bind_not_local(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Which address could not be bound, and whose: the store's master address or a library binding the address this
+    host's name resolves to (gloo without GLOO_SOCKET_IFNAME). torch's store tries each address of its port and logs
+    each failure; one it listened on after all leaves nothing to report."""
+    got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
+    hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    if not hs:
+        return []
+    addr = group(hs, "addr")
+    port = group(hs, "port", "port2")
+    if group(hs, "gloo"):
+        return [cand("LOG017", "hostname_resolution", 2, hs, params={
+            "what": "the address this host's name resolves to (gloo's listening socket): it is not one of this host's"},
+            detail="Without GLOO_SOCKET_IFNAME gloo listens on the address `hostname` resolves to. That address belongs "
+                   "to no interface of this host: /etc/hosts (or DNS) maps the name to another machine's or an old "
+                   "address. Fix the entry (getent hosts $(hostname) should print an address `ip addr` lists) or name "
+                   "the interface: GLOO_SOCKET_IFNAME=<iface>.",
+            alts=[("wrong_interface", "an interface whose address changed while the job started (DHCP) fails the same "
+                                      "way: pin GLOO_SOCKET_IFNAME")])]
+    what = (f"{addr}:{port}, which is not an address of this host" if addr else
+            f"port {port or '?'} on an address that is not this host's" if not group(hs, "nccl") else
+            "an address that is not this host's (NCCL_COMM_ID names another machine, or the interface's address "
+            "changed)")
+    return [cand("LOG017", "launcher_misconfig", 2, hs, params={"what": what},
+                 alts=[("hostname_resolution", "if the master's host name is right, it resolves here to another "
+                                               "machine's address: getent hosts <name> on this host")])]
+
+
 _CXX_WHAT = re.compile(CXX_WHAT)
 _NOT_COMM = ("No rule of the communication libraries (NCCL, gloo, torch.distributed, MPI, UCX), the launchers or the "
              "system reads these errors, and none of them is in a communication library's words: the failure is most "
@@ -861,6 +889,21 @@ SIGNATURES = (
        "launcher_misconfig", ROOT, 1, "the store's port may not be bound by this user: a port below 1024 needs root",
        code="LOG016", params=lambda hs: {"port": hs[0].groups.get("port") or hs[0].groups.get("port2") or "?"},
        fails=True),
+    # EADDRNOTAVAIL (errno 99, "Cannot assign requested address") on bind: the address given to bind is not one of
+    # this host's. torch's store (socket.cpp: "The server socket has failed to bind to {addr} (errno: 99 - Cannot assign
+    # requested address)", or 2.2's "code: -99, name: EADDRNOTAVAIL"), gloo's listening socket (tcp/socket.cc "bind:
+    # Cannot assign requested address": gloo binds the address its interface or this host's name resolves to) and
+    # NCCL's (misc/socket.cc "socketBind"/"bind() failed"; with NCCL_COMM_ID rank 0 binds that address) all bind an
+    # address they were told or looked up. The address names another machine: the master address (MASTER_ADDR, the
+    # rendezvous endpoint, NCCL_COMM_ID) is not this host's while this process serves it, or this host's name resolves
+    # to an address it does not have (/etc/hosts copied from another machine, a changed DHCP lease).
+    sig("bind_not_local", ("errno: 99", "EADDRNOTAVAIL", "Cannot assign requested address", "cannot assign requested address"),
+       r"failed to bind to (?P<addr>\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5}) \(errno: 99\b"
+       r"|port: (?P<port2>\d{1,5}), useIpv6: \w{1,5}, code: -99, name: EADDRNOTAVAIL"
+       r"|(?P<gloo>gloo/transport/tcp/socket\.cc:\d{1,5}\] bind: Cannot assign requested address)"
+       r"|(?P<nccl>socketBind\w{0,20}: .{0,80}Cannot assign requested address|bind\(\) failed: Cannot assign requested address)",
+       "launcher_misconfig", ROOT, 2, "a process was told to listen on an address this host does not have",
+       code="LOG017", build=_bind_not_local, fails=True),
     ctx("store_listening", ("has started to listen on",),
         r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
         "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
@@ -945,10 +988,12 @@ SIGNATURES = (
                                  "which interface each rank advertised")]),
     sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
                      "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
-                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes", "Socket closed ["),
+                     "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes", "Socket closed [",
+                     "Socket unexpectedly closed ["),
        r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
-       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket closed \[",
+       # gloo's tcp/pair.cc, a pair found closed when it is switched to sync mode: "Socket unexpectedly closed [addr]:port".
+       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket (?:unexpectedly )?closed \[",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
        build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local", "ssh_client")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------
@@ -1470,6 +1515,11 @@ CODES = (
     Code("LOG016", "port-not-permitted", E, "the rendezvous host may not bind port {port} (permission denied)",
          "Pick a master/rendezvous port of 1024 or above (ports below 1024 need root), e.g. --master-port 29500",
          cause="launcher_misconfig", steps=("echo $MASTER_PORT and the launcher's --master-port / --rdzv-endpoint",)),
+    Code("LOG017", "bind-address-not-local", E, "a process could not listen on {what}",
+         "Run the process that serves the rendezvous on the host that owns the master address (node_rank 0 / rank 0 "
+         "there), or set MASTER_ADDR / --rdzv-endpoint / NCCL_COMM_ID to an address of that host; `ip -br addr` lists "
+         "this host's addresses",
+         cause="launcher_misconfig", steps=("ip -br addr", "getent hosts $(hostname)")),
     Code("LOG013", "address-is-loopback", E, "a rank advertised {addr} to its peers, which they cannot reach",
          "Make the host name resolve to the routable address (/etc/hosts maps it to 127.0.1.1 on Debian/Ubuntu), or name the interface explicitly",
          cause="hostname_resolution", env={"GLOO_SOCKET_IFNAME": "<iface>", "NCCL_SOCKET_IFNAME": "<iface>"},

@@ -203,3 +203,39 @@ def test_rcclS_p2p_transport_refused_an_ipc_handle_is_the_hosts_rocm_kernel_driv
     # NCCL's own P2P transport (not hipified) failing the same call is not read as ROCm's driver
     nccl = _found(tmp_path, "gpu1:77:88 [1] transport/p2p.cc:228 NCCL WARN Cuda failure 'invalid device pointer'\n")
     assert "LOG138" not in _codes(nccl)
+
+
+# EADDRNOTAVAIL on bind, in the words of torch's store (socket.cpp), gloo (tcp/socket.cc) and NCCL (misc/socket.cc):
+# the address a process was told to listen on is not one of its host's.
+_BIND99 = ("[W1129 10:00:00.000000000 socket.cpp:464] [c10d] The server socket has failed to bind to 10.0.0.5:29500 "
+           "(errno: 99 - Cannot assign requested address).\n"
+           "[E1129 10:00:00.000000000 socket.cpp:502] [c10d] The server socket has failed to listen on any local "
+           "network address.\n")
+
+
+def test_a_store_that_cannot_bind_the_master_address_is_on_the_wrong_host(tmp_path: Path) -> None:
+    check_row("bind_not_local", _BIND99.splitlines()[0],
+              "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already "
+              "in use).")
+    got = _found(tmp_path, _BIND99)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG017", "launcher_misconfig"), got[0]
+    assert "10.0.0.5:29500, which is not an address of this host" in got[0]["title"]
+    # the store listened on the port after all (another address worked): nothing to report
+    ok = _BIND99.splitlines()[0] + "\n[I socket.cpp:780] [c10d] The server socket has started to listen on [::]:29500.\n"
+    assert "LOG017" not in _codes(_found(tmp_path, ok))
+    # gloo binds the address this host's name resolves to
+    gloo = _found(tmp_path, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/socket.cc:95] bind: Cannot assign "
+                            "requested address\n")
+    assert (gloo[0]["code"], gloo[0]["cause"]) == ("LOG017", "hostname_resolution"), gloo[0]
+    # gloo's peer address refused on connect is another matter
+    assert "LOG017" not in _codes(_found(tmp_path, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:799] "
+                                                   "connect [10.0.0.2]:4128: Cannot assign requested address\n"))
+
+
+def test_gloo_pair_found_closed_is_a_lost_connection(tmp_path: Path) -> None:
+    # gloo tcp/pair.cc setSync: the pair was closed before it could switch to sync mode (the peer went away)
+    check_row("conn_lost", "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:525] Socket unexpectedly "
+                           "closed [10.0.0.2]:4128", "[I socket.cpp:780] [c10d] The client socket has been closed.")
+    got = _found(tmp_path, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:525] Socket unexpectedly closed "
+                           "[10.0.0.2]:4128\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG061", "peer_process_died"), got[0]
