@@ -122,6 +122,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG133": {"a": "<N>", "b": "<M>"},
     "LOG134": {"op": "<collective> SeqNum=1", "what": "<what never went through>"},
     "LOG136": {"what": "<the peer's address format and this rank's>"},
+    "LOG017": {"what": "<address:port>, which is not an address of this host"},
     "LOG137": {"what": "device <N> has <X> rail(s) here and <Y> on the peer"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
