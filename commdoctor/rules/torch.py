@@ -820,7 +820,7 @@ SIGNATURES = (
        code="LOG096"),
     # -- collectives and their timeouts --------------------------------------------------------------
     sig("collective_mismatch", ("mismatch between collectives", "CollectiveFingerPrint", "collective mismatch", "doesn't match expected size",
-                               "op.preamble.length", "inconsistent collective", "Mismatch between collectives",
+                               "op.preamble.length", "op.preamble.roffset", "inconsistent collective", "Mismatch between collectives",
                                "appears not to match", "DDP expects same model", "due to shape mismatches",
                                "Error when verifying shape tensors"),
        # ProcessGroupWrapper names collectives by CollectiveFingerPrint both in its mismatch error and, under DETAIL with
@@ -828,7 +828,11 @@ SIGNATURES = (
        # the trace says nothing went wrong.
        r"[Dd]etected mismatch between collectives|inconsistent collective|(?<!Running collective: )CollectiveFingerPrint"
        r"|collective mismatch"
+       # gloo tcp/pair.cc, reading a peer's payload: into an unbound buffer ("op.preamble.length <= op.nbytes", "Received
+       # data size doesn't match expected size") or a bound one ("op.preamble.roffset + op.preamble.length <=
+       # op.buf->size_"): the peer sent more than this rank posted for that slot.
        r"|Received data size doesn't match expected size|op\.preamble\.length <= op\.nbytes"
+       r"|op\.preamble\.roffset \+ op\.preamble\.length <= op\.buf->size_"
        r"|appears not to match (?:sizes|strides) of the same param in process|DDP expects same model across all ranks"
        # accelerate's operation check (utils/operations.py verify_operation, under ACCELERATE_DEBUG_MODE) before a
        # gather/reduce: "Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid."

@@ -239,3 +239,12 @@ def test_gloo_pair_found_closed_is_a_lost_connection(tmp_path: Path) -> None:
     got = _found(tmp_path, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:525] Socket unexpectedly closed "
                            "[10.0.0.2]:4128\n")
     assert (got[0]["code"], got[0]["cause"]) == ("LOG061", "peer_process_died"), got[0]
+
+
+def test_gloo_payload_larger_than_the_bound_buffer_posted_is_a_collective_mismatch(tmp_path: Path) -> None:
+    # gloo tcp/pair.cc: the peer sent more into a bound buffer than this rank posted for that slot
+    line = ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:426] op.preamble.roffset + "
+            "op.preamble.length <= op.buf->size_. 8192 vs 4096")
+    check_row("collective_mismatch", line, "[I ProcessGroupGloo.cpp:700] op.preamble.roffset 0 length 4096 buffer 4096")
+    got = _found(tmp_path, line + "\n")
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch"), got[0]
