@@ -1086,7 +1086,7 @@ SIGNATURES = (
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
                           "communicate with the NVIDIA driver", "CUDA driver initialization failed",
                           "not supported prior to CUDA", "requires CUDA driver", "unsupported toolchain",
-                          "CallRequiresNewerDriver", "UNSUPPORTED_PTX_VERSION"),
+                          "CallRequiresNewerDriver", "UNSUPPORTED_PTX_VERSION", "Retrieve cu"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
@@ -1107,7 +1107,11 @@ SIGNATURES = (
        # cudaGetErrorString of cudaErrorCallRequiresNewerDriver (36) and cudaErrorUnsupportedPtxVersion (222): the
        # runtime asks the driver for an entry point it lacks, or the driver's JIT is older than the PTX's toolkit.
        r"|API call is not supported in the installed CUDA driver|cudaErrorCallRequiresNewerDriver"
-       r"|provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+       r"|provided PTX was compiled with an unsupported toolchain|cudaErrorUnsupportedPtxVersion|CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+       # NCCL's misc/cudawrap.cc loading the driver's entry points it needs (cudaGetDriverEntryPoint[ByVersion]):
+       # "Retrieve cuMemCreate failed with 0 status 2" (2.12 on; "Retrieve %s version %d failed ..." from 2.28 with
+       # CUDA 13): the driver has no such symbol, or not at the version asked (status 1 not found, 2 version too low).
+       r"|Retrieve cu\w{2,60}(?: version \d{1,6})? failed with -?\d{1,4}",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory

@@ -137,6 +137,10 @@ ROWS = [
     ("ib_gid_change_note", f"{H} transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_0:1 GID table changed",
      f"{H} transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_0:1 async fatal event on QP (0x55) qpn=33 handle=1 "
      "send_cq=2 recv_cq=2 state=6 sq_psn=1 rq_psn=1: local work queue catastrophic error"),
+    # misc/cudawrap.cc (2.12 on; "version %d" from 2.28 with CUDA 13): a driver entry point NCCL needs is missing;
+    # NCCL's own listing of the driver version it found is no failure.
+    ("driver_too_old", f"{H} misc/cudawrap.cc:178 NCCL WARN Retrieve cuMemCreate version 12000 failed with 0 status 2",
+     f"{H} NCCL INFO cudaDriverVersion 12020"),
     # misc/socket.cc (2.26 on): NCCL_COMM_ID that is not host:port.
     ("comm_id_invalid", f"{H} misc/socket.cc:246 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found",
      f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500"),
