@@ -316,12 +316,43 @@ def _compile_bytecode() -> None:
         pass
 
 
+def _rewrite_tests_once(config: pytest.Config) -> None:
+    """Rewrite the test modules' asserts once, before the workers start.
+
+    pytest rewrites the asserts of every test module (and conftest.py) it imports and keeps the result in
+    __pycache__, but not where PYTHONDONTWRITEBYTECODE is set (as on these machines): there every xdist worker
+    rewrote every module again, about 3.4 s of CPU each time. This writes pytest's own cache with pytest's own
+    functions (pinned in pyproject.toml); each worker checks a cached file against its source's size and mtime as
+    usual. With another pytest, or asserts not rewritten, the workers rewrite as they go."""
+    try:
+        from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, get_cache_dir
+        from _pytest.assertion import assertstate_key
+        state = config.stash[assertstate_key]
+    except (ImportError, KeyError):
+        return
+    for fn in sorted((REPO / "tests").rglob("*.py")):
+        if not (fn.name.startswith("test_") or fn.name == "conftest.py"):
+            continue
+        cache_dir = get_cache_dir(fn)
+        pyc = cache_dir / (fn.name[:-3] + PYC_TAIL)
+        try:
+            if _read_pyc(fn, pyc, state.trace) is not None:
+                continue
+            cache_dir.mkdir(exist_ok=True)
+            source_stat, co = _rewrite_test(fn, config)
+            _write_pyc(state, co, source_stat, pyc)
+        except (OSError, SyntaxError):  # a read-only checkout, or a module pytest will report itself
+            continue
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The tests run real jobs side by side: a plain `commdoctor run` in one test must not check the torchrun
     # agent of another test's job (a stopped or hung one answers nobody). Tests that want that discovery set it.
     os.environ["COMMDOCTOR_FIND_JOBS"] = "0"
     if not hasattr(config, "workerinput"):  # once, on the controller (or the only process)
         _compile_bytecode()
+        if config.getoption("numprocesses", None) not in (None, 0, "0"):
+            _rewrite_tests_once(config)
     if config.getoption("--store-durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_DurationRecorder(), "commdoctor-durations")
     folder = config.getoption("--cpu-profile")
