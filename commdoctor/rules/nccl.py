@@ -1889,6 +1889,27 @@ SIGNATURES = (
     ctx("ib_query_note", ("Unable to query device", "Unable to query port_num"),
         r"NET/IB : Unable to query (?:device \S{1,64}|port_num \d{1,3})\s*$",
         "NCCL could not query an InfiniBand device or port and skipped it", harmless=True),
+    # WARNs after which NCCL goes on as it says: a setting it ignored or clamped (init.cc NCCL_WORK_FIFO_BYTES not a power
+    # of 2; net_socket.cc NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD over the maximum, "setting ... to %d"; shm.cc
+    # NCCL_SHM_LOCALITY; graph/topo.cc NCCL_NET_MERGE_POLICY unknown, "defaulting to ALL"; init.cc both CTA policies
+    # set, "Unsetting"; param_registry.cc a parameter registered twice), a fallback it took (graph/search.cc "falling
+    # back to simple order"; net_ib "remote FLID configured as zero ... using dlid as fallback"; proxy.cc no thread
+    # context with an old driver, "disabling") or a dump it skipped (graph/xml.cc NCCL_TOPO_DUMP_FILE it cannot open,
+    # nvlink detection without NVML). A job that fails says so in other words.
+    ctx("nccl_goes_on_note", ("is being ignored", "greater than the maximum allowed", "Ignoring SHM locality",
+                              "defaulting to ALL", "Unsetting", "Duplicate registration for key", "falling back to simple",
+                              "using dlid as fallback", "due to old driver, disabling", "not dumping topology",
+                              "Skipping nvlink detection"),
+        r"NCCL_WORK_FIFO_BYTES=\d{1,20} is being ignored because it is not a power of 2"
+        r"|NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed, setting"
+        r"|Ignoring SHM locality, must be 1|NCCL_NET_MERGE_POLICY: unknown value '[^']{0,80}', defaulting to ALL"
+        r"|Both NCCL_CTA_POLICY_ZERO and NCCL_CTA_POLICY_EFFICIENCY are set in CTAPolicy \(\d{1,6}\)\. Unsetting"
+        r"|PARAM: Duplicate registration for key \"[^\"]{0,80}\", ignoring"
+        r"|Could not find a path for pattern \d{1,3}, falling back to simple order"
+        r"|remote FLID configured as zero even when endpoints are on different subnets, using dlid as fallback"
+        r"|Unable to create thread context due to old driver, disabling|Unable to open \S{1,300}, not dumping topology"
+        r"|No NVML device handle\. Skipping nvlink detection",
+        "NCCL ignored or adjusted a setting, or took a fallback, and went on", harmless=True),
     # transport/net_ib/common.cc (2.28 on), NCCL's async-event thread: "NET/IB : %s:%d GID table changed" for
     # IBV_EVENT_GID_CHANGE, an address added to or removed from the port's netdev (before 2.28 the same event read
     # "async event: GID table change", which _ib_async counts as a change, not a fault). NCCL only logs it.

@@ -141,6 +141,15 @@ ROWS = [
     # NCCL's own listing of the driver version it found is no failure.
     ("driver_too_old", f"{H} misc/cudawrap.cc:178 NCCL WARN Retrieve cuMemCreate version 12000 failed with 0 status 2",
      f"{H} NCCL INFO cudaDriverVersion 12020"),
+    # WARNs after which NCCL goes on (init.cc, net_socket.cc, graph/search.cc; 2.26 on): notes, not failures.
+    ("nccl_goes_on_note", f"{H} init.cc:539 NCCL WARN NCCL_WORK_FIFO_BYTES=3000000 is being ignored because it is not a "
+                          "power of 2.", f"{H} NCCL INFO NCCL_WORK_FIFO_BYTES set by environment to 3000000."),
+    ("nccl_goes_on_note", f"{H} transport/net_socket.cc:284 NCCL WARN NET/Socket : NCCL_SOCKET_NTHREADS is greater than "
+                          "the maximum allowed, setting to 16", f"{H} NCCL INFO NET/Socket : Using 16 threads and 4 sockets "
+                          "per thread"),
+    ("nccl_goes_on_note", f"{H} graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to "
+                          "simple order", f"{H} NCCL INFO Pattern 4, crossNic 0, nChannels 8, bw 40.000000/40.000000, "
+                          "type NVL/PIX, sameChannels 1"),
     # misc/socket.cc (2.26 on): NCCL_COMM_ID that is not host:port.
     ("comm_id_invalid", f"{H} misc/socket.cc:246 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found",
      f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500"),
@@ -254,3 +263,7 @@ def test_the_programS_misuse_of_ncclS_api_is_a_rejected_call_and_notes_of_skippe
                            "device mlx5_3", f"{H} transport/net_ib/common.cc:153 NCCL WARN NET/IB : mlx5_0:1 GID table "
                            "changed")["findings"]
     assert not [x for x in notes if x["cause"] or x["code"] == "LOG080"], notes
+    clamp = diagnose_lines(tmp_path / "rank4.log", f"{H} transport/net_socket.cc:284 NCCL WARN NET/Socket : "
+                           "NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to 16",
+                           f"{H} NCCL INFO comm 0x55 rank 2 nranks 8 cudaDev 2 busId 1b000 - Init COMPLETE")["findings"]
+    assert not [x for x in clamp if x["cause"] or x["code"] == "LOG080"], clamp
