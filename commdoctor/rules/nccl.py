@@ -2004,6 +2004,20 @@ SIGNATURES = (
               "a newer NCCL fixed it.",
        alts=[("ib_misconfig", "if the proxy path (NCCL_GIN_TYPE=2) fails too, the NIC's set-up: firmware, driver "
                               "(DOCA/OFED), GID and routing")]),
+    # graph/xml.cc: NCCL reads the machine's topology into an XML tree of fixed size ("Error : XML parser is limited to
+    # %d nodes" / "... %d subnodes", xml.h "too many XML nodes (max %d)"; NCCL_TOPO_XML_MAX_NODES, 256 in 2.29): a
+    # machine with more GPUs, NICs and PCI switches than that release provides for (32 NICs on AWS p5, NVIDIA/nccl#2160).
+    sig("nccl_xml_limit", ("XML parser is limited to", "too many XML nodes", "too many XML subnodes"),
+       r"XML parser is limited to (?P<n>\d{1,7}) (?P<what>nodes|subnodes)|too many XML (?P<what2>nodes|subnodes) \(max (?P<n2>\d{1,7})\)",
+       "nccl_internal_bug", ROOT, 3, "the machine's topology has more elements than this NCCL release's XML tree holds",
+       code="LOG070", params=lambda hs: {"what": "this machine's topology is larger than its topology tree holds (at most "
+                                                 f"{group(hs, 'n', 'n2') or 'a fixed number of'} "
+                                                 f"{group(hs, 'what', 'what2') or 'nodes'})"},
+       detail="NCCL reads the GPUs, NICs, PCI switches and CPUs into a tree of fixed size set when it was built. A machine "
+              "with more of them (dozens of NICs, virtual functions exposed to the container) does not fit. A newer NCCL "
+              "may hold more; hiding devices the job does not use (NCCL_IB_HCA, fewer VFs in the container) makes the "
+              "tree smaller.",
+       alts=[("other", "a topology file (NCCL_TOPO_FILE) that lists more than the machine has is read into the same tree")]),
     # allocator.cc (2.27 on), carving a range of NCCL's symmetric-memory virtual address space for a registered window:
     # "Allocation failed. No suitable space found to accommodate size=0x%lx within limit=0x%lx". The space is NCCL's own,
     # sized at set-up; registrations that never free theirs use it up. NCCL 2.30.7 counted each registration of one

@@ -191,7 +191,7 @@ _HIP_NO_BINARY = re.compile(r"hipErrorNoBinaryForGpu|Unable to find code object 
 
 #: No usable kernel driver at all (torch's and nvidia-smi's words), rather than one too old for the CUDA runtime.
 _NO_DRIVER = re.compile(r"[Ff]ound no NVIDIA driver|couldn't communicate with the NVIDIA driver"
-                        r"|CUDA driver initialization failed, you might not have a CUDA gpu")
+                        r"|CUDA driver initialization failed, you might not have a CUDA gpu|failed: Driver Not Loaded")
 
 
 def _driver_mismatch(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -1086,7 +1086,8 @@ SIGNATURES = (
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
                           "communicate with the NVIDIA driver", "CUDA driver initialization failed",
                           "not supported prior to CUDA", "requires CUDA driver", "unsupported toolchain",
-                          "CallRequiresNewerDriver", "UNSUPPORTED_PTX_VERSION", "Retrieve cu"),
+                          "CallRequiresNewerDriver", "UNSUPPORTED_PTX_VERSION", "Retrieve cu", "Driver Not Loaded",
+                          "missing symbol cu"),
        # cudaGetErrorString(cudaErrorSystemDriverMismatch, 803): the user-mode driver (a container's cuda-compat
        # libcuda) does not match the kernel module (awslabs/awsome-distributed-ai#314, fixed by the compat package).
        r"driver version is insufficient for CUDA runtime|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
@@ -1111,7 +1112,11 @@ SIGNATURES = (
        # NCCL's misc/cudawrap.cc loading the driver's entry points it needs (cudaGetDriverEntryPoint[ByVersion]):
        # "Retrieve cuMemCreate failed with 0 status 2" (2.12 on; "Retrieve %s version %d failed ..." from 2.28 with
        # CUDA 13): the driver has no such symbol, or not at the version asked (status 1 not found, 2 version too low).
-       r"|Retrieve cu\w{2,60}(?: version \d{1,6})? failed with -?\d{1,4}",
+       r"|Retrieve cu\w{2,60}(?: version \d{1,6})? failed with -?\d{1,4}"
+       # NVML's nvmlErrorString(NVML_ERROR_DRIVER_NOT_LOADED) as NCCL's misc/nvmlwrap.cc prints it ("nvmlInit_v2()
+       # failed: Driver Not Loaded"): no NVIDIA kernel module. NCCL 2.14-2.18's cudawrap.cc found a libcuda without
+       # the driver's first entry points ("Failed to load CUDA missing symbol cuInit"): not the driver's library.
+       r"|nvml\w{2,40}\(\) failed: Driver Not Loaded|Failed to load CUDA missing symbol cu(?:Init|DriverGetVersion|GetProcAddress)\b",
        "driver_cuda_mismatch", ROOT, 1, "the NVIDIA driver is older than the CUDA runtime NCCL/torch were built with",
        code="LOG032", build=_driver_mismatch),
     # NCCL's transport/nvls.cc when cuMulticastBindMem fails: WARN("Failed to bind NVLink SHARP (NVLS) Multicast memory

@@ -141,6 +141,14 @@ ROWS = [
     # NCCL's own listing of the driver version it found is no failure.
     ("driver_too_old", f"{H} misc/cudawrap.cc:178 NCCL WARN Retrieve cuMemCreate version 12000 failed with 0 status 2",
      f"{H} NCCL INFO cudaDriverVersion 12020"),
+    # misc/nvmlwrap.cc with NVML's own words, cudawrap.cc (2.14-2.18): no kernel driver, a libcuda that is not the driver's.
+    ("driver_too_old", f"{H} misc/nvmlwrap.cc:98 NCCL WARN nvmlInit_v2() failed: Driver Not Loaded",
+     f"{H} misc/nvmlwrap.cc:121 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
+    ("driver_too_old", f"{H} misc/cudawrap.cc:100 NCCL WARN Failed to load CUDA missing symbol cuInit",
+     f"{H} NCCL INFO cudaDriverVersion 12020"),
+    # graph/xml.cc: the topology tree's fixed size.
+    ("nccl_xml_limit", f"{H} graph/xml.cc:176 NCCL WARN Error : XML parser is limited to 1024 nodes",
+     f"{H} NCCL INFO Loading topology file /etc/nccl/topo.xml"),
     # WARNs after which NCCL goes on (init.cc, net_socket.cc, graph/search.cc; 2.26 on): notes, not failures.
     ("nccl_goes_on_note", f"{H} init.cc:539 NCCL WARN NCCL_WORK_FIFO_BYTES=3000000 is being ignored because it is not a "
                           "power of 2.", f"{H} NCCL INFO NCCL_WORK_FIFO_BYTES set by environment to 3000000."),
