@@ -1830,7 +1830,8 @@ SIGNATURES = (
     sig("nccl_api_misuse", ("nvalid config", "Invali", "NCCL_CONFIG_INITIALIZER", "improper usage of ncclCommInitRank",
                             "exceeds ndev=", "nonblocking communicators", "can be CUDA graph captured",
                             "not in a group call", "all uncaptured or all captured", "FP8 reduction support",
-                            "ncclRedOpDestroy :", "user-created ncclRedOp_t", "should not be called when NCCL_COMM_ID"),
+                            "ncclRedOpDestroy :", "user-created ncclRedOp_t", "should not be called when NCCL_COMM_ID",
+                            "mixing different streams within a group", "in graph mode while others not"),
        r"Invali[dg] config \w{1,40} attribute value -?\d{1,12}|ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"
        r"|improper usage of ncclCommInitRank: nId = -?\d{1,9}, nranks=-?\d{1,9}|Invalid device count requested : -?\d{1,9}"
        r"|invalid device count \(-?\d{1,9}\) requested|Invalid device -?\d{1,9} \(totalnDev=\d{1,9}\)|rank -?\d{1,9} exceeds ndev=\d{1,9}"
@@ -1839,7 +1840,9 @@ SIGNATURES = (
        r"|Streams given to a communicator within a NCCL group must either be all uncaptured or all captured"
        r"|FP8 reduction support begins with sm90|ncclRedOpDestroy : +(?:operator is a NCCL builtin|operator is garbage"
        r"|invalid communicator passed|operator unknown to this communicator)"
-       r"|Data type supplied to user-created ncclRedOp_t does not match|ncclCommGetUniqueId should not be called when NCCL_COMM_ID is set",
+       r"|Data type supplied to user-created ncclRedOp_t does not match|ncclCommGetUniqueId should not be called when NCCL_COMM_ID is set"
+       # 2.4-2.12 (enqueue.cc, group.cc): a group call on several streams, or mixing captured and uncaptured communicators.
+       r"|mixing different streams within a group call is not supported|Illegal to have some communicators in graph mode while others not",
        "other", ROOT, 3, "NCCL rejected how the program uses its API (a config, a group, a device, a reduction op)",
        code="LOG098", build=_argcheck),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN
@@ -1899,8 +1902,15 @@ SIGNATURES = (
     ctx("nccl_goes_on_note", ("is being ignored", "greater than the maximum allowed", "Ignoring SHM locality",
                               "defaulting to ALL", "Unsetting", "Duplicate registration for key", "falling back to simple",
                               "using dlid as fallback", "due to old driver, disabling", "not dumping topology",
-                              "Skipping nvlink detection"),
-        r"NCCL_WORK_FIFO_BYTES=\d{1,20} is being ignored because it is not a power of 2"
+                              "Skipping nvlink detection", "Limiting value to", "cap it to", "set both to",
+                              "set it to 0", "disabling CollNet", "Cannot initialize CollNet", "Multi-GPU CC Off"),
+        r"NCCL_WORK_FIFO_(?:BYTES|DEPTH)=\d{1,20} is being ignored because it is not a power of 2"
+        # init.cc's config checks that clamp a value and go on (2.18-2.23): CGA cluster size, min/max CTAs, splitShare;
+        # CollNet left out where it cannot run (2.7-2.21); confidential computing without multi-GPU protection (2.23).
+        r"|NCCL_CGA_CLUSTER_SIZE value \d{1,9} is too big\. Limiting value to|(?:min|max)CTAs \d{1,9} is larger than "
+        r"(?:#channels upper limit \d{1,9}, cap it to|maxCTAs \d{1,9}, set both to)|splitShare -?\d{1,9} is not a valid value "
+        r"0/1, set it to 0|CollNet currently only supports up to \d{1,4} GPUs per node, disabling CollNet"
+        r"|Cannot initialize CollNet, using \S{1,40} instead|CC On, Multi-GPU CC Off"
         r"|NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed, setting"
         r"|Ignoring SHM locality, must be 1|NCCL_NET_MERGE_POLICY: unknown value '[^']{0,80}', defaulting to ALL"
         r"|Both NCCL_CTA_POLICY_ZERO and NCCL_CTA_POLICY_EFFICIENCY are set in CTAPolicy \(\d{1,6}\)\. Unsetting"

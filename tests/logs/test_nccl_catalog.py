@@ -141,6 +141,10 @@ ROWS = [
     # NCCL's own listing of the driver version it found is no failure.
     ("driver_too_old", f"{H} misc/cudawrap.cc:178 NCCL WARN Retrieve cuMemCreate version 12000 failed with 0 status 2",
      f"{H} NCCL INFO cudaDriverVersion 12020"),
+    ("nccl_goes_on_note", f"{H} init.cc:1446 NCCL WARN minCTAs 64 is larger than #channels upper limit 32, cap it to 32",
+     f"{H} NCCL INFO minCTAs 32 maxCTAs 32"),
+    ("nccl_api_misuse", f"{H} enqueue.cc:373 NCCL WARN Error : mixing different streams within a group call is not "
+                        "supported.", f"{H} NCCL INFO Launch mode Group/CGMD"),
     # misc/nvmlwrap.cc with NVML's own words, cudawrap.cc (2.14-2.18): no kernel driver, a libcuda that is not the driver's.
     ("driver_too_old", f"{H} misc/nvmlwrap.cc:98 NCCL WARN nvmlInit_v2() failed: Driver Not Loaded",
      f"{H} misc/nvmlwrap.cc:121 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
