@@ -1888,9 +1888,9 @@ SIGNATURES = (
         "NCCL could not open an InfiniBand device and skipped it (a socket transport takes over)", harmless=True),
     # The same loop (transport/net_ib/init.cc from 2.29) skips a device it opened but could not query ("NET/IB : Unable
     # to query device %s", after ibvwrap's "Call to ibv_query_device failed") and a port it could not query ("NET/IB :
-    # Unable to query port_num %d"), and goes on with the others.
-    ctx("ib_query_note", ("Unable to query device", "Unable to query port_num"),
-        r"NET/IB : Unable to query (?:device \S{1,64}|port_num \d{1,3})\s*$",
+    # Unable to query port_num %d"; "Unable to query port %d" in 2.4-2.18), and goes on with the others.
+    ctx("ib_query_note", ("Unable to query device", "Unable to query port"),
+        r"NET/IB : Unable to query (?:device \S{1,64}|port_num \d{1,3}|port \d{1,3})\s*$",
         "NCCL could not query an InfiniBand device or port and skipped it", harmless=True),
     # WARNs after which NCCL goes on as it says: a setting it ignored or clamped (init.cc NCCL_WORK_FIFO_BYTES not a power
     # of 2; net_socket.cc NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD over the maximum, "setting ... to %d"; shm.cc
@@ -1903,7 +1903,8 @@ SIGNATURES = (
                               "defaulting to ALL", "Unsetting", "Duplicate registration for key", "falling back to simple",
                               "using dlid as fallback", "due to old driver, disabling", "not dumping topology",
                               "Skipping nvlink detection", "Limiting value to", "cap it to", "set both to",
-                              "set it to 0", "disabling CollNet", "Cannot initialize CollNet", "Multi-GPU CC Off"),
+                              "set it to 0", "disabling CollNet", "Cannot initialize CollNet", "Multi-GPU CC Off",
+                              "ignoring address"),
         r"NCCL_WORK_FIFO_(?:BYTES|DEPTH)=\d{1,20} is being ignored because it is not a power of 2"
         # init.cc's config checks that clamp a value and go on (2.18-2.23): CGA cluster size, min/max CTAs, splitShare;
         # CollNet left out where it cannot run (2.7-2.21); confidential computing without multi-GPU protection (2.23).
@@ -1911,6 +1912,9 @@ SIGNATURES = (
         r"(?:#channels upper limit \d{1,9}, cap it to|maxCTAs \d{1,9}, set both to)|splitShare -?\d{1,9} is not a valid value "
         r"0/1, set it to 0|CollNet currently only supports up to \d{1,4} GPUs per node, disabling CollNet"
         r"|Cannot initialize CollNet, using \S{1,40} instead|CC On, Multi-GPU CC Off"
+        # net_ib.cc (2.21-2.23) reading NCCL_IB_ADDR_FAMILY / the GID's address: "NET/IB: Ip address '%s' is invalid for
+        # family %s, ignoring address".
+        r"|NET/IB: Ip address '[^']{0,80}' is invalid for family \S{1,20}, ignoring address"
         r"|NET/Socket : (?:NCCL_SOCKET_NTHREADS|the total number of sockets) is greater than the maximum allowed, setting"
         r"|Ignoring SHM locality, must be 1|NCCL_NET_MERGE_POLICY: unknown value '[^']{0,80}', defaulting to ALL"
         r"|Both NCCL_CTA_POLICY_ZERO and NCCL_CTA_POLICY_EFFICIENCY are set in CTAPolicy \(\d{1,6}\)\. Unsetting"
