@@ -1831,7 +1831,8 @@ SIGNATURES = (
                             "exceeds ndev=", "nonblocking communicators", "can be CUDA graph captured",
                             "not in a group call", "all uncaptured or all captured", "FP8 reduction support",
                             "ncclRedOpDestroy :", "user-created ncclRedOp_t", "should not be called when NCCL_COMM_ID",
-                            "mixing different streams within a group", "in graph mode while others not"),
+                            "mixing different streams within a group", "in graph mode while others not",
+                            "before the previous operation returned ncclSuccess"),
        r"Invali[dg] config \w{1,40} attribute value -?\d{1,12}|ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"
        r"|improper usage of ncclCommInitRank: nId = -?\d{1,9}, nranks=-?\d{1,9}|Invalid device count requested : -?\d{1,9}"
        r"|invalid device count \(-?\d{1,9}\) requested|Invalid device -?\d{1,9} \(totalnDev=\d{1,9}\)|rank -?\d{1,9} exceeds ndev=\d{1,9}"
@@ -1842,7 +1843,10 @@ SIGNATURES = (
        r"|invalid communicator passed|operator unknown to this communicator)"
        r"|Data type supplied to user-created ncclRedOp_t does not match|ncclCommGetUniqueId should not be called when NCCL_COMM_ID is set"
        # 2.4-2.12 (enqueue.cc, group.cc): a group call on several streams, or mixing captured and uncaptured communicators.
-       r"|mixing different streams within a group call is not supported|Illegal to have some communicators in graph mode while others not",
+       r"|mixing different streams within a group call is not supported|Illegal to have some communicators in graph mode while others not"
+       # init.cc ncclCommEnsureReady (2.14 on): a call on a non-blocking communicator whose previous operation (its
+       # initialisation, a split) still reports ncclInProgress: the caller must poll ncclCommGetAsyncError first.
+       r"|Attempt to use communicator before the previous operation returned ncclSuccess",
        "other", ROOT, 3, "NCCL rejected how the program uses its API (a config, a group, a device, a reduction op)",
        code="LOG098", build=_argcheck),
     # ncclGetErrorString(ncclInvalidArgument): "invalid argument" (later "invalid argument (run with NCCL_DEBUG=WARN

@@ -145,6 +145,8 @@ ROWS = [
      f"{H} NCCL INFO minCTAs 32 maxCTAs 32"),
     ("nccl_api_misuse", f"{H} enqueue.cc:373 NCCL WARN Error : mixing different streams within a group call is not "
                         "supported.", f"{H} NCCL INFO Launch mode Group/CGMD"),
+    ("nccl_api_misuse", f"{H} init.cc:430 NCCL WARN Attempt to use communicator before the previous operation returned "
+                        "ncclSuccess", f"{H} NCCL INFO ncclCommInitRankConfig comm 0x55 rank 2 nranks 8 - Init START"),
     # misc/nvmlwrap.cc with NVML's own words, cudawrap.cc (2.14-2.18): no kernel driver, a libcuda that is not the driver's.
     ("driver_too_old", f"{H} misc/nvmlwrap.cc:98 NCCL WARN nvmlInit_v2() failed: Driver Not Loaded",
      f"{H} misc/nvmlwrap.cc:121 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
