@@ -709,7 +709,10 @@ def _argcheck(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     else:
         what = hs[0].ev.text.split("WARN", 1)[-1].strip()[:160]
         detail = "The program passed NCCL an argument it cannot use; the call and the argument are named in the line."
-    return [cand("LOG098", "other", 3, hs, params={"what": what}, detail=detail,
+    # A non-blocking communicator still in progress is often one whose set-up is stuck on something else (a peer that
+    # never connects): anything else the logs name comes first.
+    pending = all("before the previous operation returned" in h.ev.text for h in hs)
+    return [cand("LOG098", "other", 7 if pending else 3, hs, params={"what": what}, detail=detail,
                  alts=[("nccl_internal_bug", "if the program is unchanged and a new NCCL release brought this, the "
                                              "framework's use of NCCL may have relied on behaviour NCCL no longer has")])]
 
