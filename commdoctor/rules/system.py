@@ -790,6 +790,9 @@ def _bind_not_local(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     each failure; one it listened on after all leaves nothing to report."""
     got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
     hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    # torch's per-address warning counts only where the store then bound nothing at all (its summary line)
+    failed = {h.ev.source for h in m.hits.get("store_listen_failed", [])}
+    hs = [h for h in hs if not h.groups.get("addr") or h.ev.source in failed]
     if not hs:
         return []
     addr = group(hs, "addr")
@@ -903,7 +906,13 @@ SIGNATURES = (
        r"|(?P<gloo>gloo/transport/tcp/socket\.cc:\d{1,5}\] bind: Cannot assign requested address)"
        r"|(?P<nccl>socketBind\w{0,20}: .{0,80}Cannot assign requested address|bind\(\) failed: Cannot assign requested address)",
        "launcher_misconfig", ROOT, 2, "a process was told to listen on an address this host does not have",
-       code="LOG017", build=_bind_not_local, fails=True),
+       code="LOG017", build=_bind_not_local),
+    # socket.cpp once no address of the port could be bound: "The server socket has failed to listen on any local network
+    # address." (the per-address failures before it are warnings; one address failing while another works is normal,
+    # e.g. ::1 where the loopback has no IPv6). Read by _bind_not_local.
+    ctx("store_listen_failed", ("failed to listen on any local network address",),
+        r"The server socket has failed to listen on any local network address",
+        "torch's store could bind none of its port's addresses"),
     ctx("store_listening", ("has started to listen on",),
         r"The server socket has started to listen on (?:\[[^\]]{0,64}\]|[\w.\-]{1,64}):(?P<port>\d{1,5})",
         "torch's store socket listens on this port (socket.cpp, after any address that failed)"),
