@@ -1961,6 +1961,22 @@ SIGNATURES = (
         r"(?:^|[\s/])(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)"
         r"_perf(?:_mpi)?(?:\s{1,8}-{1,2}\w|\s*$)",
         "a command line that starts one of nccl-tests' tests"),
+    # nccl-tests common.cu after the last size: "# Out of bounds values : %d FAILED" -- its check of every result found
+    # that many values different from what the collective must give (the #wrong column counts them per size). The data
+    # NCCL moved was wrong: a defect of that release for this GPU, transport or algorithm (NVIDIA/nccl#1906: NVLS
+    # allgather out of rank order), peer-to-peer writes the platform does not carry through (GPUs passed to a VM,
+    # NVIDIA/nccl#2335), an unsupported tuning variable (NCCL_CHUNK_SIZE, NVIDIA/nccl#2408), or failing hardware.
+    sig("nccl_tests_wrong", ("Out of bounds values",), r"Out of bounds values\s{0,4}: (?P<n>[1-9]\d{0,12}) FAILED",
+       "nccl_internal_bug", ROOT, 5, "nccl-tests found wrong values in the collectives' results",
+       code="LOG070", params=lambda hs: {"what": f"nccl-tests found {group(hs, 'n')} wrong value(s) in its results"},
+       detail="nccl-tests checks every result against what the collective must give; these differed, so the data NCCL "
+              "moved was wrong. Narrow it down: NCCL_ALGO / NCCL_PROTO (one algorithm or protocol at fault points at "
+              "NCCL), NCCL_P2P_DISABLE=1 (right then: the platform's peer-to-peer path), another NCCL release, and any "
+              "NCCL_* tuning variable set that NCCL does not document.",
+       alts=[("p2p_acs_iommu", "if NCCL_P2P_DISABLE=1 gives right results, peer-to-peer writes that the platform does "
+                               "not carry through (GPUs passed to a VM, an IOMMU)"),
+             ("hardware_fault", "if one GPU or link is always involved, its memory or NVLink: nvidia-smi -q (ECC, "
+                                "retired pages), Xid 48/63/64/74 in dmesg")]),
     # nccl-tests common.cu, once per job before its list of ranks: "# nThread %d nGpus %d minBytes %ld maxBytes %ld ...".
     ctx("nccl_tests_header", ("nThread",), r"^#\s{0,4}nThread\s{1,4}\d{1,4}\s{1,4}nGpus\s{1,4}\d{1,4}\b",
         "nccl-tests' header, printed once by each job it runs"),

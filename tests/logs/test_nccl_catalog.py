@@ -147,6 +147,8 @@ ROWS = [
                         "supported.", f"{H} NCCL INFO Launch mode Group/CGMD"),
     ("nccl_api_misuse", f"{H} init.cc:430 NCCL WARN Attempt to use communicator before the previous operation returned "
                         "ncclSuccess", f"{H} NCCL INFO ncclCommInitRankConfig comm 0x55 rank 2 nranks 8 - Init START"),
+    # nccl-tests common.cu: its check of the results failed; the passing summary is no failure.
+    ("nccl_tests_wrong", "# Out of bounds values : 1024 FAILED", "# Out of bounds values : 0 OK"),
     # misc/nvmlwrap.cc with NVML's own words, cudawrap.cc (2.14-2.18): no kernel driver, a libcuda that is not the driver's.
     ("driver_too_old", f"{H} misc/nvmlwrap.cc:98 NCCL WARN nvmlInit_v2() failed: Driver Not Loaded",
      f"{H} misc/nvmlwrap.cc:121 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: Unknown Error"),
@@ -281,3 +283,14 @@ def test_the_programS_misuse_of_ncclS_api_is_a_rejected_call_and_notes_of_skippe
                            "NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to 16",
                            f"{H} NCCL INFO comm 0x55 rank 2 nranks 8 cudaDev 2 busId 1b000 - Init COMPLETE")["findings"]
     assert not [x for x in clamp if x["cause"] or x["code"] == "LOG080"], clamp
+
+
+def test_nccl_tests_finding_wrong_values_is_ncclS_data_with_the_platform_and_hardware_as_alternatives(
+        tmp_path: Path) -> None:
+    f = diagnose_lines(tmp_path / "t.log", "#       size         count      type   redop    root     time   algbw   busbw "
+                       "#wrong     time   algbw   busbw #wrong",
+                       "     1048576        262144     float     sum      -1    25.33   41.40   41.40    512    25.10   "
+                       "41.78   41.78    512", "# Out of bounds values : 1024 FAILED",
+                       "# Avg bus bandwidth    : 20.7")["findings"]
+    assert (f[0]["code"], f[0]["cause"]) == ("LOG070", "nccl_internal_bug") and "1024 wrong value" in f[0]["title"]
+    assert {x["cause"] for x in f[1:]} >= {"p2p_acs_iommu", "hardware_fault"}
