@@ -998,11 +998,13 @@ SIGNATURES = (
     sig("conn_lost", ("closed by", "reset by peer", "Broken pipe", "remote process exited", "RemoteError", "Socket recv failed",
                      "EPIPE", "ECONNRESET", "Connection closed", "peer closed", "socketProgress", "Read error",
                      "connection abort", "Proxy Call to rank", "Connection was likely closed", "got 0 bytes", "Socket closed [",
-                     "Socket unexpectedly closed ["),
+                     "Socket unexpectedly closed [", "socket progress error"),
        r"Connection closed by (?:remote )?peer|[Cc]onnection reset by peer|Broken pipe|remote process exited|ncclRemoteError"
        r"|Socket recv failed|EPIPE|ECONNRESET|Connection closed|peer closed|Read error \[|[Cc]onnection abort"
        # gloo's tcp/pair.cc, a pair found closed when it is switched to sync mode: "Socket unexpectedly closed [addr]:port".
-       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket (?:unexpectedly )?closed \[",
+       # NCCL's net_socket.cc after a data socket's send or recv failed (misc/socket.cc names the call before it).
+       r"|Proxy Call to rank \d+ failed|Connection was likely closed|[Ff]ailed to recv, got 0 bytes|Socket (?:unexpectedly )?closed \["
+       r"|NET/Socket : socket progress error",
        "peer_process_died", CONSEQUENCE, 6, "a connection to a peer was closed or reset",
        build=_conn_lost, always=True, phase=PHASE_ECHOES, exclude=("peer_refused", "connect_link_local", "ssh_client")),
     # -- shared memory, GPU memory, driver, fabric ---------------------------------------------------

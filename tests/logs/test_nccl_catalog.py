@@ -147,6 +147,9 @@ ROWS = [
                         "supported.", f"{H} NCCL INFO Launch mode Group/CGMD"),
     ("nccl_api_misuse", f"{H} init.cc:430 NCCL WARN Attempt to use communicator before the previous operation returned "
                         "ncclSuccess", f"{H} NCCL INFO ncclCommInitRankConfig comm 0x55 rank 2 nranks 8 - Init START"),
+    # transport/net_socket.cc: a data socket's send or recv failed (the socket layer's line before it names which).
+    ("conn_lost", f"{H} transport/net_socket.cc:497 NCCL WARN NET/Socket : socket progress error",
+     f"{H} NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"),
     # nccl-tests common.cu: its check of the results failed; the passing summary is no failure.
     ("nccl_tests_wrong", "# Out of bounds values : 1024 FAILED", "# Out of bounds values : 0 OK"),
     # misc/nvmlwrap.cc with NVML's own words, cudawrap.cc (2.14-2.18): no kernel driver, a libcuda that is not the driver's.
