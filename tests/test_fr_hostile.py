@@ -2,8 +2,10 @@
 
 Each case puts one crafted file as rank 1 beside a real NCCL dump (rank 0, from an H100 run) and runs
 both commands in this process. A file that is no dump becomes one HANG020 finding naming it; rank 0's
-dump is still read; no command takes a traceback or more than a second of CPU for the bad file; a
-pickle global is never resolved (its payload would create a folder).
+dump is still read; no command takes a traceback or blows up on the bad file (``BLOWUP_S`` of CPU: the
+failures these files caught cost 13 s or never ended; each takes under a second alone, and
+bench/fuzz_readers.py measures the speed); a pickle global is never resolved (its payload would create
+a folder).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ import fuzz_inputs as F
 
 NCCL = Path(__file__).resolve().parent.parent / "fixtures" / "hang" / "nccl" / "straggler3" / "fr"
 GLOO_JSON = Path(__file__).resolve().parent.parent / "fixtures" / "hang" / "straggler" / "fr" / "json"
+
+
+#: CPU seconds one command may take on a hostile file: far below what a blow-up costs, far above the 0.8 s the
+#: largest case takes alone (2.0 s was measured with the suite's four workers on two cores).
+BLOWUP_S = 5.0
 
 
 def _cpu() -> float:
@@ -120,7 +127,7 @@ def test_a_hostile_dump_is_one_finding_and_the_good_one_is_still_read(case: str,
         assert not named, named
     signals = next(r for r in doc["results"] if r["check"] == "hang.verdict")["data"]["signals"]
     assert any("flight-recorder dumps of" in s for s in signals), signals  # rank 0 is still diagnosed
-    assert hang_cpu < 1.0, f"hang --fr took {hang_cpu:.2f} s of CPU"
+    assert hang_cpu < BLOWUP_S, f"hang --fr took {hang_cpu:.2f} s of CPU"
 
     c0 = _cpu()
     rc, _, _ = F._cli(["report", "--no-checks", "--no-system", "--fr", str(fr), "-o", str(tmp_path / "r"),
@@ -133,7 +140,7 @@ def test_a_hostile_dump_is_one_finding_and_the_good_one_is_still_read(case: str,
         assert len(copies) == 2, names
         rank1 = json.loads(t.extractfile(sorted(copies)[1]).read())  # type: ignore[union-attr]
     assert ("unreadable" in rank1) == refused, rank1
-    assert report_cpu < 1.0, f"report --fr took {report_cpu:.2f} s of CPU"
+    assert report_cpu < BLOWUP_S, f"report --fr took {report_cpu:.2f} s of CPU"
     assert not os.path.exists(F.canary())
 
 
