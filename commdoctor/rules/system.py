@@ -815,6 +815,32 @@ def _bind_not_local(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "machine's address: getent hosts <name> on this host")])]
 
 
+def _gpu_busy(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A GPU refused a context. nvidia-smi's process table beside it may show why: processes that each hold their own
+    GPU and GPU 0 as well opened a context on the default device before choosing theirs. In EXCLUSIVE_PROCESS mode the
+    second of them is refused (NVIDIA/nccl-tests#369: Open MPI's OFI transport initialising CUDA on device 0 in every
+    rank; OMPI_MCA_mtl_ofi_disable_hmem=true avoided it)."""
+    c = own_reading(hs)
+    rows = hits(m, "smi_process_row")
+    gpus: dict[str, set[str]] = {}
+    for r in rows:
+        gpus.setdefault(str(r.groups.get("pid")), set()).add(str(r.groups.get("gpu")))
+    stray = sorted(pid for pid, g in gpus.items() if "0" in g and len(g) > 1)
+    if len(stray) >= 2:
+        c.params = {"what": f"{len(stray)} processes hold GPU 0 beside their own GPU (pids {', '.join(stray[:4])}"
+                            f"{', ...' if len(stray) > 4 else ''}), so an exclusive-mode GPU 0 refused the others"}
+        c.detail = ("Each of these processes opened a CUDA context on GPU 0, the default device, before (or besides) "
+                    "the GPU it was given: something in the process touched CUDA before the rank chose its GPU. Usual "
+                    "sources: the MPI library's GPU support initialising CUDA at MPI_Init (Open MPI's OFI transport: "
+                    "OMPI_MCA_mtl_ofi_disable_hmem=true; UCX's cuda transports), a torch.cuda call before set_device, a "
+                    "library importing on cuda:0. Set the device first (or CUDA_VISIBLE_DEVICES per rank), or keep "
+                    "the GPUs in Default compute mode.")
+        c.evidence = c.evidence + [r.ev for r in rows if str(r.groups.get("pid")) in stray[:2]][:2]
+        c.alts = [("launcher_misconfig", "when the MPI library opened it (its CUDA support at MPI_Init), the launcher's "
+                                         "MPI settings are what to change")] + list(c.alts)
+    return [c]
+
+
 _CXX_WHAT = re.compile(CXX_WHAT)
 _NOT_COMM = ("No rule of the communication libraries (NCCL, gloo, torch.distributed, MPI, UCX), the launchers or the "
              "system reads these errors, and none of them is in a communication library's words: the failure is most "
@@ -1250,11 +1276,17 @@ SIGNATURES = (
        r"|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE",
        "duplicate_gpu", ROOT, 4, "a GPU refused a new context: another process holds it in exclusive compute mode",
        code="LOG034", params=lambda hs: {"what": "a GPU refused a new context because another process holds it"},
+       build=_gpu_busy,
        detail="A GPU in EXCLUSIVE_PROCESS compute mode accepts one process: a second rank mapped to the same GPU (a "
               "missing torch.cuda.set_device, CUDA_VISIBLE_DEVICES the same for every rank) is refused this way.",
        alts=[("other", "if every rank has its own GPU, another job or a stale process holds it "
                        "(nvidia-smi lists the processes; nvidia-smi -q | grep 'Compute Mode')"),
              ("hardware_fault", "a GPU that fell into an error state is also unavailable: dmesg shows Xid errors")]),
+    # nvidia-smi's process table, one row per context: "|    0   N/A  N/A   3203008      C   ...build/all_reduce_perf
+    # 556MiB |" (GPU, GI, CI, PID, type, name, memory). Read by _gpu_busy.
+    ctx("smi_process_row", ("MiB |", "MiB|"),
+        r"^\|\s{1,8}(?P<gpu>\d{1,3})\s{1,8}(?:N/A|\d{1,3})\s{1,8}(?:N/A|\d{1,3})\s{1,8}(?P<pid>\d{1,10})\s{1,8}(?:C|G|C\+G|M|M\+C)\s",
+        "a row of nvidia-smi's process table: a process with a context on a GPU"),
     # GDRCopy's library (gdrapi.c) returns the errno of its ioctl to gdrdrv: UCX prints "gdr_pin_buffer failed. length
     # :%lu ret:%d" (uct/cuda/gdr_copy), NCCL "GDRCOPY failure %d" (gdrwrap.h). ENOTTY (25) is a driver that does not
     # know the request: a libgdrapi of another GDRCopy release than the host's gdrdrv module (the 2.0 ABI change).

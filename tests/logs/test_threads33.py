@@ -252,3 +252,27 @@ def test_gloo_payload_larger_than_the_bound_buffer_posted_is_a_collective_mismat
     check_row("collective_mismatch", line, "[I ProcessGroupGloo.cpp:700] op.preamble.roffset 0 length 4096 buffer 4096")
     got = _found(tmp_path, line + "\n")
     assert (got[0]["code"], got[0]["cause"]) == ("LOG050", "collective_mismatch"), got[0]
+
+
+# NVIDIA/nccl-tests#369: GH200 nodes in EXCLUSIVE_PROCESS mode; Open MPI's OFI transport opened a CUDA context on
+# GPU 0 in every rank, so all but the first were refused ('busy or unavailable'). nvidia-smi's table shows it.
+_SMI = """\
+gpu-1-1: Test CUDA failure common.cu:1304 'CUDA-capable device(s) is/are busy or unavailable'
+|    0   N/A  N/A   3203007      C   ...ests-2.17.8/./build/all_reduce_perf        788MiB |
+|    0   N/A  N/A   3203008      C   ...ests-2.17.8/./build/all_reduce_perf        556MiB |
+|    0   N/A  N/A   3203009      C   ...ests-2.17.8/./build/all_reduce_perf        556MiB |
+|    1   N/A  N/A   3203008      C   ...ests-2.17.8/./build/all_reduce_perf        790MiB |
+|    2   N/A  N/A   3203009      C   ...ests-2.17.8/./build/all_reduce_perf        786MiB |
+"""
+
+
+def test_processes_holding_gpu_0_beside_their_own_are_named_when_a_gpu_is_busy(tmp_path: Path) -> None:
+    check_row("smi_process_row", _SMI.splitlines()[2],
+              "|  0  NVIDIA H100 80GB HBM3   On | 119W / 700W | 1897MiB / 81559MiB | 100%  Default |")
+    got = _found(tmp_path, _SMI)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG034", "duplicate_gpu"), got[0]
+    assert "2 processes hold GPU 0 beside their own GPU (pids 3203008, 3203009)" in got[0]["title"]
+    assert ("LOG090", "launcher_misconfig") in [(f["code"], f["cause"]) for f in got]
+    # without the table the finding stays the general one
+    alone = _found(tmp_path, _SMI.splitlines()[0] + "\n")
+    assert "GPU 0 beside" not in alone[0]["title"]
