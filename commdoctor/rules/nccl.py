@@ -15,8 +15,8 @@ from typing import Any, Sequence
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
 from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
-                                   frame_fn, frame_lib, group, hits, job_failed, lines_under, local_ranks_only, own_reading, sig, single_node,
-                                   trace_files, uses_ib, version_tuple)
+                                   frame_fn, frame_lib, group, hits, job_failed, lines_under, local_ranks_only, own_reading,
+                                   sig, single_node, trace_files, uses_ib, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -634,10 +634,11 @@ def _nccl_tests_apart(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Ca
     results, summaries = hits(m, "nccl_tests_row"), hits(m, "nccl_tests_passed")
     # a run that failed has ended too: a header after its failure lines starts another run pasted after it
     done = [h.seq for h in results + summaries + hits(m, "nccl_tests_failed")]
+    cmds = hits(m, "nccl_tests_cmd")
     why: list[Any] = []
     for src in sorted({h.ev.source for h in heads + rows + results + summaries}):
         why = (_jobs_apart([h for h in heads if h.ev.source == src], [h for h in rows if h.ev.source == src], done,
-                           [h.seq for h in hits(m, "nccl_tests_cmd") if h.ev.source == src])
+                           [h.seq for h in cmds if h.ev.source == src])
                or _results_apart([h for h in results if h.ev.source == src],
                                  [h for h in summaries if h.ev.source == src], heads))
         if why:
@@ -2133,6 +2134,8 @@ _ASAN_RUNTIME = re.compile(r"compiler-rt|sanitizer_common|/asan/|libasan|libclan
 #: Libraries that do not own the memory they are handed (the driver's, NVML's, the C library's): a fault inside them
 #: is their caller's buffer.
 _ASAN_CALLEE = re.compile(r"lib(?:nvidia-ml|cuda|c|pthread|stdc\+\+|dl)[.\-]")
+#: NCCL's own functions (ncclX, and pncclX, the names its API is built under).
+_NCCL_FN = re.compile(r"p?nccl[A-Z]")
 
 
 def _asan_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -2150,7 +2153,7 @@ def _asan_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
         fn, rest = frame.groups.get("fn") or "", frame.groups.get("rest") or ""
         if _ASAN_RUNTIME.search(fn) or _ASAN_RUNTIME.search(rest) or _ASAN_CALLEE.search(rest):
             continue
-        if re.match(r"p?nccl[A-Z]", fn) or "nccl/src/" in rest or "libnccl" in rest:
+        if _NCCL_FN.match(fn) or "nccl/src/" in rest or "libnccl" in rest:
             at.append(frame)
         break  # the first frame that owns the memory decides
     if not at:

@@ -773,11 +773,16 @@ def _pcie_topology(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
                                           "`nvidia-smi topo -p2p r` and a driver update tell them apart")])]
 
 
-def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """A port some process could not bind, less the ports torch then listened on after all ("The server socket has
-    started to listen on ..." follows a failed address when another address of the port worked)."""
+def _not_listened_after(m: Any, hs: list[Any]) -> list[Any]:
+    """HS less the binds of a port torch then listened on after all ("The server socket has started to listen on ..."
+    follows a failed address when another address of the port worked)."""
     got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
-    hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    return [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+
+
+def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A port some process could not bind, less the ports torch then listened on after all."""
+    hs = _not_listened_after(m, hs)
     if not hs:
         return []
     return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "(not named in the message)"},
@@ -788,8 +793,7 @@ def _bind_not_local(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Which address could not be bound, and whose: the store's master address or a library binding the address this
     host's name resolves to (gloo without GLOO_SOCKET_IFNAME). torch's store tries each address of its port and logs
     each failure; one it listened on after all leaves nothing to report."""
-    got = {h.groups.get("port") for h in m.hits.get("store_listening", [])}
-    hs = [h for h in hs if not (h.groups.get("port") and h.groups.get("port") in got)]
+    hs = _not_listened_after(m, hs)
     # torch's per-address warning counts only where the store then bound nothing at all (its summary line)
     failed = {h.ev.source for h in m.hits.get("store_listen_failed", [])}
     hs = [h for h in hs if not h.groups.get("addr") or h.ev.source in failed]

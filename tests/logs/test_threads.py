@@ -147,18 +147,14 @@ FIXTURES = [
 ]
 
 
-def _cli(log: Path) -> dict:
-    """What `commdoctor logs --json LOG` prints, from the same pipeline run in this process (a subprocess per fixture
-    cost 0.3 s of CPU each, over a hundred times a run; tests/logs/test_cli.py runs the command itself)."""
-    return diagnose_file(log)
-
-
 def check_fixture(slug: str, first: str, top3: tuple[str, ...]) -> None:
-    """A public thread kept as a fixture: its provenance, its label, and `logs --json`'s causes on its log."""
+    """A public thread kept as a fixture: its provenance, its label, and `logs --json`'s causes on its log (its
+    pipeline, in this process: a subprocess per fixture cost 0.3 s of CPU, over a hundred times a run;
+    tests/logs/test_cli.py runs the command itself)."""
     folder = FIX / slug
     truth = json.loads((folder / "truth.json").read_text())
     assert (folder / "PROVENANCE.md").is_file() and truth["source"] and truth["root_cause"] == first
-    causes = _causes(_cli(folder / "log.txt"))
+    causes = _causes(diagnose_file(folder / "log.txt"))
     assert causes[:1] == [first]
     for c in top3:
         assert c in causes[:3]
@@ -169,7 +165,7 @@ def test_public_thread_fixture(slug: str, first: str | None, top3: tuple[str, ..
     folder = FIX / slug
     truth = json.loads((folder / "truth.json").read_text())
     assert (folder / "PROVENANCE.md").is_file() and truth["source"]
-    doc = _cli(folder / "log.txt")
+    doc = diagnose_file(folder / "log.txt")
     causes = _causes(doc)
     if first is None:
         assert causes == [] and [f["code"] for f in doc["findings"]][:1] == ["LOG080"]
