@@ -344,7 +344,9 @@ def classify(text: str) -> Record:
             rec.msg = g.group("msg").strip()
             return rec
     s = body.strip()
-    if s.startswith(_TRACEBACK) or (s.endswith("(most recent call last)") and _IPY_TRACEBACK.match(s)):
+    # (a logger's message may run into it: SGLang's "Scheduler hit an exception: Traceback (most recent call last):")
+    if s.startswith(_TRACEBACK) or s.endswith(_TRACEBACK) \
+            or (s.endswith("(most recent call last)") and _IPY_TRACEBACK.match(s)):
         rec.kind, rec.msg = "traceback", s
         return rec
     e = _EXC.match(s)

@@ -227,6 +227,8 @@ def _p2p_unsupported(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     NCCL 2.27 shares host memory between ranks through cuMem handles there and asked for peer access to import them,
     which GPUs without P2P (L4, most PCIe boards) refuse (NVIDIA/nccl#1838; NCCL_CUMEM_HOST_ENABLE=0 avoids it)."""
     shm = [h for h in hs if "shm.cc" in (h.rec.file or "") or "transport/shm" in h.ev.text]
+    # RCCL's own P2P transport refused by the kernel driver: read with its 'Cuda failure' line (_cuda_failure, LOG138)
+    hs = [h for h in hs if not _rocm_ipc(h)]
     # NCCL asks the driver whether two GPUs can reach each other before it enables or imports peer memory, so a
     # refusal inside NCCL is the driver contradicting itself. Outside NCCL ("RuntimeError: CUDA error: ...", a
     # serving engine's custom all-reduce) the caller asked for peer access without asking first, on GPUs that
@@ -356,6 +358,17 @@ def _hca_limit(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _rocm_ipc(h: Any) -> bool:
+    """RCCL's P2P transport (transport/p2p.cc, hipified) failing to export or import a buffer through a HIP IPC handle
+    with 'invalid device pointer' or 'invalid argument': the kernel driver refused ROCr's IPC request. ROCr asks amdkfd
+    for it through ioctls that AMD's own kernel driver (amdgpu-dkms) carries and a distribution's in-tree amdgpu lacks
+    or lags (ROCm/rccl#1055: 7900 XTX under ROCm 6.0 in docker; ROCm/rccl#1454: hipIpcGetMemHandle 'invalid argument'
+    on an Arch 6.12 kernel's amdgpu, ROCm 6.2)."""
+    path = (h.rec.file or "") if h.rec is not None else ""
+    return (path.endswith("p2p.cc") and ("hipify" in path or "rccl" in path.lower())
+            and ("invalid device pointer" in h.ev.text or "invalid argument" in h.ev.text))
+
+
 def _cuda_failure_kind(h: Any) -> str:
     """Which reading a failed CUDA call gets, the first that applies."""
     text = h.ev.text
@@ -374,13 +387,7 @@ def _cuda_failure_kind(h: Any) -> str:
     # NVCC_GENCODE listing older GPUs only) fails there before any collective.
     if "is a stub library" in text or "cudaErrorStubLibrary" in text:
         return "stub"
-    # RCCL's transport/p2p.cc (hipified from NCCL's) sharing a buffer with a peer process through a HIP IPC handle:
-    # hipErrorInvalidDevicePointer there is the kernel driver (amdkfd) refusing to export or import the memory.
-    # ROCm's user space (in a container, or upgraded alone) needs the ROCm kernel driver of its release on the host
-    # (amdgpu-dkms); a distribution kernel's in-tree amdgpu lags it (ROCm/rccl#1055: 7900 XTX under ROCm 6.0 in
-    # docker, fixed by installing amdgpu-dkms on the host).
-    path = (h.rec.file or "") if h.rec is not None else ""
-    if "invalid device pointer" in text and path.endswith("p2p.cc") and ("hipify" in path or "rccl" in path.lower()):
+    if _rocm_ipc(h):
         return "rocm_ipc"
     if _NO_KERNEL_IMAGE.search(text):
         return "noimg"
@@ -482,7 +489,7 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             alts=[("hardware_fault", "if other NCCL releases fault the same way on this GPU only, its memory "
                                      "(nvidia-smi -q ECC and retired pages, Xid 48/63/64 in dmesg)")]))
     if rest:
-        words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7") or "").strip(" '.")
+        words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7", "what9") or "").strip(" '.")
         if not words and group(rest, "what8"):
             words = "GPU memory access fault: " + str(group(rest, "what8")).strip(" '.")
         out.append(cand("LOG081", "other", 5, rest, params={"what": f"'{words}'" if words else "see the evidence"}))
@@ -1351,7 +1358,7 @@ SIGNATURES = (
     # (include/rocmwrap.h); torch built for ROCm says "HIP error: ..." where a CUDA build says "CUDA error: ...".
     sig("cuda_failure", ("Cuda failure", "CUDA error", "cudaError", "CUDA failure", "unhandled cuda error", "HIP error",
                          "HIP failure", "hipError", "ROCr failure", "Static function", "code object", "Triton Error [",
-                         "Memory access fault by GPU"),
+                         "Memory access fault by GPU", "illegal memory access"),
        r"Cuda failure (?P<num>\d+)? ?'?(?P<what>[^']{0,120})|CUDA (?:error|failure):? (?P<what2>[^\n]{0,120})|(?P<what5>cudaError\w+)"
        r"|HIP (?:error|failure):? (?P<what3>[^\n]{0,120})|ROCr failure '(?P<what4>[^']{0,120})|(?P<what6>hipError\w+)"
        r"|Cannot retrieve Static function, error: \d{1,5}|Unable to find code object for all current devices"
@@ -1360,7 +1367,10 @@ SIGNATURES = (
        # ROCm's runtime (ROCR, runtime.cpp) on a GPU page fault, the HIP analog of CUDA's illegal address: "Memory access
        # fault by GPU node-%u (Agent handle: %p) on address %p. Reason: %s." and the process aborts.
        r"|Memory access fault by GPU node-\d{1,5} \(Agent handle: [^)\n]{1,40}\) on address [^\n]{1,60}?\. Reason: "
-       r"(?P<what8>[^\n]{1,100})",
+       r"(?P<what8>[^\n]{1,100})"
+       # CUDA's own string for cudaErrorIllegalAddress (700), as a program prints cudaGetErrorString() after its own
+       # words ("parent sync: an illegal memory access was encountered"): only a failed CUDA call returns it.
+       r"|(?P<what9>an illegal memory access was encountered)",
        "other", ROOT, 5, "a CUDA or HIP call failed",
        build=_cuda_failure,
        exclude=("cuda_oom", "driver_too_old", "fabric_not_ready", "gpu_hw", "gpu_busy", "peer_mapping", "p2p_unsupported")),
@@ -1446,6 +1456,37 @@ SIGNATURES = (
     # glibc's malloc consistency checks (malloc/malloc.c malloc_printerr): "free(): corrupted unsorted chunks",
     # "double free or corruption (!prev)", "malloc(): corrupted top size", "corrupted size vs. prev_size", ... then
     # abort(). Native code of the process wrote outside its memory; which library it was the message cannot say.
+    # HIP's runtime refuses a launch whose block is larger than the kernel was compiled for (clr, hip_module.cpp:
+    # "Launch params (%u, %u, %u) are larger than launch bounds (%u) for kernel %s please add __launch_bounds__ ...")
+    # and the kernel does not run. A build with NCCL_MAX_NTHREADS (or a test's block size) above RCCL's 256 does it
+    # (ROCm/rccl#1072: rccl-tests' deltaKern launched with 512 threads).
+    sig("hip_launch_bounds", ("larger than launch bounds",),
+       r"Launch params \((?P<x>\d{1,6}), ?\d{1,6}, ?\d{1,6}\) are larger than launch bounds \((?P<bound>\d{1,6})\)"
+       r"(?: for kernel (?P<kernel>\S{1,200}))?",
+       "other", ROOT, 3, "a GPU kernel was launched with more threads per block than it was compiled for, so it did not run",
+       code="LOG081", params=lambda hs: {"what": (
+           f"a kernel ({str(group(hs, 'kernel') or '?')[:60]}) was launched with {group(hs, 'x')} threads per block, "
+           f"over the {group(hs, 'bound')} it was compiled for, so HIP did not run it")},
+       detail="HIP checks each launch against the kernel's launch bounds (256 threads unless __launch_bounds__ says "
+              "otherwise) and refuses a larger block. Launch it with at most that many threads (RCCL: "
+              "NCCL_MAX_NTHREADS no higher than 256), or rebuild the kernel with __launch_bounds__ / "
+              "--gpu-max-threads-per-block raised."),
+    # A build that failed: the compiler's own error lines (gcc/clang "file:line:col: error: ...", nvcc and hipcc
+    # "file(line): error: ..."), nvcc's "N errors detected in the compilation of", the linker's "collect2: error: ld
+    # returned N exit status" and make's "*** [target] Error N". The program, or a library it builds (nccl-tests, an
+    # extension), never ran.
+    sig("build_failed", ("error: ", "errors detected in the compilation", "rror detected in the compilation",
+                         "] Error ", "nvcc fatal"),
+       r"^[^\s:()\[\]]{1,300}?(?:\(\d{1,6}\)|:\d{1,6}(?::\d{1,4})?): (?:fatal )?error: (?P<what>[^\n]{1,160})"
+       r"|^\d{1,5} errors? detected in the compilation of \"(?P<unit>[^\"\n]{1,300})\""
+       r"|^collect2: error: ld returned \d{1,3} exit status|^g?make(?:\[\d{1,3}\])?: \*\*\* \[[^\]\n]{1,300}\] Error \d{1,3}"
+       r"|^nvcc fatal\s{0,4}: (?P<what2>[^\n]{1,160})",
+       "other", ROOT, 8, "a build failed: the program or a library it compiles did not compile",
+       code="LOG139", params=lambda hs: {"what": (
+           f"'{str(group(hs, 'what', 'what2'))[:120]}'" if group(hs, "what", "what2") else "see the compiler's errors")},
+       alts=[("version_mismatch", "if the names the compiler cannot find are NCCL's (ncclXxx undefined), the NCCL "
+                                  "headers it builds against are older than the code expects: point the build at the "
+                                  "NCCL it targets (NCCL_HOME), or use the code's release that matches that NCCL")]),
     sig("heap_corruption", ("corrupted", "double free", "invalid pointer", "invalid next size", "invalid chunk size"),
        r"(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc)\(\): (?:corrupted [\w ]{1,40}|"
        r"invalid (?:pointer|next size|size|chunk size)[\w ()]{0,20}|memory corruption[\w ()]{0,20})"
@@ -1681,8 +1722,12 @@ CODES = (
     Code("LOG081", "cuda-failure", E, "a CUDA or HIP call failed: {what}",
          "Read the CUDA error in the evidence; check dmesg for Xid errors and nvidia-smi for the GPU's state",
          cause="other"),
-    Code("LOG138", "rocm-ipc-refused", E, "RCCL could not share GPU memory with a peer process ('invalid device "
-         "pointer' in its P2P transport): the host's ROCm kernel driver does not match the ROCm user space",
+    Code("LOG139", "build-failed", E, "a build failed, so the program never ran: {what}",
+         "Read the first compiler error in the evidence: the lines after it are often its echo. A library built "
+         "against the wrong headers (NCCL_HOME, CUDA_HOME) or a newer source than its dependencies is the usual cause",
+         cause="other"),
+    Code("LOG138", "rocm-ipc-refused", E, "RCCL could not share GPU memory with a peer process (its P2P "
+         "transport's HIP IPC call refused): the host's ROCm kernel driver does not match the ROCm user space",
          "Install the ROCm kernel driver of the same release as the user space on the host (amdgpu-dkms, then reboot): "
          "updating ROCm inside the container is not enough; `dkms status` and `modinfo amdgpu` show what the host runs",
          cause="driver_cuda_mismatch"),

@@ -1,0 +1,115 @@
+"""Public failure threads, round 55 and its development reading.
+
+Round 55 came from issue threads of NVIDIA/nccl, nccl-tests, ROCm/rccl and the projects around them (SGLang, vLLM,
+Lightning). What they taught, each read from what the message means in its program:
+
+- CUDA's own words for a fault on GPU memory count wherever a program prints them, not only after "CUDA error:";
+- RCCL's P2P transport refused a HIP IPC handle with 'invalid argument' as well as 'invalid device pointer': the
+  host's kernel driver lacks the IPC calls of the ROCm user space it runs;
+- HIP refuses a launch larger than the kernel's launch bounds, and the kernel does not run;
+- a build that failed (the compiler's errors, make's report) is a failure, never a healthy log;
+- a logger's message that runs into "Traceback (most recent call last):" is a traceback's header.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+
+def _diagnose(tmp_path: Path, text: str, name: str = "job.log") -> dict:
+    p = tmp_path / name
+    p.write_text(text)
+    return diagnose_file(p)
+
+
+def _found(tmp_path: Path, text: str) -> list[dict]:
+    return [f for f in _diagnose(tmp_path, text)["findings"] if f["cause"]]
+
+
+# NVIDIA/nccl#2430: a reproducer on three H200s printed what cudaGetErrorString() said after its own words.
+_REPRO = ("CUDA_VISIBLE_DEVICES=0,1,2 NCCL_COMM_SPLIT_SHARE_RESOURCES=1 NCCL_ALGO=NVLS ./nvls_split_share 3 child_first 2\n"
+          "rank 0: child  allreduce OK (0 wrong of 67108864)\n"
+          "rank 0: parent sync: an illegal memory access was encountered\n"
+          "RESULT: FAIL (child_first, child nvlsCTAs=2)\n")
+
+
+def test_cudaS_words_for_a_memory_fault_after_a_programS_own_are_a_failed_cuda_call(tmp_path: Path) -> None:
+    check_row("cuda_failure", "rank 0: parent sync: an illegal memory access was encountered",
+              "compute-sanitizer: checked for an illegal memory access, 0 errors")
+    got = _found(tmp_path, _REPRO)
+    assert got and got[0]["code"] == "LOG081", got
+    assert "an illegal memory access was encountered" in got[0]["title"]
+
+
+# ROCm/rccl#1454: rccl-tests on an Arch host (kernel 6.12, its in-tree amdgpu) with ROCm 6.2's user space.
+_RCCL_IPC_ARG = (
+    "UVOSLinux:31965:31965 [0] NCCL INFO Kernel version: 6.12.3-arch1-1\n"
+    "RCCL version 2.20.5+hip6.2 Unknown\n"
+    "UVOSLinux:31965:31973 [1] /usr/src/debug/rccl/build/hipify/src/transport/p2p.cc:235 NCCL WARN hipIpcGetMemHandle "
+    "failed : invalid argument\n"
+    "UVOSLinux:31965:31973 [1] /usr/src/debug/rccl/build/hipify/src/transport/p2p.cc:237 NCCL WARN Cuda failure "
+    "'invalid argument'\n"
+    "UVOSLinux:31965:31973 [1] NCCL INFO /usr/src/debug/rccl/build/hipify/src/transport/p2p.cc:646 -> 1\n")
+
+
+def test_rcclS_p2p_transport_refused_an_ipc_handle_as_an_invalid_argument_is_the_hosts_kernel_driver(
+        tmp_path: Path) -> None:
+    got = _found(tmp_path, _RCCL_IPC_ARG)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG138", "driver_cuda_mismatch"), got[0]
+    # the same refusal is not also read as a driver that mishandles peer access
+    assert "LOG039" not in [f["code"] for f in got]
+    # NCCL's own transport (not hipified) giving 'invalid argument' is another failed call, not ROCm's driver
+    nccl = _found(tmp_path, "gpu1:77:88 [1] transport/p2p.cc:230 NCCL WARN Cuda failure 'invalid argument'\n")
+    assert nccl and "LOG138" not in [f["code"] for f in nccl]
+
+
+# ROCm/rccl#1072: rccl-tests rebuilt with a 512-thread block for its check kernel, over HIP's default bound of 256.
+_BOUNDS = ("Launch params (512, 1, 1) are larger than launch bounds (256) for kernel _Z9deltaKernIfLi512EEvPvS0_mPd "
+           "please add __launch_bounds__ to kernel define or use --gpu-max-threads-per-block recompile program ! ")
+
+
+def test_a_launch_larger_than_the_kernels_launch_bounds_did_not_run(tmp_path: Path) -> None:
+    check_row("hip_launch_bounds", _BOUNDS, "Launch params (256, 1, 1) are within the launch bounds (256)")
+    got = _found(tmp_path, "all_reduce_perf -g 1 -n 20 -b 1M -e 1G -f 2\n" + (_BOUNDS + "\n") * 3)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG081", "other"), got[0]
+    assert "512 threads per block, over the 256" in got[0]["title"]
+
+
+# NVIDIA/nccl-tests#354: nccl-tests' newest sources built against NCCL headers without the GIN device API.
+_BUILD = ('alltoall.cu(218): error: expected a ";"\n'
+          "    ncclBarrierSession<ncclCoopCta> bar { ncclCoopCta(), ncclTeamTagWorld(), gin, blockIdx.x };\n"
+          "                                        ^\n"
+          'alltoall.cu(235): error: identifier "ncclGin_SignalInc" is undefined\n'
+          '22 errors detected in the compilation of "alltoall.cu".\n'
+          "make[1]: *** [Makefile:59: /tmp/nccl-tests/build/alltoall.o] Error 2\n"
+          "make: *** [Makefile:20: src.build] Error 2\n")
+
+
+def test_a_build_that_failed_is_a_failure_named_by_its_first_compiler_error(tmp_path: Path) -> None:
+    check_row("build_failed", 'alltoall.cu(218): error: expected a ";"',
+              "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered")
+    check_row("build_failed", "make[1]: *** [Makefile:59: /tmp/nccl-tests/build/alltoall.o] Error 2",
+              "train.py:12: UserWarning: error: the value was clipped")
+    check_row("build_failed", "src/init.cc:12:10: fatal error: nccl.h: No such file or directory",
+              "init.cc:12 NCCL WARN Error: some other thing")
+    doc = _diagnose(tmp_path, _BUILD)
+    got = [f for f in doc["findings"] if f["cause"]]
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG139", "other"), got
+    assert 'expected a ";"' in got[0]["title"]
+    assert doc["verdict"]["code"] == "LOG139"
+
+
+# sgl-project/sglang#3794: SGLang's scheduler logs its message and the traceback on one line; the post ends there.
+_SGLANG = ("[2025-02-23 06:02:12 TP1] sglang is using nccl==2.21.5\n"
+           "[2025-02-23 06:02:12 TP3] sglang is using nccl==2.21.5\n"
+           "[2025-02-23 06:04:22 TP7] Scheduler hit an exception: Traceback (most recent call last):\n")
+
+
+def test_a_loggers_message_running_into_a_traceback_header_is_a_failure_not_a_healthy_log(tmp_path: Path) -> None:
+    doc = _diagnose(tmp_path, _SGLANG)
+    assert doc["verdict"]["code"] == "LOG080", doc["verdict"]
+    # the same start-up lines without it: no verdict at all
+    assert _diagnose(tmp_path, _SGLANG.rsplit("\n", 2)[0] + "\n")["verdict"] is None
