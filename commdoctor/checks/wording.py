@@ -124,6 +124,8 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG136": {"what": "<the peer's address format and this rank's>"},
     "LOG017": {"what": "<address:port>, which is not an address of this host"},
     "LOG137": {"what": "device <N> has <X> rail(s) here and <Y> on the peer"},
+    "LOG139": {"what": "<the first compiler error>"},
+    "LOG140": {"what": "<N GiB>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

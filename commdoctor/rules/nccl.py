@@ -1211,6 +1211,23 @@ def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                              "host), a corrupted handle points at NCCL or at the framework broadcasting it")])]
 
 
+
+def _host_alloc(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NCCL's malloc refused: a limit on the process's memory, or (a size beyond any host's memory) a size NCCL
+    computed wrong."""
+    size = group(hs, "size", "size2")
+    n = int(size) if size and size.isdigit() else None
+    if n is not None and n >= 2**40:
+        return [cand("LOG070", "nccl_internal_bug", 3, hs, params={
+            "what": f"it asked for {n / 2**40:.0f} TiB of host memory, more than any host has"},
+            detail="No host has this much memory: the size NCCL asked for was computed from a wrong value (a count "
+                   "or a size that wrapped around, a corrupt topology or configuration). Note what NCCL was doing "
+                   "just before (its INFO lines) and move to a newer NCCL.",
+            alts=[("other", "a program that hands NCCL an absurd count or size (a negative number cast to size_t) "
+                            "makes it ask for such memory too")])]
+    what = "memory" if n is None else f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+    return [cand("LOG140", "other", 3, hs, params={"what": what})]
+
 SIGNATURES = (
     # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL
     # version mismatch with remote peer %s (local: %s, remote %s)" -- two installs in one job, said outright.
@@ -2071,6 +2088,15 @@ SIGNATURES = (
               "means earlier ones were never given back: NCCL 2.30 counted every registration of the same buffer as a "
               "new one. Register each buffer once (deregister windows you drop), and move to a newer NCCL.",
        alts=[("other", "a program that registers new buffers without ncclCommWindowDeregister uses the space up too")]),
+    # NCCL's host allocations (include/alloc.h ncclCalloc/ncclRealloc: "Failed to malloc %ld bytes"; misc/utils.cc:
+    # "Unrecoverable error detected: malloc(size=%llu) returned null.", the address map's "calloc(%zu entries) returned
+    # null" / "malloc(%d entries) returned null"), then ncclSystemError. Linux overcommits memory, so malloc refuses
+    # only a size beyond what the process may map: a limit on its address space (ulimit -v, a scheduler's memory
+    # limit enforced that way, vm.overcommit_memory=2) or a size no host has, which is a size NCCL computed wrong.
+    sig("nccl_host_alloc", ("Failed to malloc", "returned null"),
+       r"Failed to malloc (?P<size>\d{1,20}) bytes|Unrecoverable error detected: malloc\(size=(?P<size2>\d{1,20})\) "
+       r"returned null|address map \w{1,12} failed: (?:c|m)alloc\(\d{1,12} entries\) returned null",
+       "other", ROOT, 3, "NCCL could not allocate host memory", build=_host_alloc),
     # AddressSanitizer's report of a memory error (compiler-rt asan_report.cpp): "==PID==ERROR: AddressSanitizer: KIND on
     # address ...", then the access's stack, one frame a line: "    #4 0x558b6aaa58b0 in FUNC(ARGS) FILE:LINE" or
     # "    #2 0x7b0fde03b306  (/path/lib.so+0x3b306)". Read by _asan_in_nccl.
@@ -2233,6 +2259,11 @@ CODES = (
          "Select the GID index that maps to the routable address, the same on every node, and the right HCAs",
          cause="ib_misconfig", env={"NCCL_IB_GID_INDEX": "<index of the routable RoCE v2 GID>", "NCCL_IB_HCA": "<hca list>"},
          steps=("show_gids (or ibv_devinfo -v) lists each GID and its address",)),
+    Code("LOG140", "host-memory-refused", E, "NCCL could not allocate {what} of host memory: the process may not map more",
+         "Linux refuses an allocation only past a limit: check the process's address-space limit (ulimit -v, which a "
+         "batch system may set from the job's memory request), vm.overcommit_memory=2 with the node's memory taken "
+         "(free -g: other jobs, a data loader's workers); a container's memory limit kills instead (dmesg)",
+         cause="other"),
     Code("LOG137", "ofi-rails-differ", E, "the hosts' network plugin grouped their NICs into different rails: {what}",
          "Give every host the same rail layout: the same NICs up and visible on every host (fi_info -p efa), the same "
          "aws-ofi-nccl release and topology, or one rail count for all devices (OFI_NCCL_FORCE_NUM_RAILS)",

@@ -169,6 +169,12 @@ ROWS = [
     ("nccl_goes_on_note", f"{H} graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to "
                           "simple order", f"{H} NCCL INFO Pattern 4, crossNic 0, nChannels 8, bw 40.000000/40.000000, "
                           "type NVL/PIX, sameChannels 1"),
+    # include/alloc.h (ncclCalloc, every release) and misc/utils.cc (2.28 on): host memory refused; a GPU allocation
+    # is another row's (cuda_oom).
+    ("nccl_host_alloc", f"{H} include/alloc.h:178 NCCL WARN Failed to malloc 8589934592 bytes",
+     f"{H} include/alloc.h:462 NCCL WARN Failed to CUDA malloc 8589934592 bytes"),
+    ("nccl_host_alloc", f"{H} misc/utils.cc:318 NCCL WARN Unrecoverable error detected: malloc(size=4194304) returned "
+                        "null.", f"{H} NCCL INFO Host Calloc Size 4194304 pointer 0x7f3a2c000000"),
     # misc/socket.cc (2.26 on): NCCL_COMM_ID that is not host:port.
     ("comm_id_invalid", f"{H} misc/socket.cc:246 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found",
      f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500"),
@@ -297,3 +303,14 @@ def test_nccl_tests_finding_wrong_values_is_ncclS_data_with_the_platform_and_har
                        "# Avg bus bandwidth    : 20.7")["findings"]
     assert (f[0]["code"], f[0]["cause"]) == ("LOG070", "nccl_internal_bug") and "1024 wrong value" in f[0]["title"]
     assert {x["cause"] for x in f[1:]} >= {"p2p_acs_iommu", "hardware_fault"}
+
+
+def test_host_memory_refused_is_the_processS_limit_unless_no_host_has_that_much(tmp_path: Path) -> None:
+    """Linux overcommits: malloc refuses only past the process's limit, or a size no host has (a size gone wrong)."""
+    f = _verdict(tmp_path, f"{H} include/alloc.h:178 NCCL WARN Failed to malloc 8589934592 bytes",
+                 f"{H} NCCL INFO init.cc:1411 -> 2")
+    assert (f["code"], f["cause"]) == ("LOG140", "other")
+    assert "8.0 GiB" in f["title"] and "ulimit -v" in f["remedy"]["summary"]
+    f = _verdict(tmp_path, f"{H} include/alloc.h:178 NCCL WARN Failed to malloc 18446744073709551600 bytes")
+    assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
+    assert "TiB of host memory" in f["title"]
