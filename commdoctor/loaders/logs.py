@@ -58,8 +58,9 @@ _COMM = re.compile(
 # finding wrong values ("# Out of bounds values : %d %s" with FAILED): the run completed, its results did not hold.
 _NCCL_TESTS_FAIL = re.compile(r"\b(?:NCCL|CUDA) failure \S{1,200}:\d{1,6} '|: Test failure \S{1,200}:\d{1,6}\s*$"
                               r"|Out of bounds values\s{0,4}: ?[1-9]\d{0,12} FAILED")
-# UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level.
-_UCX_ERROR = re.compile(r"\bUCX\s{1,8}(?:ERROR|FATAL)\b")
+# UCX's own log lines ("[ts] [host:pid:tid] file:line UCX ERROR msg", ucs/debug/log.c) at FATAL or ERROR level, and
+# UCC's, which logs through the same code ("tl_cuda_cache.c:231  UCC  ERROR ipc-cache: failed to open ipc mem handle").
+_UCX_ERROR = re.compile(r"\bUC[XC]\s{1,8}(?:ERROR|FATAL)\b")
 #: oneCCL's failure tags (parsing.lines.ONECCL_ERROR).
 _ONECCL_ERROR = re.compile(ONECCL_ERROR)
 #: The C++ runtime's std::terminate (parsing.lines.CXX_TERMINATE): an error even when nothing else says which.

@@ -1123,12 +1123,17 @@ SIGNATURES = (
        r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory"
        # Paddle's wording of the same (enforce.h "CUDA error(%d), %s.", cuda_allocator.cc's own report).
-       r"|CUDA error\(2\), out of memory|Out of memory error on GPU \d{1,3}\. Cannot allocate",
+       r"|CUDA error\(2\), out of memory|Out of memory error on GPU \d{1,3}\. Cannot allocate"
+       # A program's own check of a CUDA allocation, with CUDA's string for cudaErrorMemoryAllocation (2): NVIDIA's
+       # samples' CUDA_RT_CALL 'ERROR: CUDA RT call "cudaMalloc(...)" in line N of file F failed with out of memory (2).'
+       r"|\bcuda(?:Malloc|HostAlloc)\w{0,20}\(.{0,300}?\bfailed with out of memory\b",
        "cuda_oom", ROOT, 1, "GPU memory ran out",
        code="LOG031", exclude=("worker_pool_died",),  # Ray's OutOfMemoryError is the host's memory
        params=lambda hs: {"what": "while NCCL allocated its buffers" if any(
            h.rec.kind == "nccl" or "NCCL" in h.ev.text or "Cuda failure" in h.ev.text for h in hs)
-           else "in the program's own allocations (torch's allocator, not NCCL)"}),
+           else "in the program's own allocations (torch's allocator, not NCCL)" if any(
+           "OutOfMemoryError" in h.ev.text or "CUDA out of memory" in h.ev.text or "HIP out of memory" in h.ev.text
+           for h in hs) else "in the program's own allocations, not NCCL's"}),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",

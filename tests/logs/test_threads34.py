@@ -1,14 +1,16 @@
-"""Public failure threads, round 55 and its development reading.
+"""Public failure threads, rounds 55 and 56 and their development reading.
 
-Round 55 came from issue threads of NVIDIA/nccl, nccl-tests, ROCm/rccl and the projects around them (SGLang, vLLM,
-Lightning). What they taught, each read from what the message means in its program:
+Rounds 55 and 56 came from issue threads of NVIDIA/nccl, nccl-tests, ROCm/rccl and the projects around them (SGLang,
+vLLM, Lightning, DeepSpeed, torchtitan, Open MPI, UCC). What they taught, each read from what the message means in its program:
 
 - CUDA's own words for a fault on GPU memory count wherever a program prints them, not only after "CUDA error:";
 - RCCL's P2P transport refused a HIP IPC handle with 'invalid argument' as well as 'invalid device pointer': the
   host's kernel driver lacks the IPC calls of the ROCm user space it runs;
 - HIP refuses a launch larger than the kernel's launch bounds, and the kernel does not run;
 - a build that failed (the compiler's errors, make's report) is a failure, never a healthy log;
-- a logger's message that runs into "Traceback (most recent call last):" is a traceback's header.
+- a logger's message that runs into "Traceback (most recent call last):" is a traceback's header;
+- a program's own check of cudaMalloc saying "out of memory" is the GPU out of memory, ahead of what follows from it;
+- UCC logs its errors as UCX does ("UCC  ERROR"): errors, never a healthy log.
 """
 
 from __future__ import annotations
@@ -113,3 +115,37 @@ def test_a_loggers_message_running_into_a_traceback_header_is_a_failure_not_a_he
     assert doc["verdict"]["code"] == "LOG080", doc["verdict"]
     # the same start-up lines without it: no verdict at all
     assert _diagnose(tmp_path, _SGLANG.rsplit("\n", 2)[0] + "\n")["verdict"] is None
+
+
+# NVIDIA/multi-gpu-programming-models#14: the samples' CUDA_RT_CALL check; the first allocation failed, and the
+# errors after it come from using the buffer it never got.
+_JACOBI = ('ERROR: CUDA RT call "cudaMalloc(&a_new, nx * ny * sizeof(real))" in line 378 of file jacobi.cpp failed with '
+           'out of memory (2).\n'
+           'ERROR: CUDA RT call "cudaMemset(a_new, 0, nx * ny * sizeof(real))" in line 381 of file jacobi.cpp failed with '
+           'invalid argument (1).\n'
+           'ERROR: CUDA RT call "cudaDeviceSynchronize()" in line 385 of file jacobi.cpp failed with an illegal memory '
+           'access was encountered (700).\n')
+
+
+def test_a_programS_own_check_of_cudamalloc_out_of_memory_comes_before_what_follows_from_it(tmp_path: Path) -> None:
+    check_row("cuda_oom", _JACOBI.splitlines()[0],
+              'ERROR: CUDA RT call "cudaMemset(a_new, 0, nx * ny * sizeof(real))" in line 381 of file jacobi.cpp failed '
+              "with invalid argument (1).")
+    got = _found(tmp_path, _JACOBI)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG031", "cuda_oom"), got[0]
+    assert "not NCCL's" in got[0]["title"] and "torch" not in got[0]["title"]
+
+
+# openucx/ucc#1041: one rank's UCC context failed to open a CUDA IPC handle (UCC's log, ucc_log.h on ucs's logger).
+_UCC = ("[1730117228.178968] [dgx1v-loki-23:3000 :0]   tl_cuda_cache.c:231  UCC  ERROR ipc-cache: failed to open ipc mem "
+        "handle. addr:0x7f65a8000000 len:16777216 err:201\n"
+        "[1730120424.285612] [dgx1v-loki-23:26352:0]     ucc_context.c:817  UCC  DEBUG ctx create epilog for mlx5 failed: "
+        "Unhandled error\n")
+
+
+def test_ucc_errors_are_errors(tmp_path: Path) -> None:
+    doc = _diagnose(tmp_path, _UCC)
+    assert doc["verdict"]["code"] == "LOG080", doc["verdict"]
+    assert "tl_cuda_cache.c:231" in doc["verdict"]["title"]
+    # its DEBUG lines alone are not
+    assert _diagnose(tmp_path, _UCC.splitlines()[1] + "\n")["verdict"] is None
