@@ -1005,6 +1005,12 @@ def _nccl_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     if len(m.versions) < 2:
         return []
     host_versions = {v: h for v, h in m.version_hosts.items() if h}
+    # Every version on one and the same host: not ranks of a job that disagree (a host has one NCCL install per
+    # environment) but two runs pasted together, or a program whose own NCCL sits beside torch's (vLLM's pynccl loads
+    # the libnccl.so.2 on the library path; vllm-project/vllm#5484 pasted a torchrun test with torch's 2.20.5 above a
+    # vLLM run on 2.21.5).
+    if len(host_versions) == len(m.versions) and len({h for hs in host_versions.values() for h in hs}) == 1:
+        return []
     order = sorted(m.versions, key=version_tuple)
     per = "; ".join(f"{v} on {', '.join(sorted(host_versions.get(v, {'?'})))}" for v in order)
     return [Cand("LOG040", "version_mismatch", 1, 0, [m.versions[v] for v in order],

@@ -149,3 +149,26 @@ def test_ucc_errors_are_errors(tmp_path: Path) -> None:
     assert "tl_cuda_cache.c:231" in doc["verdict"]["title"]
     # its DEBUG lines alone are not
     assert _diagnose(tmp_path, _UCC.splitlines()[1] + "\n")["verdict"] is None
+
+
+# vllm-project/vllm#5484: a torchrun test (torch's NCCL 2.20.5) and then a vLLM run (its pynccl on the system's
+# 2.21.5) on one workstation, pasted together; both hung while NCCL set up (the GPUs could not reach each other).
+_TWO_NCCLS = (
+    "omega:53277:53277 [0] NCCL INFO Bootstrap : Using wlp38s0:192.168.1.19<0>\n"
+    "omega:53277:53277 [0] NCCL INFO cudaDriverVersion 12060\n"
+    "NCCL version 2.20.5+cuda12.4\n"
+    "omega:53278:53278 [1] NCCL INFO cudaDriverVersion 12060\n"
+    "omega:53278:53278 [1] NCCL INFO Bootstrap : Using wlp38s0:192.168.1.19<0>\n"
+    "INFO 11-11 14:17:08 pynccl.py:69] vLLM is using nccl==2.21.5\n"
+    "omega:18302:18445 [0] NCCL INFO Bootstrap : Using wlp38s0:192.168.1.19<0>\n"
+    "omega:18302:18445 [0] NCCL INFO cudaDriverVersion 12060\n"
+    "NCCL version 2.21.5+cuda12.4\n"
+    "omega:18565:18565 [1] NCCL INFO cudaDriverVersion 12060\n"
+    "omega:18565:18565 [1] NCCL INFO Bootstrap : Using wlp38s0:192.168.1.19<0>\n")
+
+
+def test_two_nccl_versions_on_one_host_are_not_ranks_that_disagree(tmp_path: Path) -> None:
+    assert "LOG040" not in [f["code"] for f in _found(tmp_path, _TWO_NCCLS)]
+    # the same two versions on two hosts are
+    other_host = _TWO_NCCLS.replace("omega:18", "delta:18")
+    assert _found(tmp_path, other_host)[0]["code"] == "LOG040"
