@@ -126,6 +126,8 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG137": {"what": "device <N> has <X> rail(s) here and <Y> on the peer"},
     "LOG139": {"what": "<the first compiler error>"},
     "LOG140": {"what": "<N GiB>"},
+    "LOG141": {"what": "<a framework>"},
+    "LOG142": {"what": "<which GPU could not reach which>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

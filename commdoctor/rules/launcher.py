@@ -630,6 +630,14 @@ SIGNATURES = (
         r"|No IB devices configured for GPU (?P<ibgpu>\d{1,3})",
         "launcher_misconfig", ROOT, 2, "the launch's arguments or environment do not fit the job",
         code="LOG066", params=lambda hs: {"what": _launch_args(hs[0].groups)}),
+    # Ray's check of every process joining a cluster (_private/utils.py check_version_info): "Version mismatch: The
+    # cluster was started with:" then its Ray and Python versions, "This process on node ADDR was started with:" and
+    # this one's. A node with another Ray (gpustack/gpustack#1640: a serving backend that brought its own) is refused.
+    sig("ray_version_mismatch", ("Version mismatch: The cluster was started with",),
+       r"Version mismatch: The cluster was started with:?",
+       "version_mismatch", ROOT, 1, "a process joined a Ray cluster with another Ray or Python version than the cluster's",
+       code="LOG141", params=lambda hs: {"what": "Ray or Python (the Ray cluster refused a process started with other "
+                                                 "versions than its own)"}),
     # Ray's reports of a worker that died, each the first sign in the driver's log: ray/exceptions.py "The worker died
     # unexpectedly while executing this task" (WorkerCrashedError), Ray Train v2 "At least one of the worker actors
     # failed to initialize", lmdeploy's executor "Ray worker exited.".
@@ -1260,6 +1268,10 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG141", "framework-versions-differ", E, "the nodes run different versions of {what}",
+         "Install the same versions on every node (the lines after the error name both); a package that brings its "
+         "own copy (a serving backend, a virtualenv per node) is the usual source",
+         cause="version_mismatch"),
     Code("LOG060", "process-died", E, "{what}",
          "Find why that process died (OOM killer in dmesg, a segfault, preemption); the other ranks' errors are the echo",
          cause="peer_process_died"),

@@ -1234,6 +1234,31 @@ def _host_alloc(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     what = "memory" if n is None else f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
     return [cand("LOG140", "other", 3, hs, params={"what": what})]
 
+
+def _msg_truncated(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A bootstrap message of the wrong size, in NCCL's bootstrap: NVSHMEM's copy of that code (its bootstrap_uid
+    module) is another library, where a peer that exited mid-exchange leaves it (a consequence of that peer's error)."""
+    own = [h for h in hs if "nvshmem" not in h.ev.text.lower()]
+    return [own_reading(own)] if own else []
+
+
+def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """NVSHMEM reached no peer: its network transport between nodes, CUDA peer-to-peer within one. Its summary
+    ("building transport map failed") alone is also what a PE prints when a peer left the exchange first."""
+    named = [h for h in hs if h.groups.get("peer")]
+    local = local_ranks_only(m)
+    what = (f"GPU {group(named, 'gpu')} reaches none of its transports to peer GPU {group(named, 'peer')}" if named
+            else "it could not build its map of which transport reaches each peer GPU")
+    net = ("ib_misconfig", "between nodes, NVSHMEM's InfiniBand transport: the HCAs (ibv_devinfo), GPUDirect RDMA "
+                           "(lsmod | grep nvidia_peermem, or a dma-buf capable driver) and NVSHMEM_REMOTE_TRANSPORT")
+    p2p = ("p2p_acs_iommu", "within a node, CUDA peer-to-peer between the GPUs (nvidia-smi topo -p2p r; ACS and "
+                            "the IOMMU on PCIe systems)")
+    cause, alts = (p2p[0], [net]) if local else (net[0], [p2p])
+    if not named:
+        alts.append(("peer_process_died", "if another process's own error came first, it left the exchange and this "
+                                          "is its echo"))
+    return [cand("LOG142", cause, 3 if named else 4, named or hs, params={"what": what}, alts=alts)]
+
 SIGNATURES = (
     # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL
     # version mismatch with remote peer %s (local: %s, remote %s)" -- two installs in one job, said outright.
@@ -1402,7 +1427,7 @@ SIGNATURES = (
     sig("msg_truncated", ("Message truncated",),
        r"Message truncated ?: received (?P<got>[\d,]+) bytes instead of (?P<want>[\d,]+)",
        "nccl_internal_bug", ROOT, 3, "a bootstrap message had an unexpected size",
-       code="LOG070", params=lambda hs: {"what": "a bootstrap message arrived with the wrong size"},
+       code="LOG070", params=lambda hs: {"what": "a bootstrap message arrived with the wrong size"}, build=_msg_truncated,
        alts=[("version_mismatch", "mixed NCCL versions exchange structures of different sizes and fail exactly like this: "
                                   "compare 'NCCL version' on every node before blaming NCCL")]),
     sig("topo_attr", ("Attribute", "XML", "xml"),
@@ -1491,6 +1516,32 @@ SIGNATURES = (
        "version_mismatch", ROOT, 1, "the program was built against another NCCL than the one it loaded",
        code="LOG040", params=lambda hs: {"what": f"the program was built against NCCL {group(hs, 'built') or '?'} "
                                                  f"and loaded {group(hs, 'run') or 'another'}"}),
+    # NVSHMEM (DeepEP's and other expert-parallel kernels' communication library; NVIDIA/nvshmem src/host/topo/topo.cpp)
+    # asks each of its transports whether it reaches every peer GPU and stops when none does: "%s:%d: [GPU %d] Peer GPU
+    # %d is not accessible, exiting ..."; init.cu then reports "building transport map failed". Between nodes the
+    # reaching transport is its InfiniBand one (IBRC, IBGDA; libfabric), which needs the HCAs and GPUDirect RDMA
+    # (nvidia-peermem or dma-buf) on every node (deepseek-ai/DeepEP#223: nvidia-peermem not loaded); within a node,
+    # CUDA peer-to-peer between the GPUs.
+    sig("nvshmem_peer_unreachable", ("is not accessible, exiting", "building transport map failed"),
+       r"\[GPU (?P<gpu>\d{1,5})\] Peer GPU (?P<peer>\d{1,5}) is not accessible, exiting"
+       r"|(?P<map>building transport map failed)",
+       "ib_misconfig", ROOT, 3, "NVSHMEM found no transport that reaches a peer GPU", build=_nvshmem_unreachable),
+    # The dynamic loader's "LIB: undefined symbol: ncclX" (ImportError on `import torch`, or a program's own start):
+    # LIB was linked against an NCCL that has ncclX, and the libnccl.so.2 found first at run time is older
+    # (pytorch/pytorch#104417: torch 2.2's libtorch_cuda.so needs ncclCommRegister, NCCL 2.19, and loaded an older
+    # libnccl from LD_LIBRARY_PATH).
+    sig("nccl_symbol_missing", ("undefined symbol: nccl", "undefined symbol: pnccl"),
+       r"(?:(?P<lib>[^\s:]{1,300}\.so[\w.]{0,12}): )?undefined symbol: (?P<sym>p?nccl[A-Z]\w{1,60})",
+       "version_mismatch", ROOT, 1, "a library was built against a newer NCCL than the libnccl the process loaded",
+       code="LOG040", params=lambda hs: {"what": (
+           f"{str(group(hs, 'lib') or 'the program').rsplit('/', 1)[-1]} needs {group(hs, 'sym')}, which the libnccl "
+           "it loaded lacks: an older NCCL than the one it was built against")},
+       detail="The dynamic loader found a libnccl.so.2 without a function the library was linked against: the NCCL "
+              "it loads is older than the one it was built with. A libnccl on LD_LIBRARY_PATH (a CUDA toolkit's, a "
+              "conda package's, /usr/lib's) shadows the one the build expects (torch's nvidia-nccl-cu* wheel): `ldd` "
+              "on the library shows which file it takes.",
+       alts=[("other", "if the missing symbol is one every NCCL has (ncclCommInitRank, ncclAllReduce), the library "
+                       "was linked without NCCL at all: its build, not the versions")]),
     # A stack dump (gdb, py-spy --native) of a hung process with the launching thread in proxy.cc's ncclLocalOpAppend,
     # which yields until the proxy thread frees a slot of the op pool it shares with it, while the proxy thread sleeps
     # in ncclProxyGetPostedOps waiting for ops to be posted. Each waits for the other: ops were lost from the pool.
@@ -2270,6 +2321,10 @@ CODES = (
          "batch system may set from the job's memory request), vm.overcommit_memory=2 with the node's memory taken "
          "(free -g: other jobs, a data loader's workers); a container's memory limit kills instead (dmesg)",
          cause="other"),
+    Code("LOG142", "nvshmem-peer-unreachable", E, "NVSHMEM could not reach a peer GPU: {what}",
+         "Between nodes NVSHMEM needs its InfiniBand transport: every node's HCAs up and GPUDirect RDMA loaded "
+         "(modprobe nvidia-peermem, or a driver with dma-buf); within a node, CUDA peer-to-peer between the GPUs",
+         cause="ib_misconfig"),
     Code("LOG137", "ofi-rails-differ", E, "the hosts' network plugin grouped their NICs into different rails: {what}",
          "Give every host the same rail layout: the same NICs up and visible on every host (fi_info -p efa), the same "
          "aws-ofi-nccl release and topology, or one rail count for all devices (OFI_NCCL_FORCE_NUM_RAILS)",

@@ -172,3 +172,53 @@ def test_two_nccl_versions_on_one_host_are_not_ranks_that_disagree(tmp_path: Pat
     # the same two versions on two hosts are
     other_host = _TWO_NCCLS.replace("omega:18", "delta:18")
     assert _found(tmp_path, other_host)[0]["code"] == "LOG040"
+
+
+# pytorch/pytorch#104417: torch 2.2's libtorch_cuda.so, with an older libnccl.so.2 first on the loader's path.
+_IMPORT = (">>> import torch\nTraceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
+           "ImportError: /home/user/.local/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+           "ncclCommRegister\n")
+
+
+def test_a_library_missing_an_nccl_symbol_loaded_an_older_nccl_than_it_was_built_against(tmp_path: Path) -> None:
+    check_row("nccl_symbol_missing", _IMPORT.splitlines()[-1],
+              "ImportError: /usr/lib/libfoo.so: undefined symbol: cublasLtMatmul")
+    got = _found(tmp_path, _IMPORT)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG040", "version_mismatch"), got[0]
+    assert "libtorch_cuda.so needs ncclCommRegister" in got[0]["title"]
+
+
+# gpustack/gpustack#1640: a worker node's serving backend brought its own Ray into a cluster started with another.
+_RAY = ("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.43.0\n    Python: 3.11.10\n"
+        "This process on node 10.18.215.196 was started with:\n    Ray: 2.44.1\n    Python: 3.11.10\n")
+
+
+def test_ray_refusing_a_process_of_another_version_is_a_version_mismatch(tmp_path: Path) -> None:
+    check_row("ray_version_mismatch", _RAY.splitlines()[0], "RuntimeError: Version mismatch between checkpoint and model")
+    got = _found(tmp_path, _RAY)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG141", "version_mismatch"), got[0]
+
+
+# deepseek-ai/DeepEP#223: NVSHMEM between two nodes without nvidia-peermem; every PE's summary, then its bootstrap
+# (NVSHMEM's own copy of NCCL's socket code) finding the peers gone. The named line is NVSHMEM's topo.cpp format.
+_NVSHMEM = ("/sgl-workspace/nvshmem/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n"
+            "/sgl-workspace/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem initialization "
+            "failed, exiting\n"
+            "/sgl-workspace/nvshmem/src/modules/bootstrap/uid/ncclSocket/ncclsocket_socket.cpp:socketProgressOpt:39: "
+            "socketProgressOpt: Call to recv from 10.179.114.196<38229> failed : Broken pipe\n"
+            "/sgl-workspace/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_recv:99: Message "
+            "truncated : received 58 bytes instead of 8\n")
+_PEER = "src/host/topo/topo.cpp:488: [GPU 3] Peer GPU 9 is not accessible, exiting ... "
+
+
+def test_nvshmem_reaching_no_peer_is_its_network_transport_not_ncclS_bootstrap(tmp_path: Path) -> None:
+    check_row("nvshmem_peer_unreachable", _PEER, "[GPU 3] Peer GPU 9 is accessible over transport 1")
+    got = _found(tmp_path, _NVSHMEM)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG142", "ib_misconfig"), got[0]
+    assert "LOG070" not in [f["code"] for f in got]
+    got = _found(tmp_path, _PEER + "\n" + _NVSHMEM)
+    assert "GPU 3 reaches none of its transports to peer GPU 9" in got[0]["title"]
+    # NCCL's own bootstrap receiving a message of the wrong size stays NCCL's
+    nccl = _found(tmp_path, "node1:11:12 [0] bootstrap.cc:99 NCCL WARN Message truncated : received 58 bytes instead "
+                            "of 8\n")
+    assert nccl[0]["code"] == "LOG070"
