@@ -1217,7 +1217,6 @@ def _bad_family(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                              "host), a corrupted handle points at NCCL or at the framework broadcasting it")])]
 
 
-
 def _host_alloc(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """NCCL's malloc refused: a limit on the process's memory, or (a size beyond any host's memory) a size NCCL
     computed wrong."""
@@ -1258,6 +1257,7 @@ def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]
         alts.append(("peer_process_died", "if another process's own error came first, it left the exchange and this "
                                           "is its echo"))
     return [cand("LOG142", cause, 3 if named else 4, named or hs, params={"what": what}, alts=alts)]
+
 
 SIGNATURES = (
     # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL

@@ -1458,9 +1458,6 @@ SIGNATURES = (
            if group(hs, "a") else "vLLM's test of peer-to-peer copies between the GPUs failed")},
        alts=[("p2p_driver_bug", "consumer GPUs whose driver offers P2P it does not carry out fail the same test: "
                                 "NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce work around it")]),
-    # glibc's malloc consistency checks (malloc/malloc.c malloc_printerr): "free(): corrupted unsorted chunks",
-    # "double free or corruption (!prev)", "malloc(): corrupted top size", "corrupted size vs. prev_size", ... then
-    # abort(). Native code of the process wrote outside its memory; which library it was the message cannot say.
     # HIP's runtime refuses a launch whose block is larger than the kernel was compiled for (clr, hip_module.cpp:
     # "Launch params (%u, %u, %u) are larger than launch bounds (%u) for kernel %s please add __launch_bounds__ ...")
     # and the kernel does not run. A build with NCCL_MAX_NTHREADS (or a test's block size) above RCCL's 256 does it
@@ -1492,6 +1489,9 @@ SIGNATURES = (
        alts=[("version_mismatch", "if the names the compiler cannot find are NCCL's (ncclXxx undefined), the NCCL "
                                   "headers it builds against are older than the code expects: point the build at the "
                                   "NCCL it targets (NCCL_HOME), or use the code's release that matches that NCCL")]),
+    # glibc's malloc consistency checks (malloc/malloc.c malloc_printerr): "free(): corrupted unsorted chunks",
+    # "double free or corruption (!prev)", "malloc(): corrupted top size", "corrupted size vs. prev_size", ... then
+    # abort(). Native code of the process wrote outside its memory; which library it was the message cannot say.
     sig("heap_corruption", ("corrupted", "double free", "invalid pointer", "invalid next size", "invalid chunk size"),
        r"(?:free|malloc|realloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc)\(\): (?:corrupted [\w ]{1,40}|"
        r"invalid (?:pointer|next size|size|chunk size)[\w ()]{0,20}|memory corruption[\w ()]{0,20})"
