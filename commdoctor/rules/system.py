@@ -400,6 +400,14 @@ def _cuda_failure_kind(h: Any) -> str:
 _GPU_FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|illegal address")
 
 
+def _build_failed(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A failed build, with the NCCL headers as the alternative only where the compiler's errors name NCCL's API."""
+    c = own_reading(hs)
+    if not any(re.search(r"\bp?nccl[A-Z]\w", h.ev.text) for h in hs):
+        c.alts = []
+    return [c]
+
+
 def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed CUDA call: in NVLS/multicast setup it is the fabric; error 999 is unknown (often hardware)."""
     kinds: dict[str, list[Any]] = {"init": [], "nvls": [], "unknown": [], "noimg": [], "nobin": [], "rest": [], "stub": [],
@@ -1486,6 +1494,7 @@ SIGNATURES = (
        "other", ROOT, 8, "a build failed: the program or a library it compiles did not compile",
        code="LOG139", params=lambda hs: {"what": (
            f"'{str(group(hs, 'what', 'what2'))[:120]}'" if group(hs, "what", "what2") else "see the compiler's errors")},
+       build=_build_failed,
        alts=[("version_mismatch", "if the names the compiler cannot find are NCCL's (ncclXxx undefined), the NCCL "
                                   "headers it builds against are older than the code expects: point the build at the "
                                   "NCCL it targets (NCCL_HOME), or use the code's release that matches that NCCL")]),

@@ -102,6 +102,10 @@ def test_a_build_that_failed_is_a_failure_named_by_its_first_compiler_error(tmp_
     assert (got[0]["code"], got[0]["cause"]) == ("LOG139", "other"), got
     assert 'expected a ";"' in got[0]["title"]
     assert doc["verdict"]["code"] == "LOG139"
+    # NCCL's names among the errors bring the headers' version as the alternative; a build of anything else does not
+    assert "version_mismatch" in [f["cause"] for f in got]
+    plain = _found(tmp_path, "foo.c:12:5: error: unknown type name 'x'\nmake: *** [Makefile:3: foo.o] Error 1\n")
+    assert [f["cause"] for f in plain] == ["other"], plain
 
 
 # sgl-project/sglang#3794: SGLang's scheduler logs its message and the traceback on one line; the post ends there.
