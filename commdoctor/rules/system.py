@@ -1466,9 +1466,9 @@ SIGNATURES = (
            if group(hs, "a") else "vLLM's test of peer-to-peer copies between the GPUs failed")},
        alts=[("p2p_driver_bug", "consumer GPUs whose driver offers P2P it does not carry out fail the same test: "
                                 "NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce work around it")]),
-    # HIP's runtime refuses a launch whose block is larger than the kernel was compiled for (clr, hip_module.cpp:
-    # "Launch params (%u, %u, %u) are larger than launch bounds (%u) for kernel %s please add __launch_bounds__ ...")
-    # and the kernel does not run. A build with NCCL_MAX_NTHREADS (or a test's block size) above RCCL's 256 does it
+    # HIP's runtime refuses a launch whose block is larger than the kernel was compiled for (ROCm/clr, hipamd/src/
+    # hip_module.cpp: "Launch params (%u, %u, %u) are larger than launch bounds (%lu) for kernel %s", older releases
+    # adding "please add __launch_bounds__ ..."), returns hipErrorLaunchFailure, and the kernel does not run. A build with NCCL_MAX_NTHREADS (or a test's block size) above RCCL's 256 does it
     # (ROCm/rccl#1072: rccl-tests' deltaKern launched with 512 threads).
     sig("hip_launch_bounds", ("larger than launch bounds",),
        r"Launch params \((?P<x>\d{1,6}), ?\d{1,6}, ?\d{1,6}\) are larger than launch bounds \((?P<bound>\d{1,6})\)"
