@@ -186,6 +186,19 @@ SIGNATURES = (
               "it gets; the name resolved to nothing this host can bind (a name missing from /etc/hosts or DNS, or one "
               "pointing at another machine). Fix the name, or set GLOO_SOCKET_IFNAME to the routable interface.",
        alts=[("wrong_interface", "naming the interface (GLOO_SOCKET_IFNAME) sidesteps the name lookup altogether")]),
+    # torch's GlooDeviceFactory (makeTCPDevice on Linux, makeUVDevice on Windows and macOS): TORCH_CHECK that an
+    # interface (GLOO_SOCKET_IFNAME) or a host name was given, "GlooDeviceFactory::makeUVDevice(): interface or
+    # hostname can't be empty". Without GLOO_SOCKET_IFNAME torch passes the machine's own name: the machine has none
+    # (RVC-Project/Retrieval-based-Voice-Conversion-WebUI#724: a Windows PC with a blank name, fixed by naming it).
+    sig("gloo_no_hostname", ("hostname can't be empty",),
+       r"GlooDeviceFactory::make\w{1,12}Device\(\): interface or hostname can't be empty",
+       "hostname_resolution", ROOT, 1, "gloo had neither an interface nor a host name to bind to",
+       code="LOG015", params=lambda hs: {"what": "an empty host name (this machine has none, and gloo binds to its name "
+                                                 "without GLOO_SOCKET_IFNAME)"},
+       detail="Without GLOO_SOCKET_IFNAME torch hands gloo the machine's host name, and the name came back empty. "
+              "Give the machine a name (hostnamectl set-hostname; on Windows, rename the PC) or set "
+              "GLOO_SOCKET_IFNAME to the interface to use.",
+       alts=[("wrong_interface", "naming the interface (GLOO_SOCKET_IFNAME) sidesteps the host name altogether")]),
     sig("family_mismatch", ("ss_family",),
        r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)",
        "hostname_resolution", ROOT, 1, "the host name resolves to an address of another family (IPv6 ::1 against IPv4)",

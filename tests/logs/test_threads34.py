@@ -226,3 +226,18 @@ def test_nvshmem_reaching_no_peer_is_its_network_transport_not_ncclS_bootstrap(t
     nccl = _found(tmp_path, "node1:11:12 [0] bootstrap.cc:99 NCCL WARN Message truncated : received 58 bytes instead "
                             "of 8\n")
     assert nccl[0]["code"] == "LOG070"
+
+
+# RVC-Project/Retrieval-based-Voice-Conversion-WebUI#724: torch on a Windows PC whose name was blank.
+_NO_NAME = ('  File "C:\\\\rvc\\\\runtime\\\\lib\\\\site-packages\\\\torch\\\\distributed\\\\distributed_c10d.py", line 994, in '
+            "_new_process_group_helper\n"
+            "    backend_class = ProcessGroupGloo(backend_prefix_store, group_rank, group_size, timeout=timeout)\n"
+            "RuntimeError: GlooDeviceFactory::makeUVDevice(): interface or hostname can't be empty\n")
+
+
+def test_gloo_with_neither_an_interface_nor_a_host_name_is_a_machine_without_a_name(tmp_path: Path) -> None:
+    check_row("gloo_no_hostname", _NO_NAME.splitlines()[-1],
+              "RuntimeError: GlooDeviceFactory::makeTCPDevice(): unknown interface name eth9")
+    got = _found(tmp_path, _NO_NAME)
+    assert (got[0]["code"], got[0]["cause"]) == ("LOG015", "hostname_resolution"), got[0]
+    assert "empty host name" in got[0]["title"]
