@@ -128,6 +128,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG140": {"what": "<N GiB>"},
     "LOG141": {"what": "<a framework>"},
     "LOG142": {"what": "<which GPU could not reach which>"},
+    "LOG143": {"what": "<the setting and what is wrong with it>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -1259,6 +1259,27 @@ def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]
     return [cand("LOG142", cause, 3 if named else 4, named or hs, params={"what": what}, alts=alts)]
 
 
+
+def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A setting NCCL refused; NCCL_CUDA_PATH unset is no setting at all but libcuda.so missing (LOG113, which reads
+    the loader's own words where NCCL 2.18 prints them)."""
+    out = []
+    nolib = [h for h in hs if (h.groups.get("cudapath") or "").strip("'") in ("", "(null)") and not h.groups.get("fifo")
+             and not h.groups.get("merge")]
+    rest = [h for h in hs if h not in nolib]
+    nolib = [h for h in nolib if "cannot open shared object file" not in h.ev.text]
+    if nolib:
+        out.append(cand("LOG113", "other", 2, nolib, params={"lib": "libcuda.so"},
+                        detail="NCCL found no libcuda.so to load: the NVIDIA driver's user-space library is not on this "
+                               "process's loader path (a container started without the NVIDIA runtime or its --gpus, "
+                               "no NVIDIA driver on this host, a libcuda directory ldconfig does not list)."))
+    if rest:
+        what = ("NCCL_WORK_FIFO_DEPTH is below its minimum" if group(rest, "fifo") else
+                f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(rest, 'merge')})" if group(rest, "merge") else
+                f"NCCL_CUDA_PATH={str(group(rest, 'cudapath')).strip(chr(39))} holds no libcuda.so")
+        out.append(cand("LOG143", "other", 1, rest, params={"what": what}))
+    return out
+
 SIGNATURES = (
     # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL
     # version mismatch with remote peer %s (local: %s, remote %s)" -- two installs in one job, said outright.
@@ -1526,6 +1547,16 @@ SIGNATURES = (
        r"\[GPU (?P<gpu>\d{1,5})\] Peer GPU (?P<peer>\d{1,5}) is not accessible, exiting"
        r"|(?P<map>building transport map failed)",
        "ib_misconfig", ROOT, 3, "NVSHMEM found no transport that reaches a peer GPU", build=_nvshmem_unreachable),
+    # Settings NCCL refuses outright (ncclInvalidUsage): enqueue.cc (2.14-2.21) "'NCCL_WORK_FIFO_DEPTH=%d' is too small.
+    # Minimum value is %d"; graph/topo.cc (2.26 on) "TOPO/NET : Could not force merge NICs %s. Please specify a valid
+    # NCCL_NET_FORCE_MERGE string."; misc/cudawrap.cc (2.14-2.18) "Failed to find CUDA library in %s (NCCL_CUDA_PATH=%s)"
+    # and "Failed to find CUDA library %s (NCCL_CUDA_PATH='%s') : %s", which with NCCL_CUDA_PATH unset ('' or "(null)")
+    # is no libcuda.so on the loader's path at all: the driver's library missing, not a setting (_nccl_setting).
+    sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE", "Failed to find CUDA library"),
+       r"'(?P<fifo>NCCL_WORK_FIFO_DEPTH=-?\d{1,12})' is too small\. Minimum value is \d{1,9}"
+       r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string"
+       r"|Failed to find CUDA library (?:in )?\S{0,300} \(NCCL_CUDA_PATH=(?P<cudapath>'[^'\n]{0,300}'|\S{0,300})\)",
+       "other", ROOT, 2, "NCCL refused one of its settings", build=_nccl_setting),
     # The dynamic loader's "LIB: undefined symbol: ncclX" (ImportError on `import torch`, or a program's own start):
     # LIB was linked against an NCCL that has ncclX, and the libnccl.so.2 found first at run time is older
     # (pytorch/pytorch#104417: torch 2.2's libtorch_cuda.so needs ncclCommRegister, NCCL 2.19, and loaded an older
@@ -1910,8 +1941,11 @@ SIGNATURES = (
                             "not in a group call", "all uncaptured or all captured", "FP8 reduction support",
                             "ncclRedOpDestroy :", "user-created ncclRedOp_t", "should not be called when NCCL_COMM_ID",
                             "mixing different streams within a group", "in graph mode while others not",
-                            "before the previous operation returned ncclSuccess"),
+                            "before the previous operation returned ncclSuccess", "invalid device count",
+                            "NCCL_SIM_INFO_INITIALIZER"),
        r"Invali[dg] config \w{1,40} attribute value -?\d{1,12}|ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER"
+       r"|Invalid config min/max channels attribute value -?\d{1,12}/-?\d{1,12}"
+       r"|ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER"
        r"|improper usage of ncclCommInitRank: nId = -?\d{1,9}, nranks=-?\d{1,9}|Invalid device count requested : -?\d{1,9}"
        r"|invalid device count \(-?\d{1,9}\) requested|Invalid device -?\d{1,9} \(totalnDev=\d{1,9}\)|rank -?\d{1,9} exceeds ndev=\d{1,9}"
        r"|Blocking and nonblocking communicators are not allowed in the same group"
@@ -1986,7 +2020,9 @@ SIGNATURES = (
                               "using dlid as fallback", "due to old driver, disabling", "not dumping topology",
                               "Skipping nvlink detection", "Limiting value to", "cap it to", "set both to",
                               "set it to 0", "disabling CollNet", "Cannot initialize CollNet", "Multi-GPU CC Off",
-                              "ignoring address"),
+                              "ignoring address", "must be a multiple of", "(maximum", "(minimum",
+                              "Invalid NCCL_COMM_BLOCKING", "NCCL_OOB_NET_IFNAME", "ignoring NCCL_ALGO=COLLNET",
+                              "User asked for a m", "NCCL_MIN_NRINGS set to", "not using it", "POOL_SIZE has invalid"),
         r"NCCL_WORK_FIFO_(?:BYTES|DEPTH)=\d{1,20} is being ignored because it is not a power of 2"
         # init.cc's config checks that clamp a value and go on (2.18-2.23): CGA cluster size, min/max CTAs, splitShare;
         # CollNet left out where it cannot run (2.7-2.21); confidential computing without multi-GPU protection (2.23).
@@ -2004,7 +2040,19 @@ SIGNATURES = (
         r"|Could not find a path for pattern \d{1,3}, falling back to simple order"
         r"|remote FLID configured as zero even when endpoints are on different subnets, using dlid as fallback"
         r"|Unable to create thread context due to old driver, disabling|Unable to open \S{1,300}, not dumping topology"
-        r"|No NVML device handle\. Skipping nvlink detection",
+        r"|No NVML device handle\. Skipping nvlink detection"
+        # graph/tuning.cc (2.7-2.26) clamping NCCL_NTHREADS / NCCL_LL128_NTHREADS; init.cc (2.14) ignoring a
+        # NCCL_COMM_BLOCKING that is neither 0 nor 1; bootstrap.cc (2.23) an NCCL_OOB_NET_IFNAME matching no device;
+        # tuning.cc (2.10-2.18) NCCL_ALGO=COLLNET where CollNet cannot run; connect.cc (2.7-2.26) and rings.cc (2.4)
+        # channel and ring counts out of range; net.cc (2.21 on) a device-unpack plugin of another version, left
+        # unused; gin_host.cc (2.28) a GIN pool size out of range, replaced by the default.
+        r"|Invalid \w{1,40} -?\d{1,12} \((?:must be a multiple of|maximum|minimum) \d{1,12}\)"
+        r"|Invalid NCCL_COMM_BLOCKING value -?\d{1,12}|no device found matching NCCL_OOB_NET_IFNAME=\S{0,100}, ignoring"
+        r"|CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET"
+        r"|User asked for a (?:minimum of -?\d{1,9} channels, limiting to|maximum of -?\d{1,9} channels, setting it to) \d{1,9}"
+        r"|NCCL_MIN_NRINGS set to a value greater than (?:NCCL_MAX_NRINGS, ignoring NCCL_MIN_NRINGS|the maximum number of rings)"
+        r"|NCCL_DEVICE_UNPACK plugin has incompatible version -?\d{1,9}, this NCCL build is compatible with \d{1,9}, not using it"
+        r"|NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value",
         "NCCL ignored or adjusted a setting, or took a fallback, and went on", harmless=True),
     # transport/net_ib/common.cc (2.28 on), NCCL's async-event thread: "NET/IB : %s:%d GID table changed" for
     # IBV_EVENT_GID_CHANGE, an address added to or removed from the port's netdev (before 2.28 the same event read
@@ -2325,6 +2373,10 @@ CODES = (
          "Between nodes NVSHMEM needs its InfiniBand transport: every node's HCAs up and GPUDirect RDMA loaded "
          "(modprobe nvidia-peermem, or a driver with dma-buf); within a node, CUDA peer-to-peer between the GPUs",
          cause="ib_misconfig"),
+    Code("LOG143", "nccl-setting-rejected", E, "NCCL refused one of its settings: {what}",
+         "Unset the variable, or give it a value NCCL accepts; NCCL also reads its settings from /etc/nccl.conf and "
+         "~/.nccl.conf, and a container image or a module may set them for you",
+         cause="other"),
     Code("LOG137", "ofi-rails-differ", E, "the hosts' network plugin grouped their NICs into different rails: {what}",
          "Give every host the same rail layout: the same NICs up and visible on every host (fi_info -p efa), the same "
          "aws-ofi-nccl release and topology, or one rail count for all devices (OFI_NCCL_FORCE_NUM_RAILS)",

@@ -175,6 +175,28 @@ ROWS = [
      f"{H} include/alloc.h:462 NCCL WARN Failed to CUDA malloc 8589934592 bytes"),
     ("nccl_host_alloc", f"{H} misc/utils.cc:318 NCCL WARN Unrecoverable error detected: malloc(size=4194304) returned "
                         "null.", f"{H} NCCL INFO Host Calloc Size 4194304 pointer 0x7f3a2c000000"),
+    # Settings NCCL clamps, ignores or replaces and goes on (tuning.cc 2.7-2.26, init.cc 2.14, bootstrap.cc 2.23,
+    # connect.cc 2.10-2.26, net.cc 2.21 on, gin_host.cc 2.28): notes.
+    ("nccl_goes_on_note", f"{H} graph/tuning.cc:22 NCCL WARN Invalid NCCL_NTHREADS 1024 (maximum 512).",
+     f"{H} NCCL INFO NCCL_NTHREADS set by environment to 1024."),
+    ("nccl_goes_on_note", f"{H} bootstrap.cc:510 NCCL WARN no device found matching NCCL_OOB_NET_IFNAME=ib9, ignoring",
+     f"{H} NCCL INFO NCCL_OOB_NET_IFNAME set by environment to ib9"),
+    ("nccl_goes_on_note", f"{H} graph/connect.cc:231 NCCL WARN User asked for a minimum of 64 channels, limiting to 32",
+     f"{H} NCCL INFO 32 coll channels, 32 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"),
+    ("nccl_goes_on_note", f"{H} net.cc:509 NCCL WARN NCCL_DEVICE_UNPACK plugin has incompatible version 2, this NCCL "
+                          "build is compatible with 1, not using it",
+     f"{H} NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v10 (v10)"),
+    # Settings NCCL refuses (ncclInvalidUsage): enqueue.cc (2.14-2.21), graph/topo.cc (2.26 on), cudawrap.cc (2.14-2.18).
+    ("nccl_setting_rejected", f"{H} enqueue.cc:933 NCCL WARN 'NCCL_WORK_FIFO_DEPTH=64' is too small. Minimum value is 64",
+     f"{H} NCCL INFO NCCL_WORK_FIFO_DEPTH set by environment to 64."),
+    ("nccl_setting_rejected", f"{H} graph/topo.cc:1029 NCCL WARN TOPO/NET : Could not force merge NICs mlx5_0,mlx5_9. "
+                              "Please specify a valid NCCL_NET_FORCE_MERGE string.",
+     f"{H} NCCL INFO NCCL_NET_FORCE_MERGE set by environment to mlx5_0,mlx5_1."),
+    # init.cc (2.18 on) and group.cc (2.23 on): the program's config and simulation structures.
+    ("nccl_api_misuse", f"{H} init.cc:1524 NCCL WARN Invalid config min/max channels attribute value 64/32",
+     f"{H} NCCL INFO Comm config minCTAs set to 64"),
+    ("nccl_api_misuse", f"{H} group.cc:522 NCCL WARN ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER",
+     f"{H} NCCL INFO ncclGroupSimulateEnd: estimated time 12.5 us"),
     # misc/socket.cc (2.26 on): NCCL_COMM_ID that is not host:port.
     ("comm_id_invalid", f"{H} misc/socket.cc:246 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found",
      f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500"),
@@ -314,3 +336,24 @@ def test_host_memory_refused_is_the_processS_limit_unless_no_host_has_that_much(
     f = _verdict(tmp_path, f"{H} include/alloc.h:178 NCCL WARN Failed to malloc 18446744073709551600 bytes")
     assert (f["code"], f["cause"]) == ("LOG070", "nccl_internal_bug")
     assert "TiB of host memory" in f["title"]
+
+
+def test_a_setting_nccl_refuses_names_it_and_no_libcuda_at_all_is_the_driver(tmp_path: Path) -> None:
+    f = _verdict(tmp_path, f"{H} enqueue.cc:933 NCCL WARN 'NCCL_WORK_FIFO_DEPTH=64' is too small. Minimum value is 64",
+                 f"{H} NCCL INFO enqueue.cc:1100 -> 5")
+    assert (f["code"], f["cause"]) == ("LOG143", "other") and "NCCL_WORK_FIFO_DEPTH" in f["title"]
+    f = _verdict(tmp_path, f"{H} misc/cudawrap.cc:179 NCCL WARN Failed to find CUDA library /opt/cuda/lib/libcuda.so "
+                           "(NCCL_CUDA_PATH='/opt/cuda/lib') : /opt/cuda/lib/libcuda.so: cannot open shared object file")
+    assert (f["code"], f["cause"]) == ("LOG143", "other") and "NCCL_CUDA_PATH=/opt/cuda/lib" in f["title"]
+    # unset (2.18 prints '', 2.14 "(null)"): no libcuda.so on the loader's path, the driver's library missing
+    for unset in ("libcuda.so (NCCL_CUDA_PATH='') : libcuda.so: cannot open shared object file",
+                  "in (null) (NCCL_CUDA_PATH=(null))"):
+        f = _verdict(tmp_path, f"{H} misc/cudawrap.cc:90 NCCL WARN Failed to find CUDA library {unset}")
+        assert (f["code"], f["cause"]) == ("LOG113", "other") and "libcuda.so" in f["title"], unset
+
+
+def test_a_setting_nccl_clamps_is_no_failure(tmp_path: Path) -> None:
+    doc = diagnose_lines(tmp_path / "rank2.log", f"{H} graph/tuning.cc:19 NCCL WARN Invalid NCCL_NTHREADS 100 (must be a "
+                                                 "multiple of 32)", f"{H} NCCL INFO comm 0x5581 rank 2 nranks 8 cudaDev 2 "
+                                                 "busId 41000 - Init COMPLETE")
+    assert not [f for f in doc["findings"] if f["cause"] or f["code"] == "LOG080"], doc["findings"]
