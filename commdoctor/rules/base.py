@@ -31,6 +31,8 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 #: Settings that make NCCL and torch say more; the remedy of findings that need more lines.
 NCCL_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+#: A name of NCCL's API or its internals (ncclX, and pncclX, the names its API is built under).
+NCCL_FN = re.compile(r"\bp?nccl[A-Z]")
 
 #: When a rule runs: line rules that stand alone first, then rules that weigh what was found before them.
 PHASE_LINES, PHASE_DEATHS, PHASE_ECHOES, PHASE_WATCHDOG, PHASE_SETUP, PHASE_LAST = 0, 1, 2, 3, 4, 5

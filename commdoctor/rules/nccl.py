@@ -14,9 +14,9 @@ from typing import Any, Sequence
 
 from commdoctor.core.model import Evidence
 from commdoctor.parsing.lines import classify
-from commdoctor.rules.base import (CONTEXT, E, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed, crash_stacks, ctx,
-                                   frame_fn, frame_lib, group, hits, job_failed, lines_under, local_ranks_only, own_reading,
-                                   sig, single_node, trace_files, uses_ib, version_tuple)
+from commdoctor.rules.base import (CONTEXT, E, NCCL_FN, PHASE_LAST, ROOT, W, Cand, Code, ModelRule, cand, completed,
+                                   crash_stacks, ctx, frame_fn, frame_lib, group, hits, job_failed, lines_under,
+                                   local_ranks_only, own_reading, sig, single_node, trace_files, uses_ib, version_tuple)
 
 #: Settings that are meant to differ between processes or hosts: their values differing says nothing.
 PER_PROCESS_VARS = frozenset({"NCCL_HOSTID", "NCCL_DEBUG_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_GRAPH_DUMP_FILE",
@@ -1264,8 +1264,7 @@ def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A setting NCCL refused; NCCL_CUDA_PATH unset is no setting at all but libcuda.so missing (LOG113, which reads
     the loader's own words where NCCL 2.18 prints them)."""
     out = []
-    nolib = [h for h in hs if (h.groups.get("cudapath") or "").strip("'") in ("", "(null)") and not h.groups.get("fifo")
-             and not h.groups.get("merge")]
+    nolib = [h for h in hs if h.groups.get("cudapath") is not None and h.groups["cudapath"].strip("'") in ("", "(null)")]
     rest = [h for h in hs if h not in nolib]
     nolib = [h for h in nolib if "cannot open shared object file" not in h.ev.text]
     if nolib:
@@ -2265,8 +2264,6 @@ _ASAN_RUNTIME = re.compile(r"compiler-rt|sanitizer_common|/asan/|libasan|libclan
 #: Libraries that do not own the memory they are handed (the driver's, NVML's, the C library's): a fault inside them
 #: is their caller's buffer.
 _ASAN_CALLEE = re.compile(r"lib(?:nvidia-ml|cuda|c|pthread|stdc\+\+|dl)[.\-]")
-#: NCCL's own functions (ncclX, and pncclX, the names its API is built under).
-_NCCL_FN = re.compile(r"p?nccl[A-Z]")
 
 
 def _asan_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -2284,7 +2281,7 @@ def _asan_in_nccl(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
         fn, rest = frame.groups.get("fn") or "", frame.groups.get("rest") or ""
         if _ASAN_RUNTIME.search(fn) or _ASAN_RUNTIME.search(rest) or _ASAN_CALLEE.search(rest):
             continue
-        if _NCCL_FN.match(fn) or "nccl/src/" in rest or "libnccl" in rest:
+        if NCCL_FN.match(fn) or "nccl/src/" in rest or "libnccl" in rest:
             at.append(frame)
         break  # the first frame that owns the memory decides
     if not at:

@@ -16,9 +16,9 @@ from typing import Any
 from commdoctor.core.ifvars import iface_env
 from commdoctor.parsing.lines import CXX_WHAT, SIGBUS_DEATH
 from commdoctor.rules.base import (
-    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W, Cand, Code,
-    CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits, in_library_words,
-    job_failed, lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
+    CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, NCCL_FN, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W,
+    Cand, Code, CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits,
+    in_library_words, job_failed, lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -403,7 +403,7 @@ _GPU_FAULT = re.compile(r"an illegal memory access was encountered|misaligned ad
 def _build_failed(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A failed build, with the NCCL headers as the alternative only where the compiler's errors name NCCL's API."""
     c = own_reading(hs)
-    if not any(re.search(r"\bp?nccl[A-Z]\w", h.ev.text) for h in hs):
+    if not any(NCCL_FN.search(h.ev.text) for h in hs):
         c.alts = []
     return [c]
 
