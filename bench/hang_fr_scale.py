@@ -78,7 +78,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", default="8,64,128,512,1024,4096")
     ap.add_argument("--faults", default="straggler,mismatch,same-status")
-    ap.add_argument("--scale-fr", default=str(REPO.parent.parent / "shared" / "tools" / "scale_fr.py"))
+    ap.add_argument("--scale-fr", default=str(REPO.parent / "shared" / "tools" / "scale_fr.py"))  # ../shared beside the checkout
     ap.add_argument("--work", default=None)
     ap.add_argument("--odd", default=None, help="the odd rank (default 3n/4 + 1; 'random': drawn for each set)")
     ap.add_argument("--at", default=None,
