@@ -630,6 +630,14 @@ SIGNATURES = (
         r"|No IB devices configured for GPU (?P<ibgpu>\d{1,3})",
         "launcher_misconfig", ROOT, 2, "the launch's arguments or environment do not fit the job",
         code="LOG066", params=lambda hs: {"what": _launch_args(hs[0].groups)}),
+    # torch.distributed.launch passes each worker its local rank as an argument, "--local-rank=N" from torch 2.0 (the
+    # underscore spelling before), unless --use-env; a script whose argparse does not declare that spelling stops with
+    # argparse's "error: unrecognized arguments: --local-rank=0" (huggingface/pytorch-image-models#1728). torchrun
+    # passes none and sets LOCAL_RANK.
+    sig("local_rank_arg", ("unrecognized arguments:",),
+        r"error: unrecognized arguments:.{0,200}?(?P<arg>--local[-_]rank)(?:=(?P<n>\d{1,4}))?",
+        "launcher_misconfig", ROOT, 1, "the script does not accept the local-rank argument its launcher passes",
+        code="LOG147", params=lambda hs: {"arg": f"{group(hs, 'arg') or '--local-rank'}={group(hs, 'n') or 'N'}"}),
     # Ray's check of every process joining a cluster (_private/utils.py check_version_info): "Version mismatch: The
     # cluster was started with:" then its Ray and Python versions, "This process on node ADDR was started with:" and
     # this one's. A node with another Ray (gpustack/gpustack#1640: a serving backend that brought its own) is refused.
@@ -1290,6 +1298,11 @@ CODES = (
          "Keep every node's clock in sync (chrony/ntpd: `date` on each node), give every node the same "
          "/etc/munge/munge.key and keep munged running; `munge -n | ssh NODE unmunge` tests a pair of nodes",
          cause="other"),
+    Code("LOG147", "local-rank-argument-refused", E, "the script refused {arg}, the argument its launcher passes",
+         "Launch with torchrun, which passes no argument (the script reads int(os.environ[\"LOCAL_RANK\"])), or declare "
+         "both spellings: parser.add_argument(\"--local-rank\", \"--local_rank\", type=int); "
+         "torch.distributed.launch spells it --local-rank from torch 2.0",
+         cause="launcher_misconfig"),
     Code("LOG066", "launch-setup", E, "the launch does not match the job: {what}",
          "Start one process per GPU through the launcher and ask only for what the allocation has: torchrun "
          "--nproc-per-node=<GPUs>, mpirun -np N -H host:slots, or srun with --ntasks matching the allocation",

@@ -1261,23 +1261,10 @@ def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]
 
 
 def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
-    """A setting NCCL refused; NCCL_CUDA_PATH unset is no setting at all but libcuda.so missing (LOG113, which reads
-    the loader's own words where NCCL 2.18 prints them)."""
-    out = []
-    nolib = [h for h in hs if h.groups.get("cudapath") is not None and h.groups["cudapath"].strip("'") in ("", "(null)")]
-    rest = [h for h in hs if h not in nolib]
-    nolib = [h for h in nolib if "cannot open shared object file" not in h.ev.text]
-    if nolib:
-        out.append(cand("LOG113", "other", 2, nolib, params={"lib": "libcuda.so"},
-                        detail="NCCL found no libcuda.so to load: the NVIDIA driver's user-space library is not on this "
-                               "process's loader path (a container started without the NVIDIA runtime or its --gpus, "
-                               "no NVIDIA driver on this host, a libcuda directory ldconfig does not list)."))
-    if rest:
-        what = ("NCCL_WORK_FIFO_DEPTH is below its minimum" if group(rest, "fifo") else
-                f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(rest, 'merge')})" if group(rest, "merge") else
-                f"NCCL_CUDA_PATH={str(group(rest, 'cudapath')).strip(chr(39))} holds no libcuda.so")
-        out.append(cand("LOG143", "other", 1, rest, params={"what": what}))
-    return out
+    """A setting NCCL refused, named."""
+    what = (f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(hs, 'merge')})" if group(hs, "merge") else
+            "NCCL_WORK_FIFO_DEPTH is below its minimum")
+    return [cand("LOG143", "other", 1, hs, params={"what": what})]
 
 SIGNATURES = (
     # NCCL's RAS service (src/ras/ras.cc) rejects a RAS connection from a process of another NCCL release: "NCCL
@@ -1546,15 +1533,23 @@ SIGNATURES = (
        r"\[GPU (?P<gpu>\d{1,5})\] Peer GPU (?P<peer>\d{1,5}) is not accessible, exiting"
        r"|(?P<map>building transport map failed)",
        "ib_misconfig", ROOT, 3, "NVSHMEM found no transport that reaches a peer GPU", build=_nvshmem_unreachable),
+    # NVSHMEM shares its GPU memory with the processes it takes for this host's through Unix sockets at
+    # /tmp/nvshmem-socket-<sender>-<receiver> (src/host/util/sockets.cpp), and takes a process for this host's when the
+    # hash of its hostname is this one's (util.cpp nvshmemu_getHostHash hashes gethostname() alone). sendmsg() failing
+    # with ENOENT, perror's "IPC failure: Sending data over socket failed: No such file or directory", then
+    # NVSHMEMI_IPC_CHECK's "Fatal IPC Failure", means the peer's socket is not in this /tmp: hosts with one hostname
+    # (deepseek-ai/DeepEP#316, two nodes both named the same) or processes of one host in containers with their own /tmp.
+    sig("nvshmem_ipc_peer_absent", ("Sending data over socket failed: No such file",),
+       r"IPC failure: Sending data over socket failed: No such file or directory",
+       "other", ROOT, 2, "NVSHMEM took a process for this host's whose socket is not on this host", code="LOG148",
+       alts=[("launcher_misconfig", "processes of one host started in separate containers, each with its own /tmp: "
+                                    "share /tmp (and the IPC namespace, --ipc=host) between them")]),
     # Settings NCCL refuses outright (ncclInvalidUsage): enqueue.cc (2.14-2.21) "'NCCL_WORK_FIFO_DEPTH=%d' is too small.
     # Minimum value is %d"; graph/topo.cc (2.26 on) "TOPO/NET : Could not force merge NICs %s. Please specify a valid
-    # NCCL_NET_FORCE_MERGE string."; misc/cudawrap.cc (2.14-2.18) "Failed to find CUDA library in %s (NCCL_CUDA_PATH=%s)"
-    # and "Failed to find CUDA library %s (NCCL_CUDA_PATH='%s') : %s", which with NCCL_CUDA_PATH unset ('' or "(null)")
-    # is no libcuda.so on the loader's path at all: the driver's library missing, not a setting (_nccl_setting).
-    sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE", "Failed to find CUDA library"),
+    # NCCL_NET_FORCE_MERGE string."
+    sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE"),
        r"'(?P<fifo>NCCL_WORK_FIFO_DEPTH=-?\d{1,12})' is too small\. Minimum value is \d{1,9}"
-       r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string"
-       r"|Failed to find CUDA library (?:in )?\S{0,300} \(NCCL_CUDA_PATH=(?P<cudapath>'[^'\n]{0,300}'|\S{0,300})\)",
+       r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string",
        "other", ROOT, 2, "NCCL refused one of its settings", build=_nccl_setting),
     # The dynamic loader's "LIB: undefined symbol: ncclX" (ImportError on `import torch`, or a program's own start):
     # LIB was linked against an NCCL that has ncclX, and the libnccl.so.2 found first at run time is older
@@ -1802,6 +1797,23 @@ SIGNATURES = (
                                                  f"(fi_getinfo: {group(hs, 'err', 'err2') or 'failed'})"},
        alts=[("ib_misconfig", "if fi_info -p efa lists the devices inside the job, the provider name or FI_* settings "
                               "the job passes do not match them")]),
+    # libfabric's EFA provider lists the node's RDMA devices at fi_getinfo (prov/efa/src/efa_device.c): one it cannot
+    # open ("efa_device_construct_gid(): ibv_open_device failed! errno: 2", then efa_device_list_initialize()'s
+    # "efa_device_construct_gid failed for device_idx N, err=-2") ends the whole list before libfabric 2.3, so the
+    # provider offers nothing and fi_getinfo returns -61 (ofiwg/libfabric#12708: a pod on an EFA node that also saw
+    # the node's ConnectX devices through /dev/infiniband; NCCL fell back to TCP; libfabric PR #12744 goes on past it).
+    sig("efa_device_open", ("efa_device_construct_gid failed", "efa_device_construct_gid():"),
+       r"efa_device_construct_gid failed for device_idx (?P<idx>\d{1,4}), err=(?P<err>-?\d{1,5})"
+       r"|efa_device_construct_gid\(\):\d{1,6}<warn> ibv_open_device failed! errno: (?P<errno>\d{1,5})",
+       "other", ROOT, 3, "libfabric's EFA provider could not open an RDMA device it lists, and offered none",
+       code="LOG089", params=lambda hs: {"what": "libfabric's EFA provider could not open an RDMA device it lists "
+                                                 f"(errno {group(hs, 'errno') or str(group(hs, 'err') or '?').lstrip('-')}) "
+                                                 "and so offered none"},
+       detail="One RDMA device the EFA provider cannot open (errno 2: its device file is not in the container) ends "
+              "its device list in libfabric releases without ofiwg/libfabric#12744, and NCCL goes on over TCP or "
+              "fails. Expose only the EFA devices to the container (the EFA device plugin, not a hostPath of the "
+              "host's whole /dev/infiniband), or use a libfabric that skips such a device.",
+       alts=[("ib_misconfig", "the EFA devices themselves unopenable (the efa driver not loaded on the node)")]),
     # libfabric's EFA provider about its peer's libfabric: the help text of FI_EFA_ERR_INVALID_PKT_TYPE_ZCPY_RX
     # (prov/efa/src/efa_strerror.c: "This error is detected locally. Please consider matching the local and remote
     # libfabric versions, or turning off the zero-copy recv feature by setting FI_EFA_USE_ZCPY_RX=0") and efa_av.c's
@@ -2021,7 +2033,8 @@ SIGNATURES = (
                               "set it to 0", "disabling CollNet", "Cannot initialize CollNet", "Multi-GPU CC Off",
                               "ignoring address", "must be a multiple of", "(maximum", "(minimum",
                               "Invalid NCCL_COMM_BLOCKING", "NCCL_OOB_NET_IFNAME", "ignoring NCCL_ALGO=COLLNET",
-                              "User asked for a m", "NCCL_MIN_NRINGS set to", "not using it", "POOL_SIZE has invalid"),
+                              "User asked for a m", "NCCL_MIN_NRINGS set to", "not using it", "POOL_SIZE has invalid",
+                              "Failed to find CUDA library"),
         r"NCCL_WORK_FIFO_(?:BYTES|DEPTH)=\d{1,20} is being ignored because it is not a power of 2"
         # init.cc's config checks that clamp a value and go on (2.18-2.23): CGA cluster size, min/max CTAs, splitShare;
         # CollNet left out where it cannot run (2.7-2.21); confidential computing without multi-GPU protection (2.23).
@@ -2044,14 +2057,19 @@ SIGNATURES = (
         # NCCL_COMM_BLOCKING that is neither 0 nor 1; bootstrap.cc (2.23) an NCCL_OOB_NET_IFNAME matching no device;
         # tuning.cc (2.10-2.18) NCCL_ALGO=COLLNET where CollNet cannot run; connect.cc (2.7-2.26) and rings.cc (2.4)
         # channel and ring counts out of range; net.cc (2.21 on) a device-unpack plugin of another version, left
-        # unused; gin_host.cc (2.28) a GIN pool size out of range, replaced by the default.
+        # unused; gin_host.cc (2.28) a GIN pool size out of range, replaced by the default. misc/cudawrap.cc (2.14-2.20)
+        # "Failed to find CUDA library in %s (NCCL_CUDA_PATH=%s)" / "... %s (NCCL_CUDA_PATH='%s') : %s": its own dlopen
+        # of libcuda.so (a name many hosts lack beside libcuda.so.1) failed, and init.cc ignores that result
+        # ((void)ncclCudaLibraryInit()): NCCL goes on through the CUDA runtime (NVIDIA/nccl-tests#115 went on to its
+        # real hang). No libcuda at all stops the CUDA runtime first, in its own words.
         r"|Invalid \w{1,40} -?\d{1,12} \((?:must be a multiple of|maximum|minimum) \d{1,12}\)"
         r"|Invalid NCCL_COMM_BLOCKING value -?\d{1,12}|no device found matching NCCL_OOB_NET_IFNAME=\S{0,100}, ignoring"
         r"|CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET"
         r"|User asked for a (?:minimum of -?\d{1,9} channels, limiting to|maximum of -?\d{1,9} channels, setting it to) \d{1,9}"
         r"|NCCL_MIN_NRINGS set to a value greater than (?:NCCL_MAX_NRINGS, ignoring NCCL_MIN_NRINGS|the maximum number of rings)"
         r"|NCCL_DEVICE_UNPACK plugin has incompatible version -?\d{1,9}, this NCCL build is compatible with \d{1,9}, not using it"
-        r"|NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value",
+        r"|NCCL_GIN_(?:SIGNAL|COUNTER)_POOL_SIZE has invalid value"
+        r"|Failed to find CUDA library (?:in )?\S{0,300} \(NCCL_CUDA_PATH=",
         "NCCL ignored or adjusted a setting, or took a fallback, and went on", harmless=True),
     # transport/net_ib/common.cc (2.28 on), NCCL's async-event thread: "NET/IB : %s:%d GID table changed" for
     # IBV_EVENT_GID_CHANGE, an address added to or removed from the port's netdev (before 2.28 the same event read
@@ -2370,6 +2388,12 @@ CODES = (
          "Between nodes NVSHMEM needs its InfiniBand transport: every node's HCAs up and GPUDirect RDMA loaded "
          "(modprobe nvidia-peermem, or a driver with dma-buf); within a node, CUDA peer-to-peer between the GPUs",
          cause="ib_misconfig"),
+    Code("LOG148", "nvshmem-host-mixup", E, "NVSHMEM took processes of other hosts (or containers) for this host's: "
+                                            "the socket it shares memory through is not here",
+         "Give every host its own hostname (hostnamectl set-hostname; docker run --hostname, or the pod's own name): "
+         "NVSHMEM groups processes by the hash of their hostname alone; processes of one host in separate containers "
+         "need a shared /tmp",
+         cause="other", steps=("hostname on every node: the names must differ",)),
     Code("LOG143", "nccl-setting-rejected", E, "NCCL refused one of its settings: {what}",
          "Unset the variable, or give it a value NCCL accepts; NCCL also reads its settings from /etc/nccl.conf and "
          "~/.nccl.conf, and a container image or a module may set them for you",

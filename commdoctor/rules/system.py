@@ -297,15 +297,19 @@ def _gpu_hw(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 def _lib_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A library the stack needs could not be loaded -- unless the line is NCCL probing an optional plugin or its
-    dependencies at INFO level, or TensorFlow's warning before it runs without the GPU."""
-    hs = [h for h in hs if "NCCL INFO" not in h.ev.text and "Could not load dynamic library" not in h.ev.text]
+    dependencies at INFO level, NCCL's own libcuda.so probe it goes on without, or TensorFlow's warning before it runs
+    without the GPU."""
+    hs = [h for h in hs if "NCCL INFO" not in h.ev.text and "Could not load dynamic library" not in h.ev.text
+          and "Failed to find CUDA library" not in h.ev.text]  # NCCL 2.18-2.20 goes on without it (nccl_goes_on_note)
     if not hs:
         return []
     lib = group(hs, "lib") or "a library"
     base = lib.split(".so")[0]
     # By the library's own name: libcuda (the driver's) is not libcudart (the runtime's); libmpi_cxx is libmpi's.
     why = next((w for k, w in _LIB_WHY if base == k or base.startswith(k + "_")), _RUNTIME_LIB_WHY)
-    return [cand("LOG113", "other", 2, hs, params={"lib": lib}, detail=why)]
+    # Without NCCL (RCCL) the job has no GPU collectives at all: the backend it asked for is not there.
+    cause = "backend_unavailable" if base in ("libnccl", "librccl") else "other"
+    return [cand("LOG113", cause, 2, hs, params={"lib": lib}, detail=why)]
 
 
 _LIB_WHY = (
@@ -1142,6 +1146,18 @@ SIGNATURES = (
            else "in the program's own allocations (torch's allocator, not NCCL)" if any(
            "OutOfMemoryError" in h.ev.text or "CUDA out of memory" in h.ev.text or "HIP out of memory" in h.ev.text
            for h in hs) else "in the program's own allocations, not NCCL's"}),
+    # torch_memory_saver (SGLang's and verl's pausable GPU memory: csrc/torch_memory_saver.cpp) reports a failed driver
+    # call as "[torch_memory_saver.cpp] CUresult error  result=%d file=%s func=%s line=%d"; result 2 is
+    # CUDA_ERROR_OUT_OF_MEMORY, cu_mem_create re-creating memory it had released (volcengine/verl#1431: the rollout
+    # engine's share of the GPU set too high; the trainer's ranks then timed out in their collective).
+    sig("memory_saver_oom", ("CUresult error",),
+       r"CUresult error\s{1,4}result=2 file=\S{1,200} func=(?P<func>\w{1,60})",
+       "cuda_oom", ROOT, 1, "GPU memory ran out when a paused engine took its memory back",
+       code="LOG031", params=lambda hs: {"what": f"when torch_memory_saver's {group(hs, 'func') or 'allocation'} took "
+                                                 "memory back (CUresult 2, CUDA_ERROR_OUT_OF_MEMORY)"},
+       detail="A paused inference engine (SGLang or vLLM beside a trainer) gives its memory back to the driver and "
+              "takes it again when it resumes; by then the trainer holds more. Lower the engine's share "
+              "(gpu_memory_utilization, --mem-fraction-static) or free the trainer's cache before the engine resumes."),
     sig("driver_too_old", ("insufficient", "InsufficientDriver", "DRIVER_MISMATCH", "version mismatch", "too old", "no NVIDIA driver",
                           "forward compatibility", "unsupported display driver", "SystemDriverMismatch",
                           "Minimum requirement is", "PFN functions not found", "installed CUDA driver",
@@ -1237,6 +1253,18 @@ SIGNATURES = (
        r"^\s{0,16}State\s{0,40}: (?P<state>In Progress|Not Started)\s{0,4}$",
        "fabric_manager_nvls", ROOT, 1, "nvidia-smi shows a GPU whose NVSwitch fabric registration has not completed",
        code="LOG033", build=_nvsmi_fabric_state),
+    # The driver (NVRM, in dmesg) refusing an NVLink multicast or fabric memory object with NV_ERR_FABRIC_STATE_OUT_OF_SYNC
+    # (0x87, "NVLink fabric state cached by the driver is out of sync"): the fabric state the fabric manager gave the
+    # driver is stale, so every NVLS/multicast mapping fails until the fabric is set up again (NVIDIA/nvshmem#40: NVLS
+    # team set-up failing in cuMemMap on an H200 node; NVSHMEM_DISABLE_NVLS=1 went around it).
+    sig("nvrm_fabric_out_of_sync", ("FABRIC_STATE_OUT_OF_SYNC", "fabric state cached by the driver is out of sync"),
+       r"NV_ERR_FABRIC_STATE_OUT_OF_SYNC|NVLink fabric state cached by the driver is out of sync",
+       "fabric_manager_nvls", ROOT, 1, "the GPU driver's copy of the NVLink fabric state is stale",
+       code="LOG033",
+       detail="The driver refused an NVLink multicast (NVLS) or fabric memory object because the fabric state it holds "
+              "from nvidia-fabricmanager is out of date (a fabric manager restarted or a fabric event under running "
+              "GPUs). Restart nvidia-fabricmanager and reset the GPUs (or reboot the node); NCCL_NVLS_ENABLE=0 or "
+              "NVSHMEM_DISABLE_NVLS=1 only avoid the multicast path."),
     sig("fm_log_error", ("[ERROR] [tid ",),
        r"\[[A-Z][a-z]{2} \d{1,2} \d{4} \d{2}:\d{2}:\d{2}\] \[ERROR\] \[tid \d{1,10}\] (?P<what>[^\n]{0,200}?"
        r"(?:multicast team|NVSwitch|NVLink|[Tt]runk link|fabric)[^\n]{0,120})",

@@ -18,7 +18,7 @@ from typing import Any
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_WATCHDOG, ROOT, SELF_ABORT, Cand, Code, ModelRule,
     aborted_for_a_reason, after_store_host_failed, cand, completed, ctx, group, hits, lines_under, missing_ranks,
-    quiet_exits, raised_ranks, sig, stamp, uses_ib,
+    own_reading, quiet_exits, raised_ranks, sig, stamp, uses_ib,
 )
 
 
@@ -38,6 +38,21 @@ def _backend_not_built(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [cand("LOG043", "backend_unavailable", 1, nb, params={"backend": be},
                  detail=f"This torch build has no {be.upper()} backend. gloo is built into every torch wheel and carries "
                         "CPU tensors (and CUDA tensors, slowly) everywhere.")]
+
+
+def _device_without_backend(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """No backend for a tensor's device type: a CPU tensor on a CUDA-only group is the program's; an accelerator
+    besides CUDA with none is its collective library missing from the group."""
+    dev = (group(hs, "device") or "?").lower()
+    if dev in ("cpu", "cuda", "?"):
+        return [own_reading(hs)]
+    return [cand("LOG145", "backend_unavailable", 1, hs, params={"device": dev},
+                 detail=f"The group has no backend for {dev} tensors: it was created without {dev}'s collective "
+                        "library, or that library could not be loaded and the job went on with gloo, which carries "
+                        "CPU (and CUDA) tensors only. A warning that the library could not be loaded, earlier in the "
+                        "log, names what is missing.",
+                 alts=[("other", f"a group created on purpose for other devices only (backend=\"gloo\") that a "
+                                 f"{dev} tensor reached by mistake")])]
 
 
 def _unique_id(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -320,7 +335,10 @@ def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  params={"what": f"{g.get('joined')} of {g.get('world')} ranks reached the store barrier"},
                  alts=[("peer_process_died", "ranks that crashed before init also never reach the barrier: "
                                              "look for their own errors"),
-                       ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either")])]
+                       ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either"),
+                       ("collective_timeout_straggler", "a rank still busy before init_process_group (preparing data, "
+                                                        "a logger such as wandb waiting on its server) arrives late: "
+                                                        "py-spy dump on it shows where")])]
 
 
 def _torch_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
@@ -715,10 +733,13 @@ SIGNATURES = (
     # ProcessGroup::getBackend(DeviceType) (torch/csrc/distributed/c10d/ProcessGroup.hpp): a group keeps one backend per
     # device type; a collective on a tensor whose device type has none (a CPU tensor on a group made with "nccl" alone)
     # raises this on the rank that passed it, before anything is sent.
+    # An accelerator other than CUDA (xpu, hpu, npu, mps) without a backend is the group made without that device's
+    # collective library (xccl, ccl, hccl), or with it failing to load (intel/torch-xpu-ops#1328: oneCCL's XPU part
+    # did not load and the job went on with gloo): _device_without_backend.
     sig("device_without_backend", ("No backend type associated",),
        r"No backend type associated with device type (?P<device>\w+)",
        "other", ROOT, 1, "a collective got a tensor on a device type the group has no backend for",
-       code="LOG044", params=lambda hs: {"device": group(hs, "device") or "?"},
+       code="LOG044", params=lambda hs: {"device": group(hs, "device") or "?"}, build=_device_without_backend,
        detail="A process group holds one backend per device type. A group created with backend \"nccl\" has one for "
               "CUDA tensors only, so a collective on a CPU tensor finds none and raises on the rank that passed it, "
               "before anything is sent; the ranks then exit with this error."),
@@ -728,6 +749,16 @@ SIGNATURES = (
        r"Tensors must be CUDA and dense",
        "other", ROOT, 1, "an NCCL collective got a tensor that is not a dense CUDA tensor",
        code="LOG044", params=lambda hs: {"device": "CPU (or sparse)"}),
+    # A compiled extension (a communication library's torch bindings, apex, flash-attn, DeepSpeed's ops) links against
+    # torch's C++ API; the loader refusing one of its symbols in torch's namespaces (mangled _ZN3c10.., _ZN2at..,
+    # _ZN5torch..) means it was built against another torch: another release, or the other C++ string ABI, whose
+    # symbols say std::__cxx11 (intel/torch-ccl#16: built with the new ABI, run on a pip torch with the old one).
+    sig("ext_built_for_other_torch", ("undefined symbol: _Z",),
+       r"(?P<lib>[\w./+-]{1,300}\.so[\w.]{0,20}): undefined symbol: (?P<sym>_Z\w{0,8}?(?:3c10|2at|5torch)\d\w{0,400})",
+       "version_mismatch", ROOT, 1, "a compiled extension was built against another torch than the one it runs with",
+       code="LOG146", params=lambda hs: {"lib": str(group(hs, "lib") or "an extension").rsplit("/", 1)[-1],
+                                         "abi": " (its symbol has the new C++ string ABI, std::__cxx11)"
+                                                if "__cxx11" in str(group(hs, "sym")) else ""}),
     # TCPStore.cpp: a store created with use_libuv=True (the default from torch 2.4) in a build without libuv, as the
     # Windows and some source builds of 2.4 were: "use_libuv was requested but PyTorch was built without libuv
     # support, run with USE_LIBUV=0 to disable it." (torch 2.4-2.5 spelt it "was build without": pytorch#139990.)
@@ -1190,6 +1221,18 @@ CODES = (
          "{fallback}", cause="backend_unavailable",
          steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
+    Code("LOG145", "accelerator-without-backend", E, "the group has no backend for {device} tensors: the device's "
+                                                     "collective library is missing from it",
+         "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU from torch 2.8, "
+         "\"ccl\" with oneccl_bindings_for_pytorch before it; \"hccl\" for Gaudi and Ascend) and make sure its library "
+         "loads: `python -c 'import torch.distributed as d; print(d.is_backend_available(\"xccl\"))'`",
+         cause="backend_unavailable"),
+    Code("LOG146", "extension-built-for-other-torch", E, "{lib} was built against another torch than the one it runs "
+                                                         "with{abi}",
+         "Install the extension's build for this torch (same torch release, CUDA and C++ ABI), or rebuild it here: "
+         "pip install --no-build-isolation --force-reinstall --no-cache-dir PACKAGE; "
+         "`python -c 'import torch; print(torch.__version__, torch.compiled_with_cxx11_abi())'` shows what it must match",
+         cause="version_mismatch"),
     Code("LOG093", "store-libuv-missing", E, "the TCPStore asked for libuv, which this torch build does not have",
          "Turn libuv off for the store: USE_LIBUV=0 in the environment (or init_method=\"env://?use_libuv=0\"), or "
          "use a torch build with libuv (the Windows wheels from 2.4.1 on fall back by themselves)",

@@ -337,6 +337,28 @@ SIGNATURES = (
         code="LOG032", detail="The running kernel module and the libcuda the process loaded come from different driver "
                               "releases: reboot (or reload the module) after a driver update, and give containers the "
                               "host's libcuda (the NVIDIA container runtime does)."),
+    # XLA (and TensorFlow's collective ops, and JAX on ROCm with RCCL) load NCCL with dlopen when the first collective
+    # needs a clique: xla/service/gpu nccl_api's stub reports "NCCL operation ncclGetUniqueId(&id) failed: Unable to
+    # load NCCL library. Multi-GPU collectives will not work." A jaxlib built for a local CUDA (jax[cuda12_local])
+    # leaves NCCL to the user (jax-ml/jax#18391: installing nvidia-nccl-cu12 fixed it).
+    sig("xla_nccl_not_loaded", ("Unable to load NCCL library",),
+        r"Unable to load NCCL library",
+        "backend_unavailable", ROOT, 1, "XLA could not load NCCL, so no collective across GPUs can run",
+        code="LOG113", params=lambda hs: {"lib": "NCCL (libnccl.so.2)"},
+        detail="XLA loads NCCL only when the first collective across GPUs runs, so the job starts and fails there. "
+               "A jaxlib or TensorFlow for a local CUDA installation needs NCCL installed beside it: "
+               "pip install nvidia-nccl-cu12 (the jax[cuda12] extra brings it), or put the directory of libnccl.so.2 "
+               "on LD_LIBRARY_PATH; on ROCm, librccl.so from /opt/rocm/lib.",
+        alts=[("version_mismatch", "a libnccl that is there but too old for the framework is refused the same way: "
+                                   "check the version beside the framework's requirement")]),
+    # TensorFlow places each op on a device with a kernel for it (common_runtime/placer): "No OpKernel was registered to
+    # support Op 'NcclAllReduce' ... Registered kernels: <no registered kernels>" means this TensorFlow build has no
+    # NCCL ops at all, as its Windows and CPU builds do not (tensorflow/tensorflow#44281). MirroredStrategy's default
+    # cross-device reduction uses them.
+    sig("tf_no_nccl_kernels", ("No OpKernel was registered to support Op 'Nccl",),
+        r"No OpKernel was registered to support Op '(?P<op>Nccl\w{1,30})'",
+        "backend_unavailable", ROOT, 1, "this TensorFlow build has no NCCL ops",
+        code="LOG144", params=lambda hs: {"what": f"TensorFlow has no kernel for {group(hs, 'op') or 'its NCCL ops'}"}),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
         r"Unexpected task registered with task_name=(?P<task>\S{1,120})",
@@ -370,6 +392,11 @@ CODES = (
          "evaluating on one process), whether it runs the same program and step, whether it is still alive; XLA "
          "exits the waiting process after its termination timeout",
          cause="collective_timeout_straggler"),
+    Code("LOG144", "framework-without-nccl", E, "the framework was built without NCCL: {what}",
+         "Use a cross-device reduction that needs no NCCL (tf.distribute.MirroredStrategy(cross_device_ops="
+         "tf.distribute.HierarchicalCopyAllReduce())), or run a build that has NCCL: TensorFlow's Linux GPU wheels "
+         "(under WSL2 on Windows)",
+         cause="backend_unavailable"),
 )
 
 __all__ = ["CODES", "SIGNATURES"]

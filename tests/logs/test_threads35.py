@@ -1,0 +1,201 @@
+"""Public failure threads, round 60, and their development reading.
+
+Round 60 came from the trackers of JAX, TensorFlow, Intel's XPU stack, NVSHMEM and DeepEP, libfabric, timm and
+Open-Llama. What they taught, each read from what the message means in its program:
+
+- a framework that cannot load NCCL, or was built without its ops, has no backend for the job's collectives;
+- a group with no backend for an accelerator other than CUDA lacks that device's collective library, where a CPU
+  tensor on a CUDA-only group is the program's mistake;
+- an extension refused by the loader on one of torch's own C++ symbols was built for another torch;
+- a script that refuses the --local-rank argument its launcher passes is a launch mistake;
+- the driver's stale copy of the NVLink fabric state stops every multicast mapping;
+- NVSHMEM takes processes for this host's by hostname alone, so a peer socket missing from /tmp is a host mix-up;
+- libfabric's EFA provider gives up on all devices when it cannot open one it lists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from logs.test_corpus import diagnose_file
+from logs.test_rule_rows import check_row
+
+
+def _found(tmp_path: Path, text: str) -> list[dict]:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    return [f for f in diagnose_file(p)["findings"] if f["cause"]]
+
+
+# jax-ml/jax#18391: a jaxlib for a local CUDA with no NCCL installed; the first all-reduce loads it.
+_JAX_NO_NCCL = (
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom "
+    "call 'xla.gpu.all_reduce' failed:\n"
+    "external/xla/xla/service/gpu/nccl_utils.cc:133: NCCL operation ncclGetUniqueId(&id) failed: Unable to load NCCL "
+    "library. Multi-GPU collectives will not work.;\n"
+    "current tracing scope: all-reduce-start; current profiling annotation:\n")
+
+
+def test_xla_unable_to_load_nccl_is_the_backend_missing(tmp_path: Path) -> None:
+    check_row("xla_nccl_not_loaded", _JAX_NO_NCCL.splitlines()[1],
+              "2023-11-02 10:00:01.000: I tensorflow/stream_executor/platform/default/dso_loader.cc:53] Successfully "
+              "opened dynamic library libnccl.so.2")
+    got = _found(tmp_path, _JAX_NO_NCCL)
+    assert got[0]["code"] == "LOG113" and got[0]["cause"] == "backend_unavailable", got
+    assert "NCCL" in got[0]["title"]
+
+
+# tensorflow/tensorflow#44281: MirroredStrategy on Windows, whose TensorFlow has no NCCL kernels.
+_TF_NO_NCCL = (
+    "No OpKernel was registered to support Op 'NcclAllReduce' used by {{node NcclAllReduce}} with these attrs: "
+    "[reduction=\"sum\", shared_name=\"c1\", T=DT_FLOAT, num_devices=2]\n"
+    "Registered devices: [CPU, GPU, XLA_CPU, XLA_GPU]\n"
+    "Registered kernels:\n"
+    "  <no registered kernels>\n")
+
+
+def test_tensorflow_without_nccl_kernels_has_no_nccl_backend(tmp_path: Path) -> None:
+    check_row("tf_no_nccl_kernels", _TF_NO_NCCL.splitlines()[0],
+              "No OpKernel was registered to support Op 'CudnnRNN' used by {{node cudnn_rnn}} with these attrs")
+    got = _found(tmp_path, _TF_NO_NCCL)
+    assert got[0]["code"] == "LOG144" and got[0]["cause"] == "backend_unavailable", got
+    assert "NcclAllReduce" in got[0]["title"]
+
+
+# intel/torch-xpu-ops#1328: oneCCL's XPU part did not load, the job went on with gloo, FSDP gathered xpu tensors.
+_XPU_GLOO = (
+    "oneccl_bindings_for_pytorch/__init__.py:25: UserWarning: Warning: Cannot load xpu CCL. CCL doesnt work for XPU "
+    "device due to libintel-ext-pt-gpu.so: cannot open shared object file: No such file or directory\n"
+    "[2025-01-28 09:35:38][I][ezpz/dist:823] Using device='xpu' with backend='DDP' + 'gloo' for distributed training.\n"
+    "[rank0]:     work = group._allgather_base(output_tensor, input_tensor, opts)\n"
+    "[rank0]: RuntimeError: No backend type associated with device type xpu\n")
+
+
+def test_no_backend_for_an_accelerator_besides_cuda_is_its_collective_library_missing(tmp_path: Path) -> None:
+    got = _found(tmp_path, _XPU_GLOO)
+    assert got[0]["code"] == "LOG145" and got[0]["cause"] == "backend_unavailable", got
+    assert "xpu" in got[0]["title"]
+
+
+def test_a_cpu_tensor_on_a_cuda_only_group_stays_the_programs_mistake(tmp_path: Path) -> None:
+    got = _found(tmp_path, "[rank1]: RuntimeError: No backend type associated with device type cpu\n")
+    assert got[0]["code"] == "LOG044" and got[0]["cause"] == "other", got
+
+
+def test_libnccl_missing_is_the_backend_missing_and_another_library_is_not(tmp_path: Path) -> None:
+    nccl = _found(tmp_path, "ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n")
+    assert nccl[0]["code"] == "LOG113" and nccl[0]["cause"] == "backend_unavailable", nccl
+    blas = _found(tmp_path, "ImportError: libcublas.so.12: cannot open shared object file: No such file or directory\n")
+    assert blas[0]["code"] == "LOG113" and blas[0]["cause"] == "other", blas
+
+
+# intel/torch-ccl#16: the bindings built with the new C++ string ABI, imported into a pip torch built with the old one.
+_ABI = (
+    "$ python -c \"import torch; import torch_ccl\"\n"
+    "Traceback (most recent call last):\n"
+    "  File \"<string>\", line 1, in <module>\n"
+    "ImportError: /home/u/miniconda3/envs/ccl_test/lib/python3.8/site-packages/torch_ccl-1.1.0+3141686-py3.8-linux-"
+    "x86_64.egg/torch_ccl/lib/libtorch_ccl.so: undefined symbol: "
+    "_ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n")
+
+
+def test_an_extension_refused_on_a_torch_symbol_was_built_for_another_torch(tmp_path: Path) -> None:
+    check_row("ext_built_for_other_torch", _ABI.splitlines()[-1],
+              "ImportError: /opt/app/libfoo.so: undefined symbol: _ZN4absl12lts_2023080212log_internal9LogMessageD1Ev")
+    got = _found(tmp_path, _ABI)
+    assert got[0]["code"] == "LOG146" and got[0]["cause"] == "version_mismatch", got
+    assert "libtorch_ccl.so" in got[0]["title"] and "__cxx11" in got[0]["title"]
+
+
+# huggingface/pytorch-image-models#1728: distributed_train.sh (torch.distributed.launch) under torch 2.x.
+_LOCAL_RANK = (
+    "train.py: error: unrecognized arguments: --local-rank=0\n"
+    "FutureWarning: The module torch.distributed.launch is deprecated\n"
+    "and will be removed in future. Use torchrun.\n"
+    "Note that --use-env is set by default in torchrun\n")
+
+
+def test_a_script_refusing_the_launchers_local_rank_argument_is_a_launch_mistake(tmp_path: Path) -> None:
+    check_row("local_rank_arg", _LOCAL_RANK.splitlines()[0], "train.py: error: unrecognized arguments: --epochs-total=3")
+    got = _found(tmp_path, _LOCAL_RANK)
+    assert got[0]["code"] == "LOG147" and got[0]["cause"] == "launcher_misconfig", got
+    assert "--local-rank=0" in got[0]["title"]
+
+
+# NVIDIA/nvshmem#40: NVSHMEM's NVLS team set-up on an H200 node, and the driver's reason in dmesg.
+_FABRIC = (
+    "/home/u/Nvshmem/src/host/team/team_internal_nvls.cpp:254: non-zero status: 401 cuMemMap failed to map "
+    "274877906944 bytes handle at address: 0x1320000000 offset 0 on device 7\n"
+    "/home/u/Nvshmem/src/host/mem/mem_heap.cpp:1573: non-zero status: 7 Mapping mem size 274877906944 to MC group "
+    "101602722380032 failed\n"
+    "[1891044.581319] NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of sync "
+    "[NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from status @ mem_multicast_fabric.c:2917\n")
+
+
+def test_the_drivers_stale_nvlink_fabric_state_is_the_fabric(tmp_path: Path) -> None:
+    check_row("nvrm_fabric_out_of_sync", _FABRIC.splitlines()[-1],
+              "[  12.345678] NVRM: GPU 0000:18:00.0: NVLink fabric state: registration completed")
+    got = _found(tmp_path, _FABRIC)
+    assert got[0]["code"] == "LOG033" and got[0]["cause"] == "fabric_manager_nvls", got
+
+
+# deepseek-ai/DeepEP#316: two nodes with one hostname; NVSHMEM took the other node's processes for this one's.
+_SAME_NAME = (
+    "IPC failure: Sending data over socket failed: No such file or directory\n"
+    "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.8/main_nvshmem/src/host/mem/mem_heap.cpp:exchange_heap_memory_handle:775: "
+    "Fatal IPC Failure\n")
+
+
+def test_nvshmem_missing_a_peer_socket_is_a_host_taken_for_this_one(tmp_path: Path) -> None:
+    check_row("nvshmem_ipc_peer_absent", _SAME_NAME.splitlines()[0],
+              "IPC failure: Sending data over socket failed: Connection refused")
+    got = _found(tmp_path, _SAME_NAME)
+    assert got[0]["code"] == "LOG148" and got[0]["cause"] == "other", got
+    assert "launcher_misconfig" in [f["cause"] for f in got[1:]]
+
+
+# ofiwg/libfabric#12708: an EFA pod that also saw the node's ConnectX devices through /dev/infiniband.
+_EFA = (
+    "libfabric:...:efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device failed! errno: 2\n"
+    "libfabric:...:efa:fabric:efa_device_list_initialize():302<warn> efa_device_construct_gid failed for device_idx 0, "
+    "err=-2\n"
+    "libfabric:...:core:core:fi_getinfo_():1391<warn> fi_getinfo: provider efa output empty list\n"
+    "fi_getinfo: -61 (No data available)\n")
+
+
+def test_the_efa_provider_giving_up_on_an_unopenable_device_is_named(tmp_path: Path) -> None:
+    check_row("efa_device_open", _EFA.splitlines()[1],
+              "host:1:1 [0] NCCL INFO NET/IB : Unable to open device mlx5_0")
+    got = _found(tmp_path, _EFA)
+    assert got[0]["code"] == "LOG089" and got[0]["cause"] == "other", got
+    assert "errno 2" in got[0]["title"]
+
+
+# s-JoL/Open-Llama#47: seven of eight ranks in the store barrier while one sat in wandb.
+_BARRIER = (
+    "I0510 07:28:04.417845 139863945226048 distributed_c10d.py:337] Waiting in store based barrier to initialize "
+    "process group for rank: 2, key: store_based_barrier_key:2 (world_size=8, worker_count=7, timeout=0:30:00)\n")
+
+
+def test_a_rank_missing_from_the_store_barrier_may_be_late(tmp_path: Path) -> None:
+    got = _found(tmp_path, _BARRIER)
+    assert got[0]["code"] == "LOG062", got
+    assert "collective_timeout_straggler" in [f["cause"] for f in got[1:]]
+
+
+# volcengine/verl#1431 (round 61): the SGLang rollout took its memory back after the trainer's step, and the trainer's
+# ranks then timed out in their all-gather.
+_SAVER = (
+    "[2025-05-09 17:37:48] (WorkerDict pid=60511) [torch_memory_saver.cpp] CUresult error  result=2 "
+    "file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103\n"
+    "[2025-05-09 17:37:48] (WorkerDict pid=60510) [rank3]:[E509 17:37:47.665078263 ProcessGroupNCCL.cpp:629] [Rank 3] "
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1420, OpType=COALESCED, NumelIn=48660480, "
+    "NumelOut=778567680, Timeout(ms)=1800000) ran for 1800083 milliseconds before timing out.\n")
+
+
+def test_a_paused_engine_refused_its_memory_back_is_the_gpu_out_of_memory(tmp_path: Path) -> None:
+    check_row("memory_saver_oom", _SAVER.splitlines()[0],
+              "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp func=cu_mem_map line=88")
+    got = _found(tmp_path, _SAVER)
+    assert got[0]["code"] == "LOG031" and got[0]["cause"] == "cuda_oom", got
+    assert "cu_mem_create" in got[0]["title"]
