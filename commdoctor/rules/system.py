@@ -1131,7 +1131,8 @@ SIGNATURES = (
        alts=[("other", "if df -h shows a data, checkpoint or /tmp disk full instead of /dev/shm, free or move it")]),
     sig("cuda_oom", ("out of memory", "OutOfMemory", "CUDA calloc", "CUDA malloc", "CUDA host alloc", "MemoryAllocation",
                      "OUT_OF_MEMORY", "Out of memory error on GPU"),
-       r"(?:Cuda|HIP) failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) error: out of memory|OutOfMemoryError"
+       # vLLM's cumem allocator (csrc/cumem_allocator.cpp) prints the driver's string as "CUDA Error: %s at %s:%d".
+       r"(?:Cuda|HIP) failure '?(?:\d+ )?'?out of memory|(?:CUDA|HIP) out of memory|(?:CUDA|HIP) [Ee]rror: out of memory|OutOfMemoryError"
        r"|hipErrorOutOfMemory"
        r"|Failed to CUDA (?:calloc|malloc|host alloc)|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|cuMem\w+.{0,40}out of memory"
        # Paddle's wording of the same (enforce.h "CUDA error(%d), %s.", cuda_allocator.cc's own report).

@@ -199,3 +199,18 @@ def test_a_paused_engine_refused_its_memory_back_is_the_gpu_out_of_memory(tmp_pa
     got = _found(tmp_path, _SAVER)
     assert got[0]["code"] == "LOG031" and got[0]["cause"] == "cuda_oom", got
     assert "cu_mem_create" in got[0]["title"]
+
+
+# TideDra/lmm-r1#43 (round 62): vLLM woke up from sleep mode beside the trainer and its allocator found no memory.
+_WAKE = (
+    "(ActorModelRayActor pid=348952)   File \"/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py\", "
+    "line 75, in create_and_map\n"
+    "(ActorModelRayActor pid=348952)     python_create_and_map(*allocation_handle)\n"
+    "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n")
+
+
+def test_vllms_allocator_out_of_memory_on_waking_is_the_gpu_out_of_memory(tmp_path: Path) -> None:
+    check_row("cuda_oom", _WAKE.splitlines()[-1], "RuntimeError: CUDA Error: invalid argument at "
+                                                  "/workspace/csrc/cumem_allocator.cpp:62")
+    got = _found(tmp_path, _WAKE)
+    assert got[0]["code"] == "LOG031" and got[0]["cause"] == "cuda_oom", got
