@@ -330,15 +330,22 @@ def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """Ranks missing from the store barrier. A launcher or a rendezvous that fails leaves a node's ranks out together;
+    one rank of three or more missing is more often one process late or dead, so those come first among the
+    alternatives."""
     g = hs[0].groups
+    late = ("collective_timeout_straggler", "a rank still busy before init_process_group (preparing data, a logger "
+                                            "such as wandb waiting on its server) arrives late: py-spy dump on it "
+                                            "shows where")
+    died = ("peer_process_died", "ranks that crashed before init also never reach the barrier: look for their own "
+                                 "errors")
+    unreachable = ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either")
+    world, joined = g.get("world"), g.get("joined")
+    one_missing = bool(world and joined and world.isdigit() and joined.isdigit()
+                       and int(world) >= 3 and int(world) - int(joined) == 1)
     return [cand("LOG062", "launcher_misconfig", 3, hs,
-                 params={"what": f"{g.get('joined')} of {g.get('world')} ranks reached the store barrier"},
-                 alts=[("peer_process_died", "ranks that crashed before init also never reach the barrier: "
-                                             "look for their own errors"),
-                       ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either"),
-                       ("collective_timeout_straggler", "a rank still busy before init_process_group (preparing data, "
-                                                        "a logger such as wandb waiting on its server) arrives late: "
-                                                        "py-spy dump on it shows where")])]
+                 params={"what": f"{joined} of {world} ranks reached the store barrier"},
+                 alts=[late, died, unreachable] if one_missing else [died, unreachable, late])]
 
 
 def _torch_versions(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
