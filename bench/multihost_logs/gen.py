@@ -19,6 +19,7 @@ The split is fixed before tuning: run 2 of every third scenario is ``holdout``,
 the rest ``dev``. Round 2's scenarios (``NEW``) go to ``new-dev`` / ``new-holdout``
 (``NEW_HOLDOUT`` names the held-out run of each) and ``new-holdout4`` for run 4.
 Round 3's faults (``R3``) go to ``r3-dev`` / ``r3-holdout`` (``R3_HOLDOUT``) and ``r3-holdout4`` for run 4.
+Runs 3, 4 and 5 (``--runs 5``) are later held-out sets of every scenario: ``holdoutN``, ``new-holdoutN``, ``r3-holdoutN``.
 ``--capture NAME`` saves the hosts' output another way (``CAPTURES``: torchrun --tee/--redirects with
 --log-dir, LOGLEVEL, python logging with times, srun labels, ANSI colours, the torchrun script, mp.spawn
 with tcp:// or env://) into ``OUT/cap-NAME``.
@@ -275,6 +276,10 @@ for _label, _runs in SCENARIOS.values():
         continue
     _runs[3] = {**_runs[2], "env": INFO}
     _runs[4] = {**_runs[1], "nproc": 2, **({"fault_rank": 3} if "fault" in _runs[1] else {})}
+# Run 5 (a fourth held-out set, made after the third was scored): run 4's fault (two ranks per host), each host's
+# output saved through torchrun's --tee 3, so every rank's lines carry torchrun's "[default0]:" prefix.
+for _label, _runs in SCENARIOS.values():
+    _runs[5] = {**_runs[4], "tee": "3"}
 
 
 def with_capture(setup: dict, capture: str) -> dict:
@@ -291,7 +296,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     split = f"cap-{capture}" if capture else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
-        "holdout4" if run == 4 else "holdout3" if run == 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
+        f"holdout{run}" if run >= 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
     case = out_root / split / f"{name}-{run}"
     shutil.rmtree(case, ignore_errors=True)
     (case / "logs").mkdir(parents=True)

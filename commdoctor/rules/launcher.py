@@ -351,6 +351,15 @@ def _parallel_sizes_what(hs: list[Any]) -> str:
             f"({(group(hs, 'said') or '').strip()[:120]})")
 
 
+def _usage_local_rank(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """argparse's usage line declaring --local_rank and not --local-rank, in a log where torch 2.x's launcher said it
+    passes --local-rank: the script refused its argument."""
+    if not hits(m, "launch_passes_local_rank") or any(c.code == "LOG147" for c in found):
+        return []
+    hs = [h for h in hs if "--local-rank" not in h.ev.text]
+    return [cand("LOG147", "launcher_misconfig", 2, hs, params={"arg": "--local-rank=N"})] if hs else []
+
+
 def _ds_hostfile_what(hs: list[Any]) -> str:
     """What DeepSpeed's runner refused, in the words of the setting to fix."""
     if group(hs, "dup"):
@@ -638,6 +647,17 @@ SIGNATURES = (
         r"error: unrecognized arguments:.{0,200}?(?P<arg>--local[-_]rank)(?:=(?P<n>\d{1,4}))?",
         "launcher_misconfig", ROOT, 1, "the script does not accept the local-rank argument its launcher passes",
         code="LOG147", params=lambda hs: {"arg": f"{group(hs, 'arg') or '--local-rank'}={group(hs, 'n') or 'N'}"}),
+    # The same refusal where the log keeps argparse's "usage: SCRIPT [...] [--local_rank LOCAL_RANK] ..." line but
+    # not its error line (microsoft/LoRA#79): argparse prints its usage only on an error or -h, and torch 2.x's
+    # launcher (whose deprecation warning says "If your script expects `--local-rank` argument to be set") passes the
+    # hyphen spelling, which such a script does not declare (_usage_local_rank).
+    ctx("launch_passes_local_rank", ("If your script expects `--local-rank`",),
+        r"If your script expects `--local-rank` argument to be set",
+        "torch.distributed.launch (torch 2.0 on) passes --local-rank to the script"),
+    sig("usage_local_rank", ("[--local_rank",),
+        r"^\s{0,8}usage: \S{1,200}.{0,3000}?\[--local_rank[ \]]",
+        "launcher_misconfig", ROOT, 2, "the script declares --local_rank only, and its launcher passes --local-rank",
+        code="LOG147", build=_usage_local_rank),
     # Ray's check of every process joining a cluster (_private/utils.py check_version_info): "Version mismatch: The
     # cluster was started with:" then its Ray and Python versions, "This process on node ADDR was started with:" and
     # this one's. A node with another Ray (gpustack/gpustack#1640: a serving backend that brought its own) is refused.

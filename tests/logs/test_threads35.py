@@ -217,3 +217,26 @@ def test_vllms_allocator_out_of_memory_on_waking_is_the_gpu_out_of_memory(tmp_pa
                                                   "/workspace/csrc/cumem_allocator.cpp:62")
     got = _found(tmp_path, _WAKE)
     assert got[0]["code"] == "LOG031" and got[0]["cause"] == "cuda_oom", got
+
+
+# microsoft/LoRA#79 (round 63): torch 2.x's launcher with a script that declares --local_rank; the log kept argparse's
+# usage line and not its error line.
+_USAGE = (
+    "/home/u/.local/lib/python3.8/site-packages/torch/distributed/launch.py:181: FutureWarning: The module "
+    "torch.distributed.launch is deprecated\n"
+    "and will be removed in future. Use torchrun.\n"
+    "Note that --use-env is set by default in torchrun.\n"
+    "If your script expects `--local-rank` argument to be set, please\n"
+    "change it to read from `os.environ['LOCAL_RANK']` instead. See \n"
+    "  warnings.warn(\n"
+    "usage: gpt2_ft.py [-h] [--platform PLATFORM] [--local_rank LOCAL_RANK] [--rank RANK] [--device DEVICE] "
+    "[--world_size WORLD_SIZE]\n")
+
+
+def test_a_usage_line_without_the_launchers_spelling_is_the_refused_local_rank(tmp_path: Path) -> None:
+    check_row("usage_local_rank", _USAGE.splitlines()[-1],
+              "usage: gpt2_ft.py [-h] [--local-rank LOCAL_RANK] [--rank RANK]")
+    got = _found(tmp_path, _USAGE)
+    assert got[0]["code"] == "LOG147" and got[0]["cause"] == "launcher_misconfig", got
+    # the usage line alone (a -h, or a torch 1.x launcher, which passed --local_rank) is no finding
+    assert not _found(tmp_path, _USAGE.splitlines()[-1] + "\n")
