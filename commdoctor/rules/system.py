@@ -400,6 +400,17 @@ def _cuda_failure_kind(h: Any) -> str:
     return "rest"
 
 
+def _said_by_nccl(m: Any, h: Any) -> bool:
+    """A failed CUDA call that NCCL made: its own WARN line, or the reason torch prints a line or three under
+    ncclUnhandledCudaError ("Last error:" between them)."""
+    if h.rec is not None and h.rec.kind == "nccl":
+        return True
+    if h.ev.line is None:
+        return False
+    heads = {(u.ev.source, u.ev.line) for u in hits(m, "nccl_unhandled_cuda") if u.ev.line is not None}
+    return any((h.ev.source, h.ev.line - k) in heads for k in range(1, 4))
+
+
 #: CUDA's words for a kernel's fault on GPU memory (cudaErrorIllegalAddress, cudaErrorMisalignedAddress).
 _GPU_FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|illegal address")
 
@@ -500,6 +511,24 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                    "kernel it is.",
             alts=[("hardware_fault", "if other NCCL releases fault the same way on this GPU only, its memory "
                                      "(nvidia-smi -q ECC and retired pages, Xid 48/63/64 in dmesg)")]))
+    # cudaErrorInvalidValue (1) 'invalid argument' from a CUDA call NCCL itself made (its WARN "Cuda failure 1 'invalid
+    # argument'", or torch's "Last error:" under ncclUnhandledCudaError), outside NVLS (read above): NCCL asked CUDA for
+    # something this system refuses. In the threads that settled it this was NCCL's own bug, fixed in a later
+    # release (NVIDIA/nccl#957 in 2.18, the launch in enqueue.cc of 2.25.1: NVIDIA/TensorRT-LLM#4238).
+    # The P2P transport's (p2p.cc) are its IPC handles refused between processes, not this.
+    own_arg = [h for h in rest if "invalid argument" in h.ev.text and _said_by_nccl(m, h)
+               and not ((h.rec.file or "") if h.rec is not None else "").endswith("p2p.cc")]
+    if own_arg:
+        rest = [h for h in rest if h not in own_arg]
+        out.append(cand("LOG070", "nccl_internal_bug", 5, own_arg, params={
+            "what": "a CUDA call NCCL made was refused as an invalid argument"},
+            detail="NCCL passed CUDA an argument this GPU, driver or buffer refuses. Where public threads settled "
+                   "it, it was a bug of that NCCL release, gone in a later one (2.18.1-2.18.3, 2.25.1): run a newer "
+                   "NCCL (LD_PRELOAD or LD_LIBRARY_PATH is enough to compare) and NCCL_DEBUG=INFO for the call's file.",
+            alts=[("driver_cuda_mismatch", "a driver older than the CUDA NCCL was built for (nvidia-smi's CUDA "
+                                           "version below the '+cudaX.Y' of NCCL's version line) refuses newer calls"),
+                  ("other", "a buffer CUDA cannot share (memory from another allocator, expandable segments, another "
+                            "device's) refused when NCCL registers or exports it")]))
     if rest:
         words = (group(rest, "what", "what2", "what3", "what4", "what5", "what6", "what7", "what9") or "").strip(" '.")
         if not words and group(rest, "what8"):

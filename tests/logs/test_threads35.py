@@ -240,3 +240,26 @@ def test_a_usage_line_without_the_launchers_spelling_is_the_refused_local_rank(t
     assert got[0]["code"] == "LOG147" and got[0]["cause"] == "launcher_misconfig", got
     # the usage line alone (a -h, or a torch 1.x launcher, which passed --local_rank) is no finding
     assert not _found(tmp_path, _USAGE.splitlines()[-1] + "\n")
+
+
+# vllm-project/vllm#3688 (round 61): NCCL 2.18.1 under vLLM's Ray workers, gone with 2.19.3 (NVIDIA/nccl#957).
+_NCCL_ARG = (
+    "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] torch.distributed.DistBackendError: NCCL error "
+    "in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+    "details), NCCL version 2.18.1\n"
+    "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] ncclUnhandledCudaError: Call to CUDA function "
+    "failed.\n"
+    "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] Last error:\n"
+    "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] Cuda failure 'invalid argument'\n")
+
+
+def test_a_cuda_call_nccl_made_refused_as_invalid_is_nccls_own(tmp_path: Path) -> None:
+    got = _found(tmp_path, _NCCL_ARG)
+    assert got[0]["code"] == "LOG070" and got[0]["cause"] == "nccl_internal_bug", got
+    assert "driver_cuda_mismatch" in [f["cause"] for f in got[1:3]]
+    # NCCL's own WARN line says the same (NVIDIA/TensorRT-LLM#4238, 2.25.1's kernel launch)
+    warn = _found(tmp_path, "GENOA-06:4766:4766 [1] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n")
+    assert warn[0]["code"] == "LOG070", warn
+    # the program's own CUDA call refused is not NCCL's
+    own = _found(tmp_path, "RuntimeError: CUDA error: invalid argument\n")
+    assert own[0]["code"] == "LOG081" and own[0]["cause"] == "other", own
