@@ -82,13 +82,14 @@ _MPI_FATAL = re.compile(r"\*\*\* An error occurred in \w{1,40}|\bFatal error in 
                         r"|^\[(?:mpiexec|proxy:[\d:]{1,20})(?:@| at )[^\]\s]{1,255}\] \w{1,80} \([^()\s]{1,300}:\d{1,6}\):")
 #: Python logging at ERROR or CRITICAL, in the formats of the tools around a job (the timestamp may already be cut
 #: off as a prefix): logging's default "ERROR:root:msg", DeepSpeed's "[2024-05-01 10:00:00,123] [ERROR] [launch.py:325:
-#: sigkill_handler] msg" (pdsh puts "host: " first), vLLM's "ERROR 04-06 20:46:48 [core.py:238] msg", the common
+#: sigkill_handler] msg" (pdsh puts "host: " first), vLLM's "ERROR 04-06 20:46:48 [core.py:238] msg" (and "ERROR
+#: [core.py:238] msg" where a plugin's logger leaves the time out: vllm-project/vllm-ascend workers), the common
 #: "%(asctime)s - %(name)s - %(levelname)s - %(message)s", Ray's "asctime<TAB>ERROR tune.py:773 -- msg", hydra's
 #: "[asctime][name][ERROR] - msg", loguru's "asctime | ERROR    | msg". A failure even when no rule knows what it says.
 _PYLOG_ERROR = re.compile(
     r"^(?:[\w.\-]{1,64}: )?(?:\[?\d{4}-\d\d-\d\d[ T][\d:,.]{5,15}\]?[ \t]?)?"
     r"(?:\[(?:ERROR|CRITICAL)\] |(?:ERROR|CRITICAL) [\w.\-]{1,80}:\d{1,6} -- |(?:ERROR|CRITICAL):[\w.\-]{0,80}:"
-    r"|(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d "
+    r"|(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d |(?:ERROR|CRITICAL) \[[\w.\-]{1,80}:\d{1,6}\] "
     r"|- (?:[\w.\-]{1,80} - )?(?:ERROR|CRITICAL) - |\[[\w.\-]{1,80}\]\[(?:ERROR|CRITICAL)\]|\| (?:ERROR|CRITICAL)\s{0,8}\| )")
 #: Slurm's commands' own failure reports (parsing.lines.SLURM_REPORT): errors even when no rule reads them.
 _SLURM_ERROR = re.compile("^" + SLURM_REPORT)

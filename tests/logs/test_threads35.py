@@ -263,3 +263,22 @@ def test_a_cuda_call_nccl_made_refused_as_invalid_is_nccls_own(tmp_path: Path) -
     # the program's own CUDA call refused is not NCCL's
     own = _found(tmp_path, "RuntimeError: CUDA error: invalid argument\n")
     assert own[0]["code"] == "LOG081" and own[0]["cause"] == "other", own
+
+
+# Project-HAMi/HAMi#1894 (round 60): vLLM's Ascend workers log "ERROR [file.py:N]" without the time; no rule reads
+# the NPU's error, and the log is a failure all the same, never healthy.
+_NPU = (
+    "(Worker pid=6871) ERROR [multiproc_executor.py:800] RuntimeError: ExchangeDevice:build/CMakeFiles/torch_npu.dir/"
+    "compiler_depend.ts:253 NPU function error: c10_npu::SetDevice(device), error code is 507033\n"
+    "(Worker pid=6871) ERROR [multiproc_executor.py:800]         open device 1 failed, runtime result = 507033.\n")
+
+
+def test_a_logger_error_line_without_its_time_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(_NPU)
+    doc = diagnose_file(p)
+    assert doc["findings"] and doc["findings"][0]["code"] == "LOG080", doc["findings"]
+    assert "NPU function error" in doc["findings"][0]["title"]
+    # the same words at INFO are no failure
+    p.write_text("(Worker pid=6871) INFO [multiproc_executor.py:800] retrying open device 1\n")
+    assert not [f for f in diagnose_file(p)["findings"] if f["code"] == "LOG080"]
