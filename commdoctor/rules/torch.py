@@ -1230,9 +1230,9 @@ CODES = (
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
     Code("LOG145", "accelerator-without-backend", E, "the group has no backend for {device} tensors: the device's "
                                                      "collective library is missing from it",
-         "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU from torch 2.8, "
-         "\"ccl\" with oneccl_bindings_for_pytorch before it; \"hccl\" for Gaudi and Ascend) and make sure its library "
-         "loads: `python -c 'import torch.distributed as d; print(d.is_backend_available(\"xccl\"))'`",
+         "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU where this torch "
+         "has it, \"ccl\" with oneccl_bindings_for_pytorch where it does not; \"hccl\" for Gaudi and Ascend) and make "
+         "sure its library loads: `python -c 'import torch.distributed as d; print(d.is_xccl_available())'`",
          cause="backend_unavailable"),
     Code("LOG146", "extension-built-for-other-torch", E, "{lib} was built against another torch than the one it runs "
                                                          "with{abi}",
