@@ -338,9 +338,9 @@ SIGNATURES = (
                               "releases: reboot (or reload the module) after a driver update, and give containers the "
                               "host's libcuda (the NVIDIA container runtime does)."),
     # XLA (and TensorFlow's collective ops, and JAX on ROCm with RCCL) load NCCL with dlopen when the first collective
-    # needs a clique: xla/service/gpu nccl_api's stub reports "NCCL operation ncclGetUniqueId(&id) failed: Unable to
-    # load NCCL library. Multi-GPU collectives will not work." A jaxlib built for a local CUDA (jax[cuda12_local])
-    # leaves NCCL to the user (jax-ml/jax#18391: installing nvidia-nccl-cu12 fixed it).
+    # needs a clique; without it XLA's NCCL wrapper reports "NCCL operation ncclGetUniqueId(&id) failed: Unable to
+    # load NCCL library. Multi-GPU collectives will not work." (xla/service/gpu/nccl_utils.cc in that jaxlib). A jaxlib
+    # built for a local CUDA (jax[cuda12_local]) leaves NCCL to the user (jax-ml/jax#18391: nvidia-nccl-cu12 fixed it).
     sig("xla_nccl_not_loaded", ("Unable to load NCCL library",),
         r"Unable to load NCCL library",
         "backend_unavailable", ROOT, 1, "XLA could not load NCCL, so no collective across GPUs can run",
@@ -351,8 +351,8 @@ SIGNATURES = (
                "on LD_LIBRARY_PATH; on ROCm, librccl.so from /opt/rocm/lib.",
         alts=[("version_mismatch", "a libnccl that is there but too old for the framework is refused the same way: "
                                    "check the version beside the framework's requirement")]),
-    # TensorFlow places each op on a device with a kernel for it (common_runtime/placer): "No OpKernel was registered to
-    # support Op 'NcclAllReduce' ... Registered kernels: <no registered kernels>" means this TensorFlow build has no
+    # TensorFlow places each op on a device with a kernel registered for it: "No OpKernel was registered to support Op
+    # 'NcclAllReduce' ... Registered kernels: <no registered kernels>" means this TensorFlow build has no
     # NCCL ops at all, as its Windows and CPU builds do not (tensorflow/tensorflow#44281). MirroredStrategy's default
     # cross-device reduction uses them.
     sig("tf_no_nccl_kernels", ("No OpKernel was registered to support Op 'Nccl",),
