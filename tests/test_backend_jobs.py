@@ -45,7 +45,7 @@ def test_job_asking_for_missing_backend_gets_a_finding(tmp_path: Path, backend: 
     log.write_text(p.stdout + p.stderr)
     doc, cli = run_json("logs", str(log))
     first = next(f for f in doc["findings"] if f["cause"])
-    assert (first["code"], first["cause"]) == ("LOG043", "backend_unavailable")
+    assert (first["code"], first["cause"]) == ("LOG043", "other")
     assert backend in first["title"] and first["remedy"]["summary"].startswith(fallback)
     assert "Traceback" not in cli.stderr
 

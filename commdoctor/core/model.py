@@ -65,7 +65,9 @@ CAUSES: frozenset[str] = frozenset(
         "hardware_fault",
         "other",
         # Causes that are not failures of the corpus kind, but still explain
-        # what a user should change.
+        # what a user should change: the live checks' advice (a backend this
+        # build lacks, a setting spelt wrong). A log's verdict on a failed job
+        # uses the corpus's labels only (tests/logs/test_rule_rows.py).
         "performance_setting",
         "environment_misconfig",
         "backend_unavailable",

@@ -37,8 +37,8 @@ def _btl_tcp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         out.append(cand("LOG023", "wrong_interface", 1, tcp, consequence=out_of_fds(m, tcp)))
     if reach:
         out.append(cand("LOG026", "wrong_interface", 2, reach, alts=[
-            ("environment_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "
-                                      "so does a list that keeps only a fabric one of the hosts lacks (openib, ofi)")]))
+            ("launcher_misconfig", "a btl list without 'self' (--mca btl tcp instead of tcp,self) fails the same way; "
+                                   "so does a list that keeps only a fabric one of the hosts lacks (openib, ofi)")]))
     return out
 
 

@@ -849,8 +849,8 @@ def _socket_truncated(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                  detail=f"A peer sent {g.get('got')} bytes where this rank expected {g.get('want')}: the ranks ran "
                         "different operations or sizes, or differ in NCCL_PROTO / NCCL_ALGO / buffer settings.",
                  alts=[("version_mismatch", "ranks on different NCCL versions size their messages differently"),
-                       ("environment_misconfig", "NCCL_* settings that differ between nodes change message sizes: "
-                                                 "compare the 'set by environment' lines per node")])]
+                       ("launcher_misconfig", "NCCL_* settings that differ between nodes change message sizes: "
+                                              "compare the 'set by environment' lines per node")])]
 
 
 def _mismatched_collective(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -1044,7 +1044,7 @@ def _env_differs(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     if not differ:
         return []
     var, vals = sorted(differ.items())[0]
-    return [Cand("LOG042", "environment_misconfig", 8, 10**9, list(vals.values())[:4], weak=True,
+    return [Cand("LOG042", "launcher_misconfig", 8, 10**9, list(vals.values())[:4], weak=True,
                  params={"var": var, "values": ", ".join(sorted(vals)[:4])})]
 
 
@@ -1541,7 +1541,8 @@ SIGNATURES = (
     # (deepseek-ai/DeepEP#316, two nodes both named the same) or processes of one host in containers with their own /tmp.
     sig("nvshmem_ipc_peer_absent", ("Sending data over socket failed: No such file",),
        r"IPC failure: Sending data over socket failed: No such file or directory",
-       "other", ROOT, 2, "NVSHMEM took a process for this host's whose socket is not on this host", code="LOG148",
+       "hostname_resolution", ROOT, 2, "NVSHMEM took a process for this host's whose socket is not on this host",
+       code="LOG148",
        alts=[("launcher_misconfig", "processes of one host started in separate containers, each with its own /tmp: "
                                     "share /tmp (and the IPC namespace, --ipc=host) between them")]),
     # Settings NCCL refuses outright (ncclInvalidUsage): enqueue.cc (2.14-2.21) "'NCCL_WORK_FIFO_DEPTH=%d' is too small.
@@ -2393,7 +2394,7 @@ CODES = (
          "Give every host its own hostname (hostnamectl set-hostname; docker run --hostname, or the pod's own name): "
          "NVSHMEM groups processes by the hash of their hostname alone; processes of one host in separate containers "
          "need a shared /tmp",
-         cause="other", steps=("hostname on every node: the names must differ",)),
+         cause="hostname_resolution", steps=("hostname on every node: the names must differ",)),
     Code("LOG143", "nccl-setting-rejected", E, "NCCL refused one of its settings: {what}",
          "Unset the variable, or give it a value NCCL accepts; NCCL also reads its settings from /etc/nccl.conf and "
          "~/.nccl.conf, and a container image or a module may set them for you",
@@ -2415,7 +2416,7 @@ CODES = (
          "Install the same NCCL on every node (one torch wheel / nvidia-nccl-cu* version, no stray libnccl on LD_LIBRARY_PATH)",
          cause="version_mismatch", steps=("python -c 'import torch; print(torch.cuda.nccl.version())' on every node",)),
     Code("LOG042", "env-overrides-differ", W, "{var} is set differently across ranks ({values})",
-         "Set NCCL_* variables the same way on every node (one launcher environment)", cause="environment_misconfig"),
+         "Set NCCL_* variables the same way on every node (one launcher environment)", cause="launcher_misconfig"),
     Code("LOG092", "algo-proto-setting-unusable", E, "no NCCL algorithm/protocol can run a collective under {settings}",
          "Unset NCCL_ALGO and NCCL_PROTO (let NCCL choose), or allow more than one value (NCCL_PROTO=^LL128 excludes "
          "one instead of forcing one)",

@@ -307,9 +307,7 @@ def _lib_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     base = lib.split(".so")[0]
     # By the library's own name: libcuda (the driver's) is not libcudart (the runtime's); libmpi_cxx is libmpi's.
     why = next((w for k, w in _LIB_WHY if base == k or base.startswith(k + "_")), _RUNTIME_LIB_WHY)
-    # Without NCCL (RCCL) the job has no GPU collectives at all: the backend it asked for is not there.
-    cause = "backend_unavailable" if base in ("libnccl", "librccl") else "other"
-    return [cand("LOG113", cause, 2, hs, params={"lib": lib}, detail=why)]
+    return [cand("LOG113", "other", 2, hs, params={"lib": lib}, detail=why)]
 
 
 _LIB_WHY = (

@@ -35,7 +35,7 @@ def _spawn_signal(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 def _backend_not_built(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     nb = sorted(hs, key=lambda h: "built in" not in h.ev.text)  # torch's error before its warning
     be = (group(nb[:1], "backend", "backend2") or "?").lower()
-    return [cand("LOG043", "backend_unavailable", 1, nb, params={"backend": be},
+    return [cand("LOG043", "other", 1, nb, params={"backend": be},
                  detail=f"This torch build has no {be.upper()} backend. gloo is built into every torch wheel and carries "
                         "CPU tensors (and CUDA tensors, slowly) everywhere.")]
 
@@ -46,7 +46,7 @@ def _device_without_backend(m: Any, hs: list[Any], found: list[Cand]) -> list[Ca
     dev = (group(hs, "device") or "?").lower()
     if dev in ("cpu", "cuda", "?"):
         return [own_reading(hs)]
-    return [cand("LOG145", "backend_unavailable", 1, hs, params={"device": dev},
+    return [cand("LOG145", "other", 1, hs, params={"device": dev},
                  detail=f"The group has no backend for {dev} tensors: it was created without {dev}'s collective "
                         "library, or that library could not be loaded and the job went on with gloo, which carries "
                         "CPU (and CUDA) tensors only. A warning that the library could not be loaded, earlier in the "
@@ -735,7 +735,7 @@ SIGNATURES = (
     sig("backend_not_built", ("doesn't have", "support is not compiled"),
        r"Distributed package doesn't have (?P<backend>NCCL|MPI|UCC|Gloo|\w+) built in"
        r"|for (?P<backend2>nccl|mpi|ucc) backend, but (?:NCCL|MPI|UCC) support is not compiled",
-       "backend_unavailable", ROOT, 1, "init_process_group asked for a backend this torch build does not have",
+       "other", ROOT, 1, "init_process_group asked for a backend this torch build does not have",
        build=_backend_not_built),
     # ProcessGroup::getBackend(DeviceType) (torch/csrc/distributed/c10d/ProcessGroup.hpp): a group keeps one backend per
     # device type; a collective on a tensor whose device type has none (a CPU tensor on a group made with "nccl" alone)
@@ -1225,7 +1225,7 @@ CODES = (
     Code("LOG041", "torch-versions-differ", E, "ranks run different torch versions ({versions})",
          "Run the same torch build on every node", cause="version_mismatch"),
     Code("LOG043", "backend-not-built", E, "the job asked for {backend}, which this torch build does not have",
-         "{fallback}", cause="backend_unavailable",
+         "{fallback}", cause="other",
          steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
     Code("LOG145", "accelerator-without-backend", E, "the group has no backend for {device} tensors: the device's "
@@ -1233,7 +1233,7 @@ CODES = (
          "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU where this torch "
          "has it, \"ccl\" with oneccl_bindings_for_pytorch where it does not; \"hccl\" for Gaudi and Ascend) and make "
          "sure its library loads: `python -c 'import torch.distributed as d; print(d.is_xccl_available())'`",
-         cause="backend_unavailable"),
+         cause="other"),
     Code("LOG146", "extension-built-for-other-torch", E, "{lib} was built against another torch than the one it runs "
                                                          "with{abi}",
          "Install the extension's build for this torch (same torch release, CUDA and C++ ABI), or rebuild it here: "

@@ -343,7 +343,7 @@ SIGNATURES = (
     # built for a local CUDA (jax[cuda12_local]) leaves NCCL to the user (jax-ml/jax#18391: nvidia-nccl-cu12 fixed it).
     sig("xla_nccl_not_loaded", ("Unable to load NCCL library",),
         r"Unable to load NCCL library",
-        "backend_unavailable", ROOT, 1, "XLA could not load NCCL, so no collective across GPUs can run",
+        "other", ROOT, 1, "XLA could not load NCCL, so no collective across GPUs can run",
         code="LOG113", params=lambda hs: {"lib": "NCCL (libnccl.so.2)"},
         detail="XLA loads NCCL only when the first collective across GPUs runs, so the job starts and fails there. "
                "A jaxlib or TensorFlow for a local CUDA installation needs NCCL installed beside it: "
@@ -357,7 +357,7 @@ SIGNATURES = (
     # cross-device reduction uses them.
     sig("tf_no_nccl_kernels", ("No OpKernel was registered to support Op 'Nccl",),
         r"No OpKernel was registered to support Op '(?P<op>Nccl\w{1,30})'",
-        "backend_unavailable", ROOT, 1, "this TensorFlow build has no NCCL ops",
+        "other", ROOT, 1, "this TensorFlow build has no NCCL ops",
         code="LOG144", params=lambda hs: {"what": f"TensorFlow has no kernel for {group(hs, 'op') or 'its NCCL ops'}"}),
     # RegisterTaskAsync: a process whose task is not in the job the service was started for.
     sig("xla_unexpected_task", ("Unexpected task registered",),
@@ -396,7 +396,7 @@ CODES = (
          "Use a cross-device reduction that needs no NCCL (tf.distribute.MirroredStrategy(cross_device_ops="
          "tf.distribute.HierarchicalCopyAllReduce())), or run a build that has NCCL: TensorFlow's Linux GPU wheels "
          "(under WSL2 on Windows)",
-         cause="backend_unavailable"),
+         cause="other"),
 )
 
 __all__ = ["CODES", "SIGNATURES"]

@@ -606,7 +606,7 @@ def _verdict(tmp_path: Path, *lines: str) -> dict:
     (("MemoryError: (ResourceExhausted) Out of memory error on GPU 0. Cannot allocate 1.250000GB memory on GPU 0, "
       "78.500000GB memory has been allocated and available memory is only 512.000000MB.",), "LOG031", "cuda_oom", ""),
     (("W0531 10:12:03.123456 12345 dynamic_loader.cc:139] Failed to find dynamic library: libnccl.so ( libnccl.so: "
-      "cannot open shared object file: No such file or directory )",), "LOG113", "backend_unavailable", "libnccl.so could not be loaded"),
+      "cannot open shared object file: No such file or directory )",), "LOG113", "other", "libnccl.so could not be loaded"),
     (("Traceback (most recent call last):", "ImportError: libcuda.so.1: cannot open shared object file: No such file or "
       "directory"), "LOG113", "other", "libcuda.so.1"),
     (("ValueError: You requested to find 8 devices but this machine only has 4 GPUs.",), "LOG066", "launcher_misconfig",

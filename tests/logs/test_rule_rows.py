@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import commdoctor.rules as rules
+from commdoctor.core.model import CAUSES
 from commdoctor.parsing.signatures import match_all
 from commdoctor.rules.base import CONTEXT
 from logs.test_corpus import diagnose_file
@@ -146,6 +147,18 @@ def test_tables_hold_together() -> None:
         for n in s.needles:
             assert len(n) >= 3 and any(ch.isalnum() for ch in n), f"{s.id}: needle {n!r} is too common to select lines"
     assert {name for name, _ in rules.FAMILIES} == {"system", "nccl", "torch", "gloo", "mpi", "xla", "horovod", "paddle", "oneccl", "launcher"}
+
+
+def test_log_verdicts_speak_the_corpus_vocabulary() -> None:
+    """The causes a log's rows, codes and alternatives name are the shared corpus's labels, so that a verdict can equal
+    a thread's label; the live checks' extra causes (advice such as backend_unavailable) are not among them."""
+    corpus = CAUSES - {"performance_setting", "environment_misconfig", "backend_unavailable"}
+    named = {s.cause for s in rules.SIGNATURES if s.cause} | {c.cause for c in rules.CODES if c.cause}
+    named |= {cause for s in rules.SIGNATURES for cause, _ in s.alts}
+    assert named <= corpus, named - corpus
+    src = "".join(p.read_text() for p in Path(rules.__file__).parent.glob("*.py"))
+    for extra in ("performance_setting", "environment_misconfig", "backend_unavailable"):
+        assert f'"{extra}"' not in src, f"a rule's build names {extra}"
 
 
 def test_hostname_note_in_a_working_gloo_job_is_not_a_cause(tmp_path: Path) -> None:

@@ -3,13 +3,15 @@
 Round 60 came from the trackers of JAX, TensorFlow, Intel's XPU stack, NVSHMEM and DeepEP, libfabric, timm and
 Open-Llama. What they taught, each read from what the message means in its program:
 
-- a framework that cannot load NCCL, or was built without its ops, has no backend for the job's collectives;
+- a framework that cannot load NCCL, or was built without its ops, has no backend for the job's collectives (cause
+  `other` in the corpus's vocabulary, which has no label for it; the code says which);
 - a group with no backend for an accelerator other than CUDA lacks that device's collective library, where a CPU
   tensor on a CUDA-only group is the program's mistake;
 - an extension refused by the loader on one of torch's own C++ symbols was built for another torch;
 - a script that refuses the --local-rank argument its launcher passes is a launch mistake;
 - the driver's stale copy of the NVLink fabric state stops every multicast mapping;
-- NVSHMEM takes processes for this host's by hostname alone, so a peer socket missing from /tmp is a host mix-up;
+- NVSHMEM takes processes for this host's by hostname alone, so a peer socket missing from /tmp is hosts sharing a
+  name (hostname_resolution, as the corpus defines it);
 - libfabric's EFA provider gives up on all devices when it cannot open one it lists.
 """
 
@@ -36,12 +38,12 @@ _JAX_NO_NCCL = (
     "current tracing scope: all-reduce-start; current profiling annotation:\n")
 
 
-def test_xla_unable_to_load_nccl_is_the_backend_missing(tmp_path: Path) -> None:
+def test_xla_unable_to_load_nccl_is_nccl_missing(tmp_path: Path) -> None:
     check_row("xla_nccl_not_loaded", _JAX_NO_NCCL.splitlines()[1],
               "2023-11-02 10:00:01.000: I tensorflow/stream_executor/platform/default/dso_loader.cc:53] Successfully "
               "opened dynamic library libnccl.so.2")
     got = _found(tmp_path, _JAX_NO_NCCL)
-    assert got[0]["code"] == "LOG113" and got[0]["cause"] == "backend_unavailable", got
+    assert got[0]["code"] == "LOG113" and got[0]["cause"] == "other", got
     assert "NCCL" in got[0]["title"]
 
 
@@ -58,7 +60,7 @@ def test_tensorflow_without_nccl_kernels_has_no_nccl_backend(tmp_path: Path) -> 
     check_row("tf_no_nccl_kernels", _TF_NO_NCCL.splitlines()[0],
               "No OpKernel was registered to support Op 'CudnnRNN' used by {{node cudnn_rnn}} with these attrs")
     got = _found(tmp_path, _TF_NO_NCCL)
-    assert got[0]["code"] == "LOG144" and got[0]["cause"] == "backend_unavailable", got
+    assert got[0]["code"] == "LOG144" and got[0]["cause"] == "other", got
     assert "NcclAllReduce" in got[0]["title"]
 
 
@@ -73,20 +75,20 @@ _XPU_GLOO = (
 
 def test_no_backend_for_an_accelerator_besides_cuda_is_its_collective_library_missing(tmp_path: Path) -> None:
     got = _found(tmp_path, _XPU_GLOO)
-    assert got[0]["code"] == "LOG145" and got[0]["cause"] == "backend_unavailable", got
-    assert "xpu" in got[0]["title"]
+    assert got[0]["code"] == "LOG145" and got[0]["cause"] == "other", got
+    assert "xpu" in got[0]["title"] and "collective library" in got[0]["title"]
 
 
 def test_a_cpu_tensor_on_a_cuda_only_group_stays_the_programs_mistake(tmp_path: Path) -> None:
     got = _found(tmp_path, "[rank1]: RuntimeError: No backend type associated with device type cpu\n")
     assert got[0]["code"] == "LOG044" and got[0]["cause"] == "other", got
+    assert "collective library" not in got[0]["title"]
 
 
-def test_libnccl_missing_is_the_backend_missing_and_another_library_is_not(tmp_path: Path) -> None:
+def test_libnccl_missing_says_what_nccl_needs(tmp_path: Path) -> None:
     nccl = _found(tmp_path, "ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n")
-    assert nccl[0]["code"] == "LOG113" and nccl[0]["cause"] == "backend_unavailable", nccl
-    blas = _found(tmp_path, "ImportError: libcublas.so.12: cannot open shared object file: No such file or directory\n")
-    assert blas[0]["code"] == "LOG113" and blas[0]["cause"] == "other", blas
+    assert nccl[0]["code"] == "LOG113" and nccl[0]["cause"] == "other", nccl
+    assert "nvidia-nccl-cu" in nccl[0]["detail"]
 
 
 # intel/torch-ccl#16: the bindings built with the new C++ string ABI, imported into a pip torch built with the old one.
@@ -146,11 +148,11 @@ _SAME_NAME = (
     "Fatal IPC Failure\n")
 
 
-def test_nvshmem_missing_a_peer_socket_is_a_host_taken_for_this_one(tmp_path: Path) -> None:
+def test_nvshmem_missing_a_peer_socket_is_hosts_sharing_a_name(tmp_path: Path) -> None:
     check_row("nvshmem_ipc_peer_absent", _SAME_NAME.splitlines()[0],
               "IPC failure: Sending data over socket failed: Connection refused")
     got = _found(tmp_path, _SAME_NAME)
-    assert got[0]["code"] == "LOG148" and got[0]["cause"] == "other", got
+    assert got[0]["code"] == "LOG148" and got[0]["cause"] == "hostname_resolution", got
     assert "launcher_misconfig" in [f["cause"] for f in got[1:]]
 
 
