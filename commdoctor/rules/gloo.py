@@ -200,7 +200,7 @@ SIGNATURES = (
               "GLOO_SOCKET_IFNAME to the interface to use.",
        alts=[("wrong_interface", "naming the interface (GLOO_SOCKET_IFNAME) sidesteps the host name altogether")]),
     sig("family_mismatch", ("ss_family",),
-       r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d+) vs (?P<b>\d+)",
+       r"ss1\.ss_family == ss2\.ss_family\. (?P<a>\d{1,6}) vs (?P<b>\d{1,6})",
        "hostname_resolution", ROOT, 1, "the host name resolves to an address of another family (IPv6 ::1 against IPv4)",
        code="LOG013", params=lambda hs: {"addr": "an IPv6 address (::1)"},
        detail="The host name resolves to an IPv6 address on one side and IPv4 on the other."),

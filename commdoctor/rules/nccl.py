@@ -1613,7 +1613,7 @@ SIGNATURES = (
        alts=[("other", "in a container, NVML must see the same GPUs as CUDA: expose the device nodes and "
                        "/usr/lib libnvidia-ml of the host's driver (nvidia-container-toolkit)")]),
     sig("ring_broken", ("does not loop back to start", "does not contain rank"),
-       r"ring (?P<ring>\d+) does not (?:loop back to start|contain rank)",
+       r"ring (?P<ring>\d{1,6}) does not (?:loop back to start|contain rank)",
        "nccl_internal_bug", ROOT, 3, "ranks computed rings that do not agree (NCCL's topology search differs between ranks)",
        code="LOG070", params=lambda hs: {"what": "the ranks computed rings that do not join up"},
        detail="Each rank searches the topology on its own; when their results disagree the rings do not close. Known "
