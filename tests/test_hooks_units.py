@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -223,3 +224,62 @@ def test_only_torchs_own_teardown_abort_is_not_counted_as_the_job_taken_down() -
     assert not not_taken_down([dict(done, stderr="Fatal Python error: Aborted\nterminate called without an active exception\n")])
     assert not not_taken_down([dict(done, returncode=-9)])
     assert not not_taken_down([dict(done, missing=True)])
+
+
+class _RacyWork:
+    """A work handle keeping c10d's Work::wait(timeout) contract (Work.cpp: "Operation timed out!" when the timeout
+    runs out before the work completes; a completed work returns True or rethrows its own exception), completing
+    at the moment one of its timed waits runs out: the peer arriving just as the hooks' 50 ms slice ends."""
+
+    def __init__(self, complete_on_wait: int, own_error: str | None = None) -> None:
+        self.waits = 0
+        self.completed = False
+        self.complete_on_wait = complete_on_wait
+        self.own_error = own_error
+
+    def wait(self, timeout=None) -> bool:
+        self.waits += 1
+        if self.completed:
+            if self.own_error:
+                raise RuntimeError(self.own_error)
+            return True
+        if self.waits == self.complete_on_wait:
+            self.completed = True  # completes after the expiry was decided, before the caller looks
+        raise RuntimeError("Operation timed out!")
+
+    def is_completed(self) -> bool:
+        return self.completed
+
+
+class _Quiet:
+    """The hooks' per-group state with nothing found: no mismatch poisons the wait."""
+
+    def poisoned(self):
+        return None
+
+    def raise_if_known(self, where, e):
+        raise AssertionError("no mismatch was found")
+
+
+def test_a_work_completing_as_a_slice_runs_out_is_waited_for_not_raised() -> None:
+    """The hooks wait on gloo in 50 ms slices; a peer that arrives just as one runs out (common on a loaded machine)
+    completed the work: the job goes on, as it would without the hooks (a real job failed this way, `Operation
+    timed out!` on rank 1 while rank 0 was already in the same call)."""
+    from commdoctor.hooks.group import _poll
+
+    w = _RacyWork(complete_on_wait=3)
+    assert _poll(w, _Quiet(), ("train.py", 1), datetime.timedelta(0)) is True
+    assert w.waits == 4
+
+
+def test_a_work_that_failed_with_the_same_words_raises_them_once() -> None:
+    from commdoctor.hooks.group import _poll
+
+    w = _RacyWork(complete_on_wait=2, own_error="Operation timed out!")
+    with pytest.raises(RuntimeError, match="Operation timed out!"):
+        _poll(w, _Quiet(), ("train.py", 1), datetime.timedelta(0))
+    assert w.waits == 3  # the slice that ran out, one more wait on the completed work, then its own error
+    w = _RacyWork(complete_on_wait=1, own_error="Timed out waiting 1800000ms for recv operation")
+    with pytest.raises(RuntimeError, match="Operation timed out!|Timed out waiting"):
+        _poll(w, _Quiet(), ("train.py", 1), datetime.timedelta(0))
+    assert w.waits <= 2
