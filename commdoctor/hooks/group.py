@@ -358,24 +358,15 @@ def _wait(inner: Any, h: Any, where: tuple[str, int], entry: list[Any] | None,
 _SLICE_EXPIRED = "Operation timed out!"
 
 
-def _slice_ended(inner: Any, e: RuntimeError, retried: bool = False) -> bool:
-    """True when ``e`` only says that a slice of the wait ran out. The backend's own failures can say
-    "timed out" too (gloo: "Timed out waiting 1800000ms for recv operation"), but then the work
-    has completed, with that error: waiting again would rethrow it at once, for ever. A work that
-    completed between the slice running out and this check (a peer arriving just then, often on a
-    loaded machine) said Work::wait's own words: the next wait returns, or rethrows the work's own
-    error; ``retried`` says that next wait already happened, so those words are then the work's."""
-    if "timed out" not in str(e).lower():
-        return False
-    try:
-        done = inner.is_completed()
-    except RuntimeError:
-        return False
-    return not done or (_SLICE_EXPIRED in str(e) and not retried)
-
-
 def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelta) -> Any:
-    """inner.wait(timeout) in slices of 50 ms, checking for a mismatch between them."""
+    """inner.wait(timeout) in slices of 50 ms, checking for a mismatch between them.
+
+    A "timed out" error is only the slice running out while the work is not completed. The backend's own
+    failures can say "timed out" too (gloo: "Timed out waiting 1800000ms for recv operation"), but then the
+    work has completed, with that error: waiting again would rethrow it at once, for ever. A work that
+    completed between the slice running out and the check (a peer arriving just then, often on a loaded
+    machine) said Work::wait's own words: it is waited for once more, which returns or rethrows the work's
+    own error; after that those words are the work's."""
     limit = timeout.total_seconds() if timeout else None
     start = time.monotonic()
     retried = False
@@ -385,12 +376,15 @@ def _poll(inner: Any, h: Any, where: tuple[str, int], timeout: datetime.timedelt
         try:
             return inner.wait(_SLICE if left is None else datetime.timedelta(seconds=step))
         except RuntimeError as e:
-            if not _slice_ended(inner, e, retried):
+            if "timed out" not in str(e).lower():
                 raise
             try:
-                retried = inner.is_completed()
+                done = inner.is_completed()
             except RuntimeError:
                 raise e from None
+            if done and (retried or _SLICE_EXPIRED not in str(e)):
+                raise
+            retried = done
             if h.poisoned() is not None:
                 h.raise_if_known(where, None)
             if left is not None and left <= step:

@@ -354,7 +354,7 @@ def _parallel_sizes_what(hs: list[Any]) -> str:
 def _usage_local_rank(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """argparse's usage line declaring --local_rank and not --local-rank, in a log where torch 2.x's launcher said it
     passes --local-rank: the script refused its argument."""
-    if not hits(m, "launch_passes_local_rank") or any(c.code == "LOG147" for c in found):
+    if not hits(m, "launch_passes_local_rank"):
         return []
     hs = [h for h in hs if "--local-rank" not in h.ev.text]
     return [cand("LOG147", "launcher_misconfig", 2, hs, params={"arg": "--local-rank=N"})] if hs else []

@@ -1259,7 +1259,6 @@ def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]
     return [cand("LOG142", cause, 3 if named else 4, named or hs, params={"what": what}, alts=alts)]
 
 
-
 def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A setting NCCL refused, named."""
     what = (f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(hs, 'merge')})" if group(hs, "merge") else

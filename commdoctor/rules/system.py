@@ -360,13 +360,18 @@ def _hca_limit(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _rec_file(h: Any) -> str:
+    """The source file a hit's NCCL (or RCCL) line names, or ''."""
+    return (h.rec.file or "") if h.rec is not None else ""
+
+
 def _rocm_ipc(h: Any) -> bool:
     """RCCL's P2P transport (transport/p2p.cc, hipified) failing to export or import a buffer through a HIP IPC handle
     with 'invalid device pointer' or 'invalid argument': the kernel driver refused ROCr's IPC request. ROCr asks amdkfd
     for it through ioctls that AMD's own kernel driver (amdgpu-dkms) carries and a distribution's in-tree amdgpu lacks
     or lags (ROCm/rccl#1055: 7900 XTX under ROCm 6.0 in docker; ROCm/rccl#1454: hipIpcGetMemHandle 'invalid argument'
     on an Arch 6.12 kernel's amdgpu, ROCm 6.2)."""
-    path = (h.rec.file or "") if h.rec is not None else ""
+    path = _rec_file(h)
     return (path.endswith("p2p.cc") and ("hipify" in path or "rccl" in path.lower())
             and ("invalid device pointer" in h.ev.text or "invalid argument" in h.ev.text))
 
@@ -398,15 +403,12 @@ def _cuda_failure_kind(h: Any) -> str:
     return "rest"
 
 
-def _said_by_nccl(m: Any, h: Any) -> bool:
+def _said_by_nccl(h: Any, heads: set[tuple[str, int]]) -> bool:
     """A failed CUDA call that NCCL made: its own WARN line, or the reason torch prints a line or three under
-    ncclUnhandledCudaError ("Last error:" between them)."""
+    ncclUnhandledCudaError ("Last error:" between them); ``heads`` are where ncclUnhandledCudaError was said."""
     if h.rec is not None and h.rec.kind == "nccl":
         return True
-    if h.ev.line is None:
-        return False
-    heads = {(u.ev.source, u.ev.line) for u in hits(m, "nccl_unhandled_cuda") if u.ev.line is not None}
-    return any((h.ev.source, h.ev.line - k) in heads for k in range(1, 4))
+    return h.ev.line is not None and any((h.ev.source, h.ev.line - k) in heads for k in range(1, 4))
 
 
 #: CUDA's words for a kernel's fault on GPU memory (cudaErrorIllegalAddress, cudaErrorMisalignedAddress).
@@ -514,8 +516,9 @@ def _cuda_failure(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # something this system refuses. In the threads that settled it this was NCCL's own bug, fixed in a later
     # release (NVIDIA/nccl#957 in 2.18, the launch in enqueue.cc of 2.25.1: NVIDIA/TensorRT-LLM#4238).
     # The P2P transport's (p2p.cc) are its IPC handles refused between processes, not this.
-    own_arg = [h for h in rest if "invalid argument" in h.ev.text and _said_by_nccl(m, h)
-               and not ((h.rec.file or "") if h.rec is not None else "").endswith("p2p.cc")]
+    heads = {(u.ev.source, u.ev.line) for u in hits(m, "nccl_unhandled_cuda") if u.ev.line is not None}
+    own_arg = [h for h in rest if "invalid argument" in h.ev.text and _said_by_nccl(h, heads)
+               and not _rec_file(h).endswith("p2p.cc")]
     if own_arg:
         rest = [h for h in rest if h not in own_arg]
         out.append(cand("LOG070", "nccl_internal_bug", 5, own_arg, params={
