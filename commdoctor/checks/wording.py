@@ -132,6 +132,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG144": {"what": "<the framework and the op it has no kernel for>"},
     "LOG146": {"abi": " (<when the symbol has the other C++ string ABI, said here>)"},
     "LOG147": {"arg": "--local-rank=<N>"},
+    "LOG150": {"what": "<M> arrivals for a world of <N>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

@@ -183,6 +183,13 @@ def own_reading(hs: list[Any], code: str | None = None, **over: Any) -> Cand:
     return cand(code or s.code, s.cause, s.tier, hs, **kw)
 
 
+def not_remote_alloc(m: Any, hs: list[Any]) -> list[Any]:
+    """The hits, less the lines of the thread in which NCCL's remote allocation service (2.8-2.11) logged
+    "[Rem Allocator] Allocation failed": its failed read and its allocation of a meaningless size are LOG149's."""
+    served = {(h.rec.host, h.rec.pid, h.rec.tid) for h in m.hits.get("nccl_rem_alloc", []) if h.rec.tid is not None}
+    return [h for h in hs if (h.rec.host, h.rec.pid, h.rec.tid) not in served] if served else hs
+
+
 def group(hs: list[Any], *names: str) -> str | None:
     """The first non-empty value of any of the named groups across the hits."""
     for h in hs:

@@ -467,16 +467,21 @@ SIGNATURES = (
     # group of ..."), TensorRT-LLM (runtime/worldConfig.cpp "MPI size %d != TP size %d * PP size %d * CP Size %d"),
     # SGLang (validation: "tp_size must be divisible by number of nodes").
     sig("serving_shape", ("is larger than the number of available GPUs", "Cannot provide a placement group",
-                          "!= TP size", "tp_size must be divisible by number of nodes"),
+                          "!= TP size", "mpiSize == tp * pp", "tp_size must be divisible by number of nodes"),
         r"World size \((?P<world>\d{1,6})\) is larger than the number of available GPUs \((?P<gpus>\d{1,4})\) in this node"
         r"|Cannot provide a placement group (?:requiring (?P<need>\d{1,6}) GPUs|of )"
         r"|MPI size (?P<mpi>\d{1,6}) != TP size (?P<tp>\d{1,6}) \* PP size (?P<pp>\d{1,6})"
+        # TensorRT-LLM before 0.9 checked the same with TLLM_CHECK, which prints the condition itself
+        # (Tlntin/Qwen-TensorRT-LLM#123: engines built for TP 4 run under mpirun -n 2).
+        r"|Assertion failed: (?P<mpicheck>mpiSize == tp \* pp)"
         r"|tp_size must be divisible by number of nodes",
         "launcher_misconfig", ROOT, 2, "the server was started with more GPUs or another process count than it has",
         code="LOG066", params=lambda hs: {"what": (
             f"a world of {group(hs, 'world')} GPUs on a node that shows {group(hs, 'gpus')} (more nodes need "
             "--nnodes, or Ray)" if group(hs, "world") else
             f"{group(hs, 'mpi')} MPI processes for TP {group(hs, 'tp')} x PP {group(hs, 'pp')}" if group(hs, "mpi") else
+            "the MPI process count is not the engine's TP x PP (mpirun -n must equal the number of engine ranks)"
+            if group(hs, "mpicheck") else
             "Ray never had free GPUs for the placement group the tensor/pipeline sizes need (ray status)"
             if "placement group" in hs[0].ev.text else
             "the tensor x pipeline size does not divide among the nodes")}),

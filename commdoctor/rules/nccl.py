@@ -1544,6 +1544,16 @@ SIGNATURES = (
        code="LOG148",
        alts=[("launcher_misconfig", "processes of one host started in separate containers, each with its own /tmp: "
                                     "share /tmp (and the IPC namespace, --ipc=host) between them")]),
+    # NCCL 2.8-2.11 ran a remote allocation service on every rank (bootstrap.cc ncclRemoteMemAllocationService): a
+    # thread accepting any connection on the bootstrap listening address, reading a size from it and cudaCalloc-ing
+    # that many bytes for the peer. A connection that is not NCCL's (a port scanner, a cloud's health probe) closes
+    # early or sends a meaningless size: the read fails ("Connection closed by remote peer") or the allocation does
+    # (alloc.h "Cuda failure 'out of memory'"), and the thread logs "[Rem Allocator] Allocation failed (segment %d,
+    # fd %d)". NCCL 2.12 removed the service (NVIDIA/nccl#844: Azure ML, fixed by NCCL 2.17).
+    sig("nccl_rem_alloc", ("[Rem Allocator] Allocation failed",),
+       r"\[Rem Allocator\] Allocation failed \(segment -?\d{1,4}, fd -?\d{1,7}\)",
+       "nccl_internal_bug", ROOT, 1, "NCCL's remote allocation service (2.8-2.11) served a connection that was not a "
+                                     "peer's", code="LOG149"),
     # Settings NCCL refuses outright (ncclInvalidUsage): enqueue.cc (2.14-2.21) "'NCCL_WORK_FIFO_DEPTH=%d' is too small.
     # Minimum value is %d"; graph/topo.cc (2.26 on) "TOPO/NET : Could not force merge NICs %s. Please specify a valid
     # NCCL_NET_FORCE_MERGE string."
@@ -1884,11 +1894,15 @@ SIGNATURES = (
     # allocate memory"; efa_base_ep.c "ibv_create_qp failed. errno: 12"; efa_rdm_cq.c "Unable to create extended CQ:
     # Cannot allocate memory"): creating queues and registering host memory pin pages, which the locked-memory limit
     # caps.
+    # The EFA provider's fatal report (efa_base_ep_write_eq_error's "Libfabric EFA provider has encountered an internal
+    # error:", then "Libfabric error: (%d) %s" and "EFA internal error: (%d) %s") with FI_ENOMEM is the same: posting
+    # its receive buffers grows a registered pool (awslabs/awsome-distributed-ai#647, with a memlock limit of 64 KiB).
     sig("ofi_nomem", ("RC: -12, ERROR: Cannot allocate memory", "ibv_create_qp failed. errno: 12",
-                      "Unable to create extended CQ: Cannot allocate memory"),
+                      "Unable to create extended CQ: Cannot allocate memory", "Libfabric error: (-12)"),
        r"NET/OFI Couldn't (?:create domain|allocate endpoint|create completion queue|register memory region with regattr)"
        r"\. RC: -12, ERROR: Cannot allocate memory"
-       r"|efa_qp_create\(\)[^\n]{0,40}ibv_create_qp failed\. errno: 12|Unable to create extended CQ: Cannot allocate memory",
+       r"|efa_qp_create\(\)[^\n]{0,40}ibv_create_qp failed\. errno: 12|Unable to create extended CQ: Cannot allocate memory"
+       r"|Libfabric error: \(-12\) Cannot allocate memory",
        "rlimit_memlock", ROOT, 2, "the EFA plugin or provider could not create its queues or register memory (ENOMEM)",
        code="LOG035", alts=[("other", "with `ulimit -l unlimited` in force, registering GPU memory fails this way when "
                                       "GPUDirect RDMA is missing (nvidia-peermem, or dma-buf)")]),
@@ -2394,6 +2408,12 @@ CODES = (
          "NVSHMEM groups processes by the hash of their hostname alone; processes of one host in separate containers "
          "need a shared /tmp",
          cause="hostname_resolution", steps=("hostname on every node: the names must differ",)),
+    Code("LOG149", "nccl-remote-allocator", E, "NCCL's remote allocation service (NCCL 2.8-2.11) took a connection that "
+                                               "was not from a peer: the out-of-memory beside it is a meaningless size "
+                                               "it read, not the GPU's memory",
+         "Use NCCL 2.12 or newer, which has no such service; until then keep other programs (port scanners, health "
+         "probes) from connecting to the job's ports",
+         cause="nccl_internal_bug"),
     Code("LOG143", "nccl-setting-rejected", E, "NCCL refused one of its settings: {what}",
          "Unset the variable, or give it a value NCCL accepts; NCCL also reads its settings from /etc/nccl.conf and "
          "~/.nccl.conf, and a container image or a module may set them for you",

@@ -18,7 +18,8 @@ from commdoctor.parsing.lines import CXX_WHAT, SIGBUS_DEATH
 from commdoctor.rules.base import (
     CONSEQUENCE, CONTEXT, E, NCCL_DEBUG_ENV, NCCL_FN, PHASE_ECHOES, PHASE_LAST, PHASE_SETUP, PHASE_UNRECOGNISED, ROOT, W,
     Cand, Code, CHILD_REPORTS, ModelRule, after_restart, after_store_host_failed, cand, completed, ctx, group, hits,
-    in_library_words, job_failed, lines_under, out_of_fds, own_reading, sig, single_node, trace_files, version_tuple,
+    in_library_words, job_failed, lines_under, not_remote_alloc, out_of_fds, own_reading, sig, single_node, trace_files,
+    version_tuple,
 )
 
 IFNAME_ENV = iface_env(("nccl", "gloo"))
@@ -564,7 +565,7 @@ def _memlock(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 def _conn_lost(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Closed connections: the echo of a failure elsewhere, unless they happen while NCCL bootstraps and nothing else explains them."""
     flush = [h for h in hits(m, "ib_completion") if h.groups.get("code") == "5"]
-    h = hs or flush
+    h = not_remote_alloc(m, hs) or flush
     if not h:
         return []
     in_bootstrap = any("bootstrap" in f for h_ in h for f in trace_files(m, h_.ev.host)) or any("ootstrap" in x.ev.text for x in h)
@@ -945,6 +946,8 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  hosts={e.host for e in evs if e.host}, detail="" if comm else _NOT_COMM)]
 
 
+
+
 SIGNATURES = (
     # -- ports and names -------------------------------------------------------------------------
     # Other libraries' servers say it in their own words: asyncio's create_server (aiohttp; Ray's dashboard) "[Errno 98]
@@ -1172,6 +1175,7 @@ SIGNATURES = (
        r"|\bcuda(?:Malloc|HostAlloc)\w{0,20}\(.{0,300}?\bfailed with out of memory\b",
        "cuda_oom", ROOT, 1, "GPU memory ran out",
        code="LOG031", exclude=("worker_pool_died",),  # Ray's OutOfMemoryError is the host's memory
+       build=lambda m, hs, found: [own_reading(k)] if (k := not_remote_alloc(m, hs)) else [],
        params=lambda hs: {"what": "while NCCL allocated its buffers" if any(
            h.rec.kind == "nccl" or "NCCL" in h.ev.text or "Cuda failure" in h.ev.text for h in hs)
            else "in the program's own allocations (torch's allocator, not NCCL)" if any(

@@ -341,6 +341,14 @@ def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                  "errors")
     unreachable = ("rendezvous_unreachable", "ranks that cannot reach MASTER_ADDR never join either")
     world, joined = g.get("world"), g.get("joined")
+    if world and joined and world.isdigit() and joined.isdigit() and int(joined) > int(world):
+        # torch's barrier adds 1 to a key per arriving rank and waits for the count to equal the world size: a count
+        # past it was added to by processes of another run, so the store outlives runs (a file:// init file left
+        # from earlier runs: wenet-e2e/wenet#1097, 287 for 6) or more processes than the world use it.
+        return [cand("LOG150", "other", 2, hs, params={"what": f"{joined} arrivals for a world of {world}"},
+                     alts=[("launcher_misconfig", "if the store is fresh (tcp:// or env://), more processes than "
+                                                  "WORLD_SIZE joined it: two jobs on one MASTER_ADDR:MASTER_PORT, "
+                                                  "or a launcher starting too many tasks")])]
     one_missing = bool(world and joined and world.isdigit() and joined.isdigit()
                        and int(world) >= 3 and int(world) - int(joined) == 1)
     return [cand("LOG062", "launcher_misconfig", 3, hs,
@@ -1228,6 +1236,11 @@ CODES = (
          "{fallback}", cause="other",
          steps=("python -c 'import torch.distributed as d; print(d.is_nccl_available(), d.is_mpi_available(), "
                 "d.is_ucc_available())' shows what this build has", "commdoctor run --job-backend BACKEND advises on this host")),
+    Code("LOG150", "store-outlives-runs", E, "the store barrier counted more ranks than the world: {what}; the "
+                                             "store holds arrivals of an earlier run",
+         "Delete the init file before each run (init_method='file://...' must name a file that does not exist yet, or "
+         "is empty), or give every run a new one; a tcp:// or env:// store is new with each job",
+         cause="other"),
     Code("LOG145", "accelerator-without-backend", E, "the group has no backend for {device} tensors: the device's "
                                                      "collective library is missing from it",
          "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU where this torch "
