@@ -732,6 +732,19 @@ SIGNATURES = (
        r"RendezvousConnectionError|connection to the C10d store has failed",
        "rendezvous_unreachable", ROOT, 3, "the elastic agent lost (or never had) its connection to the c10d rendezvous store",
        build=_rdzv_connection),
+    # torchelastic's etcd rendezvous logs "Etcd machines: " + str(client.machines) when it connects: python-etcd's
+    # list of the client URLs the etcd cluster advertises (/v2/machines), which the client, made with
+    # allow_reconnect=True, goes to from then on. A server started with a local address as its advertised URL
+    # (--advertise-client-urls http://0.0.0.0:2379, or 127.0.0.1, localhost) sends every agent on another host to
+    # itself (pytorch/elastic#113: endpoint 172.20.74.130:2379, machines ['http://0.0.0.0:2379'], then "host not
+    # found"; the etcd server's set-up was what the reporter fixed).
+    sig("etcd_advertises_local", ("Etcd machines:",),
+       r"Etcd machines: \[[^\]\n]{0,400}?'https?://(?P<addr>0\.0\.0\.0|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1?\])"
+       r"(?::\d{1,5})?/?'",
+       "rendezvous_unreachable", ROOT, 4, "the etcd server advertises a local address as its client URL",
+       code="LOG151", params=lambda hs: {"addr": group(hs, "addr") or "?"},
+       # A risk until it fails: agents on the etcd host itself reach it there (a one-node job runs).
+       build=lambda m, hs, found: [own_reading(hs, weak=True)]),
     sig("rdzv_timeout", ("RendezvousTimeoutError", "RendezvousClosedError"),
        r"Rendezvous(?:Timeout|Closed)Error",
        "rendezvous_unreachable", ROOT, 4, "the elastic rendezvous did not complete: not every node arrived",
@@ -1241,6 +1254,11 @@ CODES = (
          "Delete the init file before each run (init_method='file://...' must name a file that does not exist yet, or "
          "is empty), or give every run a new one; a tcp:// or env:// store is new with each job",
          cause="other"),
+    Code("LOG151", "etcd-advertises-local-address", E, "the etcd rendezvous server advertises {addr} as its client "
+                                                       "address: agents on other hosts are sent to themselves",
+         "Start etcd with an address the other hosts reach: --advertise-client-urls http://<this host's IP>:2379 (it "
+         "may still listen on 0.0.0.0 with --listen-client-urls); etcdctl member list shows what it advertises",
+         cause="rendezvous_unreachable"),
     Code("LOG145", "accelerator-without-backend", E, "the group has no backend for {device} tensors: the device's "
                                                      "collective library is missing from it",
          "Create the group with the device's backend (init_process_group(\"xccl\") for Intel XPU where this torch "

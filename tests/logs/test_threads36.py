@@ -1,13 +1,14 @@
-"""Public failure threads, round 65, and their development reading.
+"""Public failure threads, rounds 65-67, and their development reading.
 
-Round 65 came from the trackers of NCCL, libfabric's EFA users, WeNet and TensorRT-LLM. What they taught, each read
+They came from the trackers of NCCL, libfabric's EFA users, WeNet, TensorRT-LLM and torchelastic. What they taught, each read
 from what the message means in its program:
 
 - NCCL 2.8-2.11 ran a remote allocation service that trusted any connection: its "[Rem Allocator] Allocation failed"
   and the out-of-memory beside it are a stray connection's meaningless size, not the GPU's memory;
 - a store barrier counting more arrivals than the world size is a store that outlived its run (a file:// init file);
 - TensorRT-LLM's older check of its MPI size against the engine's TP x PP is the launch's process count;
-- the EFA provider's fatal report with ENOMEM is memory registration refused by the locked-memory limit.
+- the EFA provider's fatal report with ENOMEM is memory registration refused by the locked-memory limit;
+- an etcd server advertising a local address sends the agents of other hosts to themselves.
 """
 
 from __future__ import annotations
@@ -97,3 +98,25 @@ def test_the_efa_providers_fatal_out_of_memory_is_the_locked_memory_limit(tmp_pa
               "Libfabric error: (-110) Connection timed out")
     got = _found(tmp_path, _EFA)
     assert got[0]["code"] == "LOG035" and got[0]["cause"] == "rlimit_memlock", got
+
+
+# pytorch/elastic#113 (round 67): torchelastic's etcd rendezvous on two nodes; etcd advertised 0.0.0.0.
+_ETCD = (
+    "[INFO] 2020-07-20 14:09:18,781 launch: Running torchelastic.distributed.launch with args: ['/usr/local/lib/"
+    "python3.6/dist-packages/torchelastic/distributed/launch.py', '--nproc_per_node=4', '--nnodes=2', '--rdzv_id=0', "
+    "'--rdzv_endpoint=172.20.74.130:2379', 'tools/train_net_elastic.py']\n"
+    "INFO 2020-07-20 14:09:18,785 Etcd machines: ['http://0.0.0.0:2379']\n"
+    "[INFO] 2020-07-20 14:09:19,358 api: [default] Rendezvous'ing worker group\n"
+    "INFO 2020-07-20 14:09:19,358 Attempting to join next rendezvous\n")
+
+
+def test_an_etcd_server_advertising_a_local_address_sends_other_hosts_to_themselves(tmp_path: Path) -> None:
+    check_row("etcd_advertises_local", _ETCD.splitlines()[1],
+              "INFO 2020-07-20 14:09:18,785 Etcd machines: ['http://172.20.74.130:2379']")
+    got = _found(tmp_path, _ETCD)
+    assert got[0]["code"] == "LOG151" and got[0]["cause"] == "rendezvous_unreachable", got
+    assert "0.0.0.0" in got[0]["title"]
+    # on a job that ran to its end (one node: its agents reach etcd on their own host) it is a risk, no cause
+    done = _ETCD + ("[INFO] 2020-07-20 14:19:19,358 api: [default] worker group successfully finished. Waiting 300 "
+                    "seconds for other agents to finish.\n")
+    assert not _found(tmp_path, done)
