@@ -1,7 +1,7 @@
 """Public failure threads, rounds 65-67, and their development reading.
 
-They came from the trackers of NCCL, libfabric's EFA users, WeNet, TensorRT-LLM and torchelastic. What they taught, each read
-from what the message means in its program:
+They came from the trackers of NCCL, libfabric's EFA users, WeNet, TensorRT-LLM and torchelastic. What they taught,
+each read from what the message means in its program:
 
 - NCCL 2.8-2.11 ran a remote allocation service that trusted any connection: its "[Rem Allocator] Allocation failed"
   and the out-of-memory beside it are a stray connection's meaningless size, not the GPU's memory;
