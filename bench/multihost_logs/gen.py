@@ -281,6 +281,23 @@ for _label, _runs in SCENARIOS.values():
 for _label, _runs in SCENARIOS.values():
     _runs[5] = {**_runs[4], "tee": "3"}
 
+# Round 5 (issue #16, 29 Nov): faults no earlier round had. Run 1 plain with one rank per host, run 2 with DETAIL and
+# two ranks per host (the faulty rank is rank 3, on host b). The held-out run of each (R5_HOLDOUT) was fixed here
+# before any of them was run. hosts_b maps the master's name to an address nobody has; fw_b "gloo-reject" and
+# "store-reject" answer the connections with a TCP reset (iptables REJECT) instead of dropping them.
+R5: dict[str, tuple[str, dict]] = {
+    "hosts-wrong-ip": ("hostname_resolution", {"master": "trainmaster", "hosts_a": "10.209.{k}.1 trainmaster\n",
+                                               "hosts_b": "10.209.{k}.77 trainmaster\n"}),
+    "fw-reject-gloo": ("firewall_or_port_blocked", {"fw_b": "gloo-reject"}),
+    "fw-reject-store": ("firewall_or_port_blocked", {"fw_b": "store-reject"}),
+    "fewer-steps": ("collective_mismatch", {"fault": "fewer_steps"}),
+    "rank-stopped": ("collective_timeout_straggler", {"fault": "sigstop"}),
+}
+R5_HOLDOUT = {(name, 1 if i % 2 == 0 else 2) for i, name in enumerate(R5)}
+for _name, (_label, _fault) in R5.items():
+    _two = {"nproc": 2, **({"fault_rank": 3} if "fault" in _fault else {})}
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL}})
+
 
 def with_capture(setup: dict, capture: str) -> dict:
     c = CAPTURES[capture]
@@ -294,6 +311,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         setup = with_capture(setup, capture or setup["capture"])
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
+        ("r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
         f"holdout{run}" if run >= 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"
@@ -310,6 +328,12 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
             lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "-j", "DROP")
         if s.get("fw_b") == "store":  # b may not reach the master's store port
             lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--dport", str(PORT), "-j", "DROP")
+        reset = ("-j", "REJECT", "--reject-with", "tcp-reset")
+        if s.get("fw_b") == "gloo-reject":  # as "gloo", but every other connection is refused, not dropped
+            lab.b.iptables("-A", "INPUT", "-p", "tcp", "--syn", *reset)
+            lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), *reset)
+        if s.get("fw_b") == "store-reject":  # b's connections to the master's store port are refused
+            lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--dport", str(PORT), *reset)
         if s.get("squat"):  # another program already listens on the master port of a
             lab.a.start([sys.executable, "-c", "import socket,time;s=socket.socket();"
                          f"s.bind(('0.0.0.0',{PORT}));s.listen(8);time.sleep({DEADLINE + 10})"], env_for({}), None)

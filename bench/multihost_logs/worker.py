@@ -18,6 +18,8 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
   late_init  the rank sleeps LATE seconds before init_process_group (slow data/model loading before init)
   loader     every rank reads a batch through a DataLoader with worker processes (they pass tensors through
              /dev/shm; gen.py makes one host's /dev/shm tiny)
+  fewer_steps    the rank's loop ends at FAULT_STEP (its data ran out first): it leaves the group and exits 0
+  sigstop    the rank stops itself (SIGSTOP) before the step: alive, holding its connections, doing nothing
 and two that leave the job healthy (healthy.py):
   fail_once  the rank raises at FAULT_STEP on torchrun's first attempt only; the restart then works
   warnings   a DataLoader warning and the program's own warning lines before the loop, then exit 0
@@ -84,6 +86,12 @@ for step in range(steps):
     if me and fault == "exit":
         print(f"rank {rank}: loss is nan at step {step}, stopping", flush=True)
         sys.exit(3)
+    if me and fault == "fewer_steps":
+        print(f"rank {rank}: no more batches after step {step - 1}", flush=True)
+        break
+    if me and fault == "sigstop":
+        print(f"rank {rank}: step {step}", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
     if me and fault == "straggler":
         time.sleep(float(os.environ.get("STRAGGLE", "25")))
     if me and fault == "memory":

@@ -134,6 +134,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG147": {"arg": "--local-rank=<N>"},
     "LOG150": {"what": "<M> arrivals for a world of <N>"},
     "LOG151": {"addr": "0.0.0.0"},
+    "LOG152": {"what": "<the host whose workers all exited 0>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

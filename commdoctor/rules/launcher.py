@@ -1293,10 +1293,43 @@ def _user_stopped(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                  params={"what": "; ".join(dict.fromkeys(where))})]
 
 
+#: A data connection of a collective closed by the peer (gloo's pair, NCCL's sockets): the job was past its set-up.
+_PEER_CLOSED = ("Connection reset by peer", "Connection closed by peer", "Connection closed by remote peer",
+                "Socket closed [")
+
+
+def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
+    """The workers of one host all exited 0 while ranks on another host were still in a collective with them.
+
+    torchrun's agent enters its exit barrier only once every worker of its node SUCCEEDED ("worker group successfully
+    finished" at INFO, "Error waiting on exit barrier" when that wait fails). A rank elsewhere whose collective then
+    lost its connection to a peer did not lose a dead peer: the peer's program ended its loop without this collective,
+    so the ranks ran different numbers of collectives (uneven data, a stop condition only some ranks meet)."""
+    done = {h.ev.source for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, [])}
+    if not done:
+        return []
+    cut = [h for h in m.hits.get("conn_lost", []) if h.ev.source not in done
+           and any(w in h.ev.text for w in _PEER_CLOSED)]
+    if not cut:
+        return []
+    # The rank whose connection was cut failed of it, and nothing of its own: an error of another kind before it
+    # (a crash, its own exception) is a cause that rules name for themselves.
+    if any(c.cause and not c.consequence and c.code not in ("LOG060", "LOG061") and not c.weak for c in found):
+        return []
+    fin = next(h for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, []))
+    return [Cand("LOG152", "collective_mismatch", 3, min(h.seq for h in cut), [cut[0].ev, fin.ev],
+                 ranks={h.ev.rank for h in cut if h.ev.rank is not None}, hosts={h.ev.host for h in cut if h.ev.host},
+                 params={"what": fin.ev.host or f"the host of {fin.ev.source}"},
+                 alts=[("peer_process_died", "a program that ends itself with status 0 on an error (sys.exit(0) in a "
+                                             "handler) looks the same: read that host's last lines before it ended")])]
+
+
 MODEL_RULES = (
     ModelRule("user_stopped", _user_stopped, "the user stopped the job (KeyboardInterrupt) and nothing else failed",
               phase=PHASE_LAST),
     ModelRule("ranks_missing", _ranks_missing, "global ranks that never started"),
+    ModelRule("finished_early", _finished_early, "one host's workers all finished while another host's ranks were "
+                                                 "still in a collective with them", phase=PHASE_LAST),
     ModelRule("local_only", _local_only, "DeepSpeed's launcher started one node of a multi-node job"),
 )
 
@@ -1323,6 +1356,13 @@ CODES = (
          "Keep every node's clock in sync (chrony/ntpd: `date` on each node), give every node the same "
          "/etc/munge/munge.key and keep munged running; `munge -n | ssh NODE unmunge` tests a pair of nodes",
          cause="other"),
+    Code("LOG152", "ranks-finished-early", E, "the ranks of {what} finished while ranks of another host were still "
+                                              "in a collective with them: the ranks ran different numbers of "
+                                              "collectives",
+         "Make every rank run the same collectives: the same number of steps and batches on every rank "
+         "(DistributedSampler with drop_last, or the Join context manager for uneven inputs), and a stop condition "
+         "decided on all ranks together (all_reduce the flag)",
+         cause="collective_mismatch"),
     Code("LOG147", "local-rank-argument-refused", E, "the script refused {arg}, the argument its launcher passes",
          "Launch with torchrun, which passes no argument (the script reads int(os.environ[\"LOCAL_RANK\"])), or declare "
          "both spellings: parser.add_argument(\"--local-rank\", \"--local_rank\", type=int); "

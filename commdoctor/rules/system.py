@@ -105,6 +105,23 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             ("wrong_interface", "if the address belongs to no running machine (a stale or wrong interface address), ARP "
                                 "fails with the same errno: check it is the peer's routable IP"),
             ("peer_process_died", "a peer host that went down answers no ARP either: check it is up")]))
+    # gloo's pair refused ("failed to connect ... local=[L]:p, remote=[R]:q ... Connection refused") to an address of
+    # this host's own subnet, while a rank on another host waited for that very connection until its "Connect
+    # timeout": the peer was alive and listening, and the address is on the job's network, so the refusal came from
+    # a rule on the way (iptables REJECT, a network policy), not from an interface no peer reaches.
+    waited = {h.ev.source for h in hits(m, "gloo_connect_timeout")}
+    reset = [h for h in peer if "refused" in h.ev.text and _gloo_same_subnet(h.ev.text)
+             and any(src != h.ev.source for src in waited)]
+    if reset:
+        peer = [h for h in peer if h not in reset]
+        out.append(cand("LOG029", "firewall_or_port_blocked", 3, reset,
+                        detail="A rank's connection to its gloo peer, at an address of its own subnet, was refused, "
+                               "while that peer waited for it on the other host until its connect timeout: the peer "
+                               "was listening, so a firewall rule that rejects (iptables REJECT, a network policy) "
+                               "refused it on the way. Open the ports gloo and NCCL use between the hosts (or the "
+                               "whole range between the job's hosts), not only the store's.",
+                        alts=[("wrong_interface", "if that address belongs to another machine on the subnet (a stale "
+                                                  "interface address), connections to it are refused the same way")]))
     if peer:
         out.append(cand("LOG022", "wrong_interface", 3, peer, params={"how": "refused or unreachable"}, alts=[
             ("firewall_or_port_blocked", "if the address is the peer's right one, a host firewall rejecting the port gives the "
@@ -114,6 +131,15 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 _NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH|Host is unreachable")
+_GLOO_PAIR = re.compile(r"local=\[(?P<local>\d{1,3}(?:\.\d{1,3}){3})\]:\d{1,5}, remote=\[(?P<remote>\d{1,3}(?:\.\d{1,3}){3})\]")
+
+
+def _gloo_same_subnet(text: str) -> bool:
+    """gloo's connect line names both ends in one /24 (gloo prints no netmask), and they are different addresses."""
+    g = _GLOO_PAIR.search(text)
+    if not g or g.group("local") == g.group("remote") or g.group("remote").startswith("127."):
+        return False
+    return g.group("local").rsplit(".", 1)[0] == g.group("remote").rsplit(".", 1)[0]
 _CONNECT_TO = re.compile(r"[Cc]onnect(?:ion)? to (?:\[?(?:::ffff:)?)?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})\]?(?:<\d{1,5}>|:\d{1,5}\b)")
 
 

@@ -196,6 +196,18 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                         "the other hosts still use the old one")])]
         if wrong_address or not names:
             pass  # the address itself is in question: LOG011 below
+        elif refused and all(_IP.fullmatch(n) for n in names) and names & at \
+                and all("refused" in h.ev.text or "listening yet" in h.ev.text for h in refused):
+            # Refused on every try at the very address and port the store's own host connected to: the store
+            # listened there all along, so what refused this host's connections was on the way, not the store.
+            return [cand("LOG029", "firewall_or_port_blocked", 2, timed + refused[:1],
+                         detail="The store was up at this address and port (its own host connected to it), yet every "
+                                "connection from this host was refused until the timeout: a firewall rule that "
+                                "rejects (iptables REJECT, a security group or network policy that resets) sits "
+                                "between them. Open the store port, and the ports the backend uses, between the hosts.",
+                         alts=[("rendezvous_unreachable", "if this host reaches that address somewhere else (another "
+                                                          "machine with the same address on its network), the store "
+                                                          "host is not the one it talks to")])]
         elif unknown and not refused:
             return [cand("LOG015", "hostname_resolution", 2, timed + unknown[:1],
                          params={"what": f"the store host's name {sorted(names)[0]!r} on this host"},
@@ -214,6 +226,20 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                 "(getent hosts NAME; Debian-style /etc/hosts map host names to 127.0.1.1).",
                          alts=[("firewall_or_port_blocked", "a firewall that rejects (not drops) the store's port also "
                                                             "refuses: if the name resolves right, check the firewall")])]
+        elif refused and not unknown and not any(_IP.fullmatch(n) for n in names) \
+                and all("No route to host" in h.ev.text or "EHOSTUNREACH" in h.ev.text for h in refused):
+            # No host answered at the address the name gave this host (EHOSTUNREACH: ARP went unanswered), while
+            # the store listened on its own host: the name resolves here to an address nobody has (a stale
+            # /etc/hosts or DNS entry). By address rather than name, the same is a wrong MASTER_ADDR (LOG011).
+            return [cand("LOG015", "hostname_resolution", 2, timed + refused[:1],
+                         params={"what": f"the store host's name {sorted(names)[0]!r} (to an address that answers, "
+                                         "on this host)"},
+                         detail="The store was up (its own host's log shows it listening), but this host found no "
+                                "route to the address its name gives here, on every try: the name resolves here to "
+                                "an address no machine has (getent hosts NAME on each host; /etc/hosts, DNS).",
+                         alts=[("firewall_or_port_blocked", "a firewall that rejects with icmp-host-prohibited "
+                                                            "(firewalld's default) also says No route to host: if the "
+                                                            "name resolves right, check the store host's firewall")])]
         elif not unknown and not refused:
             return [cand("LOG025", "firewall_or_port_blocked", 2, timed + up[:1],
                          detail="The store was up (its own host's log shows it listening), yet this host's connection "

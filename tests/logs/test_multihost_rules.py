@@ -567,3 +567,85 @@ def test_a_kill_after_the_timeout_is_not_what_the_ranks_waited_on(tmp_path: Path
     first = _causes(tmp_path, nodeA=_TIMED_OUT + _torchrun_summary("nodeA", 0, -6, "SIGABRT", "22:43:35"),
                     nodeB=_torchrun_summary("nodeB", 1, -9, "SIGKILL", "22:44:05"))
     assert first[0] == "collective_timeout_straggler"
+
+
+# Round 5 (bench/multihost_logs gen.py R5, 29 Nov): real lines of its development runs.
+# hosts-wrong-ip-2: host b's /etc/hosts gives the master's name an address nobody has; the store is up on host a.
+WRONG_IP_STORE = ("[I1129 23:50:29.340485285 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+                  "[I1129 23:50:29.340989575 TCPStore.cpp:316] [c10d - debug] TCP client connected to host "
+                  "trainmaster:29500\n" + STORE_WAITED)
+WRONG_IP = ("[W1129 23:50:32.364318160 socket.cpp:764] [c10d] The client socket has failed to connect to "
+            "[f130:0:9616:0:55d7::]:39125 (errno: 113 - No route to host).\n"
+            "[E1129 23:51:05.420444023 TCPStore.cpp:328] [c10d] TCP client failed to connect/validate to host "
+            "trainmaster:29500 - timed out (try=4, timeout=30000ms): The client socket has failed to connect to any "
+            "network address of (trainmaster, 29500). The client socket has failed to connect to 215.85.0.0:39129 "
+            "(errno: 113 - No route to host).\n")
+
+
+def test_no_route_to_the_stores_name_while_it_listened_is_the_name_giving_a_wrong_address(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=WRONG_IP_STORE, node1=WRONG_IP)
+    assert got[0] == "hostname_resolution" and "firewall_or_port_blocked" in got, got
+
+
+def test_no_route_to_the_stores_address_is_still_a_wrong_address(tmp_path: Path) -> None:
+    by_ip = WRONG_IP.replace("trainmaster", "10.209.151.77")
+    got = _causes(tmp_path, node0=WRONG_IP_STORE.replace("trainmaster", "10.209.151.1"), node1=by_ip)
+    assert got[0] != "hostname_resolution", got
+
+
+# fw-reject-store-2: host b's connections to the store port get a TCP reset (iptables REJECT), DETAIL's trace lines.
+STORE_UP = ("[I1129 23:55:39.062310779 TCPStore.cpp:271] [c10d - debug] The server has started on port = 29500.\n"
+            "[I1129 23:55:39.062814228 TCPStore.cpp:316] [c10d - debug] TCP client connected to host 10.209.163.1:29500\n"
+            + STORE_WAITED)
+STORE_REJECTED = ("[I1129 23:55:39.148633512 socket.cpp:931] [c10d - trace] The server socket on "
+                  "[1130:0:cef7:0:5580::]:53686 is not yet listening (errno: 111 - Connection refused), will retry.\n"
+                  "[E1129 23:56:06.381383050 socket.cpp:1028] [c10d] The client socket has timed out after 30000ms "
+                  "while trying to connect to (10.209.163.1, 29500).\n")
+
+
+def test_refused_at_the_address_the_store_host_itself_reached_is_a_rejecting_firewall(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=STORE_UP, node1=STORE_REJECTED)
+    assert got[0] == "firewall_or_port_blocked", got
+
+
+def test_refused_at_another_address_than_the_store_hosts_is_a_wrong_address(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=STORE_UP, node1=STORE_REJECTED.replace("10.209.163.1", "10.209.163.2"))
+    assert got[0] == "rendezvous_unreachable", got
+
+
+# fw-reject-gloo-1: host b rejects every TCP connection but the store's; its rank's gloo pair to rank 0 is refused while
+# rank 0 waits for it on host a.
+PAIR_REFUSED = ("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/debug_logger.cc:9] ERROR failed to connect, "
+                "willRetry=1, retry=1, retryLimit=3, rank=1, size=2, local=[10.209.160.2]:18596, "
+                "remote=[10.209.160.1]:49042$1, error=SO_ERROR: Connection refused, remote=[10.209.160.1]:49042$1\n")
+PAIR_WAITED = ("[E1129 23:55:59.937438769 ProcessGroupGloo.cpp:67] Gloo connectFullMesh failed with [/__w/pytorch/pytorch/"
+               "third_party/gloo/gloo/transport/tcp/pair.h:311] Connect timeout [none]\n")
+
+
+def test_a_gloo_pair_refused_on_its_own_subnet_while_the_peer_waited_is_a_rejecting_firewall(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=PAIR_WAITED, node1=PAIR_REFUSED)
+    assert got[0] == "firewall_or_port_blocked" and "wrong_interface" in got, got
+
+
+def test_a_gloo_pair_refused_at_an_address_of_another_network_stays_the_interface(tmp_path: Path) -> None:
+    other = PAIR_REFUSED.replace("remote=[10.209.160.1]", "remote=[172.17.0.1]")
+    assert _causes(tmp_path, node0=PAIR_WAITED, node1=other)[0] == "wrong_interface"
+
+
+# fewer-steps-1: rank 1 (host b) ends its loop a step early and exits 0; rank 0's next all_reduce loses the connection.
+CUT = ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+       "[10.209.164.2]:52883: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in "
+       "the application. Check the logs of the remote worker before reporting an error. GLHF!\n")
+FINISHED = ("rank 1: done\n"
+            "E1129 23:56:36.509000 595 torch/distributed/elastic/agent/server/api.py:1008] Error waiting on exit barrier. "
+            "Elapsed: 0.09369444847106934 seconds\n")
+
+
+def test_a_peer_whose_workers_all_finished_left_the_collective_unmatched(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=CUT, node1=FINISHED)
+    assert got[0] == "collective_mismatch" and "peer_process_died" in got, got
+
+
+def test_a_peer_that_did_not_finish_is_still_a_dead_peer(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=CUT, node1="rank 1: step 2 loss 0.3333\n")
+    assert got[0] == "peer_process_died", got
