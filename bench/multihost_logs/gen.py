@@ -296,7 +296,10 @@ R5: dict[str, tuple[str, dict]] = {
 R5_HOLDOUT = {(name, 1 if i % 2 == 0 else 2) for i, name in enumerate(R5)}
 for _name, (_label, _fault) in R5.items():
     _two = {"nproc": 2, **({"fault_rank": 3} if "fault" in _fault else {})}
-    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL}})
+    # Runs 3 and 4, made after the round's readings were written and scored once: run 2's fault with
+    # TORCH_DISTRIBUTED_DEBUG=INFO, and run 1's with two ranks per host.
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL},
+                                 3: {**_fault, **_two, "env": INFO}, 4: {**_fault, **_two}})
 
 
 def with_capture(setup: dict, capture: str) -> dict:
@@ -311,7 +314,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         setup = with_capture(setup, capture or setup["capture"])
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
-        ("r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
+        (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
         f"holdout{run}" if run >= 3 else "holdout" if run == 2 and name in HOLDOUT else "dev"

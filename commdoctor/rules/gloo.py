@@ -47,6 +47,21 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Every rank timed out in a send/recv: nobody was late, so the collectives did not pair up (a mismatch)."""
     known = {r.rank for r in m.ranks.values() if r.rank is not None} | {f.rank for f in m.elastic if f.rank is not None}
     world = max(known) + 1 if known else 0
+    # A rank that printed nothing torch prefixes with its rank is still one of the launchers' workers: each launcher
+    # names its workers' pids when one fails (its "failed (exitcode: N) ... (pid: P)" and summary lines) and when it
+    # stops the others ("Sending process P closing signal SIGTERM": every worker but the one that failed, so a host
+    # ran at least one more). Without restarts (whose new workers have new pids) and without a launcher stopped from
+    # outside (which signals all its workers), more workers than ranks seen means ranks that logged nothing.
+    if not m.hits.get("agent_restart") and not m.hits.get("agent_death_signal") and not m.hits.get("agent_hangup"):
+        per: dict[str, int] = {}
+        sources = {h.ev.source for h in m.hits.get("agent_closing_worker", [])} | {f.ev.source for f in m.elastic
+                                                                                     if f.ev}
+        for src in sources | {r.source for r in m.ranks.values() if r.source}:
+            seen = {r.rank for r in m.ranks.values() if r.rank is not None and r.source == src}
+            named = {f.pid for f in m.elastic if f.pid and f.ev and f.ev.source == src}
+            stopped = {h.groups.get("pid") for h in m.hits.get("agent_closing_worker", []) if h.ev.source == src}
+            per[src] = max(len(seen), len(named), 1 + len(stopped) if stopped else 0)
+        world = max(world, sum(per.values()))
     waited = {h.ev.rank for h in hs if h.ev.rank is not None}
     # The tracebacks say which call each timed-out rank was in: two different collectives cannot pair up.
     calls: dict[str, list[Any]] = {}

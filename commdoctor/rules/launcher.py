@@ -10,6 +10,7 @@ down on purpose).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATHS, PHASE_LAST, ROOT, SELF_ABORT, W, Cand,
@@ -1296,33 +1297,55 @@ def _user_stopped(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 #: A data connection of a collective closed by the peer (gloo's pair, NCCL's sockets): the job was past its set-up.
 _PEER_CLOSED = ("Connection reset by peer", "Connection closed by peer", "Connection closed by remote peer",
                 "Socket closed [")
+#: The peer's address in gloo's words: "Read error [A]:P: Connection reset by peer", "Connection closed by peer [A]:P".
+_PEER_AT = re.compile(r"(?:Read error|Connection closed by peer) \[(?P<addr>[^\]\s]{1,64})\]:\d{1,5}")
 
 
 def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
-    """The workers of one host all exited 0 while ranks on another host were still in a collective with them.
+    """Ranks still in a collective lost a peer that had finished: it exited 0.
 
     torchrun's agent enters its exit barrier only once every worker of its node SUCCEEDED ("worker group successfully
     finished" at INFO, "Error waiting on exit barrier" when that wait fails). A rank elsewhere whose collective then
     lost its connection to a peer did not lose a dead peer: the peer's program ended its loop without this collective,
-    so the ranks ran different numbers of collectives (uneven data, a stop condition only some ranks meet)."""
-    done = {h.ev.source for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, [])}
-    if not done:
-        return []
-    cut = [h for h in m.hits.get("conn_lost", []) if h.ev.source not in done
-           and any(w in h.ev.text for w in _PEER_CLOSED)]
-    if not cut:
-        return []
+    so the ranks ran different numbers of collectives (uneven data, a stop condition only some ranks meet).
+
+    With several workers per host the finished one's siblings fail too, and no exit barrier comes. Then: every worker
+    the launchers report failed lost its connection to a peer at one address, on two hosts or more, and no launcher
+    reports a worker killed or failing of anything else; the peer they all lost is in no launcher's report, so it
+    exited 0 (a dead peer is reported by its launcher: an exit code, a signal)."""
     # The rank whose connection was cut failed of it, and nothing of its own: an error of another kind before it
     # (a crash, its own exception) is a cause that rules name for themselves.
     if any(c.cause and not c.consequence and c.code not in ("LOG060", "LOG061") and not c.weak for c in found):
         return []
-    fin = next(h for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, []))
-    return [Cand("LOG152", "collective_mismatch", 3, min(h.seq for h in cut), [cut[0].ev, fin.ev],
+    done = {h.ev.source for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, [])}
+    cut = [h for h in m.hits.get("conn_lost", []) if h.ev.source not in done
+           and any(w in h.ev.text for w in _PEER_CLOSED)]
+    if not cut:
+        return []
+    if done:
+        fin = next(h for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, []))
+        what, ev = fin.ev.host or f"the host of {fin.ev.source}", fin.ev
+    else:
+        lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in cut if h.ev.rank is not None}
+        addrs = {g.group("addr") for g in lost.values() if g}
+        reports = [f for f in m.elastic if not f.agent and f.rank is not None]
+        if len(addrs) != 1 or None in lost.values() or len({h.ev.source for h in cut}) < 2 or not reports:
+            return []
+        stopped = {h.ev.source for h in m.hits.get("agent_closing_worker", [])}
+        for f in reports:
+            own_stop = f.exitcode == -15 and f.ev is not None and f.ev.source in stopped
+            if f.rank not in lost and not own_stop:
+                return []  # a worker that failed of something else, or was killed: the peer's own end is reported
+            if f.exitcode is not None and f.exitcode < 0 and not own_stop:
+                return []
+        what, ev = f"the host at {next(iter(addrs))} (one of them, in no launcher's report of failures)", reports[0].ev
+    evidence = [cut[0].ev] + ([ev] if ev is not None else [])
+    return [Cand("LOG152", "collective_mismatch", 3, min(h.seq for h in cut), evidence,
                  ranks={h.ev.rank for h in cut if h.ev.rank is not None}, hosts={h.ev.host for h in cut if h.ev.host},
-                 params={"what": fin.ev.host or f"the host of {fin.ev.source}"},
+                 params={"what": what},
                  alts=[("peer_process_died", "a program that ends itself with status 0 on an error (sys.exit(0) in a "
-                                             "handler) looks the same: read that host's last lines before it ended")])]
-
+                                             "handler) looks the same, as does a host whose log is missing: read the "
+                                             "last lines of every rank")])]
 
 MODEL_RULES = (
     ModelRule("user_stopped", _user_stopped, "the user stopped the job (KeyboardInterrupt) and nothing else failed",

@@ -649,3 +649,64 @@ def test_a_peer_whose_workers_all_finished_left_the_collective_unmatched(tmp_pat
 def test_a_peer_that_did_not_finish_is_still_a_dead_peer(tmp_path: Path) -> None:
     got = _causes(tmp_path, node0=CUT, node1="rank 1: step 2 loss 0.3333\n")
     assert got[0] == "peer_process_died", got
+
+
+# Runs 3-4 of round 5 (two ranks per host; scored once, then used for development).
+ROOT_CAUSE = ("Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-30_00:08:11\n  host      : {host}\n"
+              "  rank      : {rank} (local_rank: {local})\n  exitcode  : {code} (pid: {pid}) \n  error_file: <N/A>\n"
+              "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+              "============================================================\n")
+SUMMARY = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+           "============================================================\n/work/main/bench/multihost_logs/worker.py FAILED\n"
+           "------------------------------------------------------------\n")
+# fewer-steps-4: rank 3 (host b) ends its loop early and exits 0; ranks 0 and 1 (host a) and 2 (host b) lose it.
+LOST_A = ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+          "[10.209.177.2]:6353: Connection reset by peer. This is typically caused by a remote worker hanging or bugs "
+          "in the application.\n"
+          "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+          "closed by peer [10.209.177.2]:47762. This is typically caused by a remote worker crashing.\n"
+          "W1130 00:08:11.729000 19233 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 19239 "
+          "closing signal SIGTERM\n" + SUMMARY + "Failures:\n[1]:\n  time      : 2026-11-30_00:08:11\n"
+          "  host      : mhl177a\n  rank      : 1 (local_rank: 1)\n  exitcode  : -15 (pid: 19239)  (SIGTERM)\n"
+          "  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID 19239\n"
+          "------------------------------------------------------------\n"
+          + ROOT_CAUSE.format(host="mhl177a", rank=0, local=0, code=1, pid=19238))
+LOST_B = ("[rank2]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection "
+          "closed by peer [10.209.177.2]:13740. This is typically caused by a remote worker crashing.\n"
+          + SUMMARY + "Failures:\n  <NO_OTHER_FAILURES>\n------------------------------------------------------------\n"
+          + ROOT_CAUSE.format(host="mhl177b", rank=2, local=0, code=1, pid=19240))
+
+
+def test_a_peer_every_failed_rank_lost_and_no_launcher_reports_finished_early(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=LOST_A, node1=LOST_B)
+    assert got[0] == "collective_mismatch", got
+
+
+def test_a_peer_its_launcher_reports_killed_is_a_dead_peer(tmp_path: Path) -> None:
+    killed = LOST_B.replace("  <NO_OTHER_FAILURES>\n", "[1]:\n  time      : 2026-11-30_00:08:11\n  host      : mhl177b\n"
+                            "  rank      : 3 (local_rank: 1)\n  exitcode  : -9 (pid: 19241)  (SIGKILL)\n"
+                            "  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 19241\n")
+    got = _causes(tmp_path, node0=LOST_A, node1=killed)
+    assert got[0] != "collective_mismatch", got
+
+
+# rank-stopped-4: rank 3 (host b) stops itself with SIGSTOP; ranks 0-2 time out in the same all_reduce. Rank 3 logs
+# nothing torch prefixes with its rank: only host b's launcher stopping a second worker says it was there.
+WAITED_A = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+            "Timed out waiting 10000ms for recv operation to complete\n"
+            "[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] "
+            "Timed out waiting 10000ms for send operation to complete\n")
+WAITED_B = ("[rank2]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+            "Timed out waiting 10000ms for recv operation to complete\n"
+            "W1130 00:08:32.329000 19302 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 19321 "
+            "closing signal SIGTERM\n")
+
+
+def test_a_worker_the_launcher_had_to_stop_is_the_rank_that_logged_no_timeout(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=WAITED_A, node1=WAITED_B)
+    assert got[0] == "collective_timeout_straggler", got
+
+
+def test_without_a_stopped_worker_every_rank_timing_out_stays_a_mismatch(tmp_path: Path) -> None:
+    got = _causes(tmp_path, node0=WAITED_A, node1=WAITED_B.split("W1130")[0])
+    assert got[0] == "collective_mismatch", got
