@@ -297,9 +297,11 @@ R5_HOLDOUT = {(name, 1 if i % 2 == 0 else 2) for i, name in enumerate(R5)}
 for _name, (_label, _fault) in R5.items():
     _two = {"nproc": 2, **({"fault_rank": 3} if "fault" in _fault else {})}
     # Runs 3 and 4, made after the round's readings were written and scored once: run 2's fault with
-    # TORCH_DISTRIBUTED_DEBUG=INFO, and run 1's with two ranks per host.
+    # TORCH_DISTRIBUTED_DEBUG=INFO, and run 1's with two ranks per host; run 5 (made after runs 3-4 were used):
+    # run 4's, saved through torchrun's --tee 3.
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, **_two, "env": DETAIL},
-                                 3: {**_fault, **_two, "env": INFO}, 4: {**_fault, **_two}})
+                                 3: {**_fault, **_two, "env": INFO}, 4: {**_fault, **_two},
+                                 5: {**_fault, **_two, "tee": "3"}})
 
 
 def with_capture(setup: dict, capture: str) -> dict:
