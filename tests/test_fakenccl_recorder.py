@@ -38,7 +38,7 @@ dist.destroy_process_group()
 
 @needs_torch
 def test_recorder_entries_carry_the_callers_line() -> None:
-    from commdoctor.probes.pg_init import free_port
+    from tests.ports import free_port
 
     env = neutral_env()
     env["TORCH_FR_BUFFER_SIZE"] = "100"
@@ -58,7 +58,7 @@ def test_the_call_site_read_from_a_python_backends_entries_is_the_users_line(tmp
     """The recorded stack holds the backend's own frames under torch's entry point (fakenccl.py calling gloo):
     the hang verdict must name the line that called broadcast, not the backend's line that ran it."""
     from commdoctor.loaders.flight_recorder import read_dump
-    from commdoctor.probes.pg_init import free_port
+    from tests.ports import free_port
 
     job, dump = tmp_path / "job.py", tmp_path / "rank0.pkl"
     job.write_text(SCRIPT % free_port())

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from commdoctor.loaders.flight_recorder import analyze, load_dumps
-from commdoctor.probes.pg_init import free_port
+from tests.ports import free_port
 from commdoctor.probes.watch import AGENT_DIR, prepare_env
 from tests.conftest import needs_torch, run_cli
 

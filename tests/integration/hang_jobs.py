@@ -19,7 +19,7 @@ from typing import Sequence
 
 import psutil
 
-from commdoctor.probes.pg_init import free_port
+from tests.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "hangjob.py"

@@ -58,7 +58,7 @@ def _kill_tree(pids: list[int]) -> None:
 
 def watch_job(scenario: str, tmp: Path) -> Watched:
     """Run the job under `commdoctor run --hang-after 5 --kill-on-hang`; time the verdict from the hang's start."""
-    from commdoctor.probes.pg_init import free_port
+    from tests.ports import free_port
 
     ready, watch = tmp / "ready", tmp / "watch"
     ready.mkdir()

@@ -249,7 +249,7 @@ def test_wrapper_mode_diagnoses_within_its_no_progress_time(tmp_path: Path) -> N
     ready.mkdir()
     watch = tmp_path / "watch"
     env = base_env({"CDH_SCENARIO": "straggler", "CDH_READY_DIR": str(ready), "NO_COLOR": "1"})
-    from commdoctor.probes.pg_init import free_port
+    from tests.ports import free_port
 
     hang_after = 5.0
     argv = [sys.executable, "-m", "commdoctor", "run", "--hang-after", str(hang_after), "--watch-dir", str(watch),
