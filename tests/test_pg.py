@@ -213,3 +213,18 @@ def test_fork_ranks_0_starts_every_rank_but_the_probes_as_an_interpreter_of_its_
     assert [res["ranks"][r].get("forked") for r in ("0", "1")] == [None, None], res
     assert list(GlooGroupCheck().evaluate(res)) == []
     assert all(res["ranks"][r]["returncode"] == 0 for r in ("0", "1")), res
+
+
+def test_the_local_groups_store_port_is_outside_the_range_outgoing_connections_take() -> None:
+    """Binding port 0 gives a port of the ephemeral range, which any outgoing connection on the host can take before
+    the store listens (EADDRINUSE, seen in this suite); the local group's port comes from below that range, free."""
+    import socket
+
+    from commdoctor.probes.pg_init import LOW_PORT, _ephemeral_low, free_port
+
+    low = _ephemeral_low()
+    picked = [free_port() for _ in range(20)]
+    assert all(LOW_PORT <= p < low for p in picked), picked
+    for p in picked[:3]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))  # nothing listens there
