@@ -220,9 +220,10 @@ def test_the_local_groups_store_port_is_outside_the_range_outgoing_connections_t
     the store listens (EADDRINUSE, seen in this suite); the local group's port comes from below that range, free."""
     import socket
 
-    from commdoctor.probes.pg_init import LOW_PORT, _ephemeral_low, free_port
+    from commdoctor.probes.net import ephemeral_range
+    from commdoctor.probes.pg_init import LOW_PORT, free_port
 
-    low = _ephemeral_low()
+    low = (ephemeral_range() or (32768, 60999))[0]
     picked = [free_port() for _ in range(20)]
     assert all(LOW_PORT <= p < low for p in picked), picked
     for p in picked[:3]:

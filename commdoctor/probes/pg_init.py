@@ -31,14 +31,7 @@ _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 
 #: The lowest port free_port picks: above the well-known and most registered service ports.
 LOW_PORT = 20000
-
-
-def _ephemeral_low() -> int:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
+_RNG = random.SystemRandom()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -47,9 +40,11 @@ def free_port(host: str = "127.0.0.1") -> int:
     Binding port 0 hands out a port of the ephemeral range (net.ipv4.ip_local_port_range), the range every outgoing
     connection on the host also takes its local port from: between this check and the store listening, any of them
     can take it and the store fails with EADDRINUSE. A port below the range is never given out that way."""
-    high = _ephemeral_low()
+    from commdoctor.probes.net import ephemeral_range
+
+    high = (ephemeral_range() or (32768, 60999))[0]
     for _ in range(100 if high - LOW_PORT >= 1000 else 0):
-        port = random.SystemRandom().randrange(LOW_PORT, high)
+        port = _RNG.randrange(LOW_PORT, high)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind((host, port))

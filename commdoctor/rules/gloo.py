@@ -54,12 +54,12 @@ def _recv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     # outside (which signals all its workers), more workers than ranks seen means ranks that logged nothing.
     if not m.hits.get("agent_restart") and not m.hits.get("agent_death_signal") and not m.hits.get("agent_hangup"):
         per: dict[str, int] = {}
-        sources = {h.ev.source for h in m.hits.get("agent_closing_worker", [])} | {f.ev.source for f in m.elastic
-                                                                                     if f.ev}
+        closing = m.hits.get("agent_closing_worker", [])
+        sources = {h.ev.source for h in closing} | {f.ev.source for f in m.elastic if f.ev}
         for src in sources | {r.source for r in m.ranks.values() if r.source}:
             seen = {r.rank for r in m.ranks.values() if r.rank is not None and r.source == src}
             named = {f.pid for f in m.elastic if f.pid and f.ev and f.ev.source == src}
-            stopped = {h.groups.get("pid") for h in m.hits.get("agent_closing_worker", []) if h.ev.source == src}
+            stopped = {h.groups.get("pid") for h in closing if h.ev.source == src}
             per[src] = max(len(seen), len(named), 1 + len(stopped) if stopped else 0)
         world = max(world, sum(per.values()))
     waited = {h.ev.rank for h in hs if h.ev.rank is not None}

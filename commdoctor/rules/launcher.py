@@ -1317,14 +1317,14 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     # (a crash, its own exception) is a cause that rules name for themselves.
     if any(c.cause and not c.consequence and c.code not in ("LOG060", "LOG061") and not c.weak for c in found):
         return []
-    done = {h.ev.source for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, [])}
+    finished = [h for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, [])]
+    done = {h.ev.source for h in finished}
     cut = [h for h in m.hits.get("conn_lost", []) if h.ev.source not in done
            and any(w in h.ev.text for w in _PEER_CLOSED)]
     if not cut:
         return []
-    if done:
-        fin = next(h for s in ("agent_succeeded", "exit_barrier_error") for h in m.hits.get(s, []))
-        what, ev = fin.ev.host or f"the host of {fin.ev.source}", fin.ev
+    if finished:
+        what, ev = finished[0].ev.host or f"the host of {finished[0].ev.source}", finished[0].ev
     else:
         lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in cut if h.ev.rank is not None}
         addrs = {g.group("addr") for g in lost.values() if g}
@@ -1346,6 +1346,7 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
                  alts=[("peer_process_died", "a program that ends itself with status 0 on an error (sys.exit(0) in a "
                                              "handler) looks the same, as does a host whose log is missing: read the "
                                              "last lines of every rank")])]
+
 
 MODEL_RULES = (
     ModelRule("user_stopped", _user_stopped, "the user stopped the job (KeyboardInterrupt) and nothing else failed",

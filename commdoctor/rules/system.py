@@ -131,6 +131,7 @@ def _refused(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 _NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH|Host is unreachable")
+_CONNECT_TO = re.compile(r"[Cc]onnect(?:ion)? to (?:\[?(?:::ffff:)?)?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})\]?(?:<\d{1,5}>|:\d{1,5}\b)")
 _GLOO_PAIR = re.compile(r"local=\[(?P<local>\d{1,3}(?:\.\d{1,3}){3})\]:\d{1,5}, remote=\[(?P<remote>\d{1,3}(?:\.\d{1,3}){3})\]")
 
 
@@ -140,7 +141,6 @@ def _gloo_same_subnet(text: str) -> bool:
     if not g or g.group("local") == g.group("remote") or g.group("remote").startswith("127."):
         return False
     return g.group("local").rsplit(".", 1)[0] == g.group("remote").rsplit(".", 1)[0]
-_CONNECT_TO = re.compile(r"[Cc]onnect(?:ion)? to (?:\[?(?:::ffff:)?)?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})\]?(?:<\d{1,5}>|:\d{1,5}\b)")
 
 
 def _local_v4(m: Any) -> list[ipaddress.IPv4Address]:
@@ -970,8 +970,6 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     return [Cand("LOG080", None if comm else "other", 9, rest[0][1], evs,
                  params={"what": f"{what}: {evs[0].text.strip()[:160]}"}, ranks=set(who),
                  hosts={e.host for e in evs if e.host}, detail="" if comm else _NOT_COMM)]
-
-
 
 
 SIGNATURES = (
