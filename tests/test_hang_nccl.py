@@ -101,7 +101,7 @@ def test_watch_straggler2_picture_is_a_straggler_not_healthy(tmp_path: Path) -> 
     d = _two_ranks(tmp_path, str(NCCL / "straggler3" / "pyspy-713.txt"), str(NCCL / "straggler3" / "pyspy-715.txt"))
     v = verdict("--stacks", str(d))
     assert v["code"] == "HANG010" and v["ranks"] == [1]
-    assert "job.py:46 (load_batch)" in v["title"] and "rank 0 wait for it" in v["title"]
+    assert "job.py:46 (load_batch)" in v["title"] and "rank 0 waits for it" in v["title"]
 
 
 def test_watch_mismatch2_picture_is_a_mismatch_not_a_straggler(tmp_path: Path) -> None:
@@ -165,3 +165,22 @@ def test_one_ranks_dumps_are_merged(tmp_path: Path) -> None:
     assert len(dumps[0].entries) == 17 and dumps[0].path.startswith(str(tmp_path / "nccl_rank0.pkl"))
     (g,) = analyze(dumps)
     assert list(g.missing) == [2]
+
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+
+def test_a_group_member_with_no_dump_is_named_not_a_stall_below_python() -> None:
+    """fixtures/logs/nccl-fewer-steps: rank 1 of 2 returned early, so only rank 0 dumped. The dump's pg_config lists
+    ranks [0, 1]: the verdict names rank 1 as the one that left (HANG012), never "none is elsewhere" (HANG013)."""
+    v = verdict("--fr", str(LOGS / "nccl-fewer-steps" / "fr"))
+    assert v["code"] == "HANG012" and v["ranks"] == [1]
+    assert v["title"].startswith("rank 1 left no flight-recorder dump (it had most likely exited); rank 0 waits for it "
+                                 "in all_reduce #12")
+
+
+def test_every_member_dumped_keeps_the_dumps_own_verdict() -> None:
+    """Near-miss: both ranks dumped (a float64 all_reduce against a float32 one): the calls differ, HANG011."""
+    v = verdict("--fr", str(LOGS / "nccl-dtype-mismatch" / "fr"))
+    assert v["code"] == "HANG011" and v["cause"] == "collective_mismatch"
+    assert "all_reduce 4096 Float" in v["title"] and "all_reduce 4096 Double" in v["title"]

@@ -83,6 +83,11 @@ def plural(ranks: Sequence[int]) -> str:
     return "rank" if len(set(ranks)) == 1 else "ranks"
 
 
+def verb(ranks: Sequence[int]) -> str:
+    """'waits' after one rank, 'wait' after several."""
+    return "waits" if len(set(ranks)) == 1 else "wait"
+
+
 # -- one view of "where each rank is" from sequence-numbered sources (FR, hooks) ------------
 
 
@@ -380,7 +385,7 @@ class HangVerdictCheck(Check):
     timeout_s = 60.0
     rules = (
         Rule("HANG010", "straggler", E,
-             "{odd_word} {odd_text} {odd_state}; {wait_word} {wait_text} wait for it in {op}{at}",
+             "{odd_word} {odd_text} {odd_state}; {wait_word} {wait_text} {wait_verb} for it in {op}{at}",
              "Find why {odd_word} {odd_text} does not reach {op}: it is {odd_state_short}. If the delay is legitimate "
              "(evaluation, checkpointing or data preparation on some ranks), do it on every rank or raise the "
              "process-group timeout", cause="collective_timeout_straggler",
@@ -397,7 +402,7 @@ class HangVerdictCheck(Check):
                     "TORCH_DISTRIBUTED_DEBUG=DETAIL also catches op, shape and dtype differences (at a cost per call)"),
              env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}),
         Rule("HANG012", "peer-process-died", E,
-             "{dead_word} {dead_text} {dead_state}; {wait_word} {wait_text} wait for it in {op}{at}",
+             "{dead_word} {dead_text} {dead_state}; {wait_word} {wait_text} {wait_verb} for it in {op}{at}",
              "Find why {dead_word} {dead_text} ended (its own log, its exit status, the OOM killer in dmesg); the other "
              "ranks cannot finish {op} without it and will wait until their timeout",
              cause="peer_process_died",
@@ -418,7 +423,7 @@ class HangVerdictCheck(Check):
                     "{remote_step}"),
              env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}),
         Rule("HANG014", "rank-stopped", E,
-             "{stopped_word} {stopped_text} is stopped (SIGSTOP or a debugger); {wait_word} {wait_text} wait for it in {op}{at}",
+             "{stopped_word} {stopped_text} is stopped (SIGSTOP or a debugger); {wait_word} {wait_text} {wait_verb} for it in {op}{at}",
              "Resume {stopped_word} {stopped_text} (kill -CONT {pids}) or detach the debugger that holds it",
              cause="other"),
         Rule("HANG015", "not-waiting-in-communication", I,
@@ -566,17 +571,35 @@ class HangVerdictCheck(Check):
             ev += self._log_evidence(logs, dead)
             yield self.finding("HANG012", dead_word=plural(dead), dead_text=ranks_text(dead),
                                dead_state=" / ".join(d_states),
-                               wait_word=plural(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
                                ranks=dead, evidence=ev,
                                detail=f"{len(waiting)} rank(s) wait; " + "; ".join(
                                    f"rank {r}: {views[r].describe()}" for r in dead))
+            headline = "HANG012"
+
+        # 1b. Members of a recorded group that left no dump while the others dumped and wait: on NCCL every live rank
+        # dumps once one signals it (through the store), so such a rank had most likely exited already (returned
+        # early or crashed). Seen on an H200: rank 1 of 2 returned after its data ran out; only rank 0's dump exists.
+        no_dump = sorted({r for sv in seq_views for r in sv.no_data} - set(views) - set(all_ranks))
+        if not headline and no_dump and waiting and not (snap is not None and snap.world_size):
+            ev = wait_evidence(waiting) + self._log_evidence(logs, no_dump)
+            yield self.finding("HANG012", dead_word=plural(no_dump), dead_text=ranks_text(no_dump),
+                               dead_state="left no flight-recorder dump (it had most likely exited)",
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               ranks=no_dump, evidence=ev,
+                               detail=f"The dumps' process-group membership lists rank(s) {ranks_text(no_dump)}, and no "
+                                      "dump of theirs is here while the others' are. A rank that returned normally "
+                                      "(its data ran out, a stop condition only it met) ran fewer collectives than the "
+                                      "others, a mismatch; one that crashed is a dead peer; its exit status and last "
+                                      "lines decide. A dump written elsewhere (another host's TORCH_FR_DUMP_TEMP_FILE) "
+                                      "looks the same: add it.")
             headline = "HANG012"
 
         # 2. Stopped ranks.
         if stopped and waiting:
             ev = [e for r in stopped for e in _ev_stack(r, views[r])] + wait_evidence(waiting)
             yield self.finding("HANG014", stopped_word=plural(stopped), stopped_text=ranks_text(stopped),
-                               wait_word=plural(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
                                pids=" ".join(str(views[r].pid) for r in stopped), ranks=stopped, evidence=ev,
                                detail="; ".join(f"rank {r}: {views[r].describe()}" for r in stopped),
                                consequence_of=headline)
@@ -675,7 +698,7 @@ class HangVerdictCheck(Check):
                 ev += wait_evidence(waiting)
                 yield self.finding("HANG010", odd_word=plural(rs), odd_text=ranks_text(rs), odd_state=odd_state,
                                    odd_state_short=short, odd_site=site, odd_hint=hint,
-                                   wait_word=plural(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                                   wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
                                    ranks=rs, evidence=ev, consequence_of=headline)
             return
 

@@ -55,7 +55,10 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                          params={"who": f"rank {r}{where}", "what": ev.text[:160]})]
         c = Cand("LOG060", "peer_process_died", 4, ev_seq(m, ev), evs,
                  params={"what": f"rank {r}{where} raised an error of its own: {ev.text[:160]}"},
-                 ranks={r}, hosts=hosts)
+                 ranks={r}, hosts=hosts,
+                 detail="Nothing killed it: its own code raised (the traceback above the quoted line says where), "
+                        "the process ended, and the other ranks lost their connections to it. Fix that error; the "
+                        "others' errors are its echo.")
         return [c]
     if not hs and not el:
         return []
@@ -1301,6 +1304,36 @@ _PEER_CLOSED = ("Connection reset by peer", "Connection closed by peer", "Connec
 _PEER_AT = re.compile(r"(?:Read error|Connection closed by peer) \[(?P<addr>[^\]\s]{1,64})\]:\d{1,5}")
 
 
+def _exited_zero(m: Any, cut: list[Any]) -> tuple[str, Any] | None:
+    """One launcher's job, every rank of it in this log: the workers it reports failed all lost a peer inside a
+    collective, and ranks of the job are in no report and logged no error. torchrun reports every worker that failed
+    (an exit status, a signal); one it does not report ended with status 0, so it had left the collectives early.
+    Seen on an H200 (fixtures/logs/nccl-fewer-steps): rank 1 ran out of data and returned, and rank 0's all_reduce
+    failed at once with ncclRemoteError ("Connection closed by remote peer")."""
+    reports = [f for f in m.elastic if not f.agent and f.rank is not None]
+    world = max([c.nranks for c in m.comms] + [0])
+    if not reports or world < 2 or len({f.ev.source for f in reports if f.ev is not None}) != 1:
+        return None
+    hosts = {c.host for c in m.comms}
+    seen = {c.rank for c in m.comms}
+    if len(hosts) != 1 or seen != set(range(world)):
+        return None  # ranks on other hosts (their launchers' reports not here) or ranks this log does not show
+    lost = {h.ev.rank for h in cut if h.ev.rank is not None}
+    aborted = {h.ev.rank for h in m.hits.get("watchdog_abort", [])}
+    for f in reports:
+        killed = bool(f.signal) or (f.exitcode is not None and f.exitcode < 0)
+        own_abort = f.rank in aborted and (f.signal == "SIGABRT" or f.exitcode == -6)  # torch's watchdog ending it
+        if f.rank not in lost or (killed and not own_abort):
+            return None  # a worker that failed of something else, or was killed from outside
+    gone = sorted(set(range(world)) - {f.rank for f in reports})
+    spoke = {ri.rank for ri in m.ranks.values() if ri.first_error is not None} | set(raised_ranks(m))
+    if not gone or spoke & set(gone):
+        return None
+    names = ", ".join(map(str, gone))
+    return (f"rank {names} exited with status 0 (in none of the launcher's reports of failures, no error logged) "
+            f"while rank {', '.join(map(str, sorted(lost)))} was still in a collective with it"), reports[0].ev
+
+
 def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
     """Ranks still in a collective lost a peer that had finished: it exited 0.
 
@@ -1323,8 +1356,12 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
            and any(w in h.ev.text for w in _PEER_CLOSED)]
     if not cut:
         return []
+    early = None if finished else _exited_zero(m, cut)
     if finished:
         what, ev = finished[0].ev.host or f"the host of {finished[0].ev.source}", finished[0].ev
+        what = f"the ranks of {what} finished while ranks of another host were still in a collective with them"
+    elif early is not None:
+        what, ev = early
     else:
         lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in cut if h.ev.rank is not None}
         addrs = {g.group("addr") for g in lost.values() if g}
@@ -1338,7 +1375,8 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
                 return []  # a worker that failed of something else, or was killed: the peer's own end is reported
             if f.exitcode is not None and f.exitcode < 0 and not own_stop:
                 return []
-        what, ev = f"the host at {next(iter(addrs))} (one of them, in no launcher's report of failures)", reports[0].ev
+        what, ev = (f"the ranks of the host at {next(iter(addrs))} (one of them, in no launcher's report of failures) "
+                    "finished while ranks of another host were still in a collective with them"), reports[0].ev
     evidence = [cut[0].ev] + ([ev] if ev is not None else [])
     return [Cand("LOG152", "collective_mismatch", 3, min(h.seq for h in cut), evidence,
                  ranks={h.ev.rank for h in cut if h.ev.rank is not None}, hosts={h.ev.host for h in cut if h.ev.host},
@@ -1380,9 +1418,7 @@ CODES = (
          "Keep every node's clock in sync (chrony/ntpd: `date` on each node), give every node the same "
          "/etc/munge/munge.key and keep munged running; `munge -n | ssh NODE unmunge` tests a pair of nodes",
          cause="other"),
-    Code("LOG152", "ranks-finished-early", E, "the ranks of {what} finished while ranks of another host were still "
-                                              "in a collective with them: the ranks ran different numbers of "
-                                              "collectives",
+    Code("LOG152", "ranks-finished-early", E, "{what}: the ranks ran different numbers of collectives",
          "Make every rank run the same collectives: the same number of steps and batches on every rank "
          "(DistributedSampler with drop_last, or the Join context manager for uneven inputs), and a stop condition "
          "decided on all ranks together (all_reduce the flag)",

@@ -684,6 +684,10 @@ def _invalid_usage(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     hs = hits(m, "nccl_invalid_usage")
     if not hs or not _network_failed_early(m, found):
         return []
+    # A WARN of NCCL's that no rule reads is the reason line, in the logs after all: quoted as unexplained (LOG080),
+    # never overruled by a guess (an NCCL_ALGO value of a release newer than these rules, say).
+    if any(" NCCL WARN " in ev.text for ev, _seq, _k in m.unmatched_errors):
+        return []
     return [cand("LOG034", "duplicate_gpu", 7, hs, params={"what": "NCCL rejected the communicator as invalid usage "
                                                                   "and the reason line is not in the logs"},
                  alts=[("wrong_interface", "'Bootstrap : no socket interface found' after it means NCCL_SOCKET_IFNAME "
@@ -1261,8 +1265,15 @@ def _nvshmem_unreachable(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]
 
 def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """A setting NCCL refused, named."""
-    what = (f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(hs, 'merge')})" if group(hs, "merge") else
-            "NCCL_WORK_FIFO_DEPTH is below its minimum")
+    lst = group(hs, "list", "list2")
+    if lst is not None:
+        bad = group(hs, "token")
+        what = (f"NCCL_ALGO or NCCL_PROTO ('{lst}') " + (f"names '{bad}', which is neither an algorithm nor a protocol "
+                "(nor a collective before ':') of this NCCL" if bad is not None else
+                "has an entry after the first without a collective prefix ('allreduce:...')"))
+    else:
+        what = (f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(hs, 'merge')})" if group(hs, "merge") else
+                "NCCL_WORK_FIFO_DEPTH is below its minimum")
     return [cand("LOG143", "other", 1, hs, params={"what": what})]
 
 SIGNATURES = (
@@ -1556,10 +1567,15 @@ SIGNATURES = (
                                      "peer's", code="LOG149"),
     # Settings NCCL refuses outright (ncclInvalidUsage): enqueue.cc (2.14-2.21) "'NCCL_WORK_FIFO_DEPTH=%d' is too small.
     # Minimum value is %d"; graph/topo.cc (2.26 on) "TOPO/NET : Could not force merge NICs %s. Please specify a valid
-    # NCCL_NET_FORCE_MERGE string."
-    sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE"),
+    # NCCL_NET_FORCE_MERGE string."; graph/tuning.cc's parseList (2.24 on) for NCCL_ALGO and NCCL_PROTO, at every
+    # communicator's init: "Unrecognized element token \"%s\" when parsing \"%s\"" (an algorithm or protocol it does
+    # not know), "Unrecognized prefix token ..." (a collective it does not know before ':'), "All entries except the
+    # first must have a prefix: \"%s\"". Before 2.24 an unknown name was ignored without a word.
+    sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE", "token \"", "must have a prefix: \""),
        r"'(?P<fifo>NCCL_WORK_FIFO_DEPTH=-?\d{1,12})' is too small\. Minimum value is \d{1,9}"
-       r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string",
+       r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string"
+       r"|Unrecognized (?:element|prefix) token \"(?P<token>[^\"]{0,80})\" when parsing \"(?P<list>[^\"]{0,300})\""
+       r"|All entries except the first must have a prefix: \"(?P<list2>[^\"]{0,300})\"",
        "other", ROOT, 2, "NCCL refused one of its settings", build=_nccl_setting),
     # The dynamic loader's "LIB: undefined symbol: ncclX" (ImportError on `import torch`, or a program's own start):
     # LIB was linked against an NCCL that has ncclX, and the libnccl.so.2 found first at run time is older

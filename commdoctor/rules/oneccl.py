@@ -45,7 +45,7 @@ SIGNATURES = (
     sig("ccl_kvs_get_timeout", ("KVS get error: timeout limit",),
         r"KVS get error: timeout limit: \d{1,9} > \d{1,9}, prefix: (?P<prefix>\S{1,80}), key: (?P<key>\S{1,40})",
         "rendezvous_unreachable", ROOT, 3, "a rank waited in oneCCL's key-value store for ranks that never registered",
-        code="LOG012", params=lambda hs: {"joined": "?", "world": "?"},
+        code="LOG012", params=lambda hs: {"joined": ""},
         detail="oneCCL's ranks publish their addresses in its key-value store; this one waited for another rank's key "
                "until the timeout. The missing rank did not start, started with another world size, or cannot reach "
                "the store.",

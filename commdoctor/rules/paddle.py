@@ -105,7 +105,7 @@ SIGNATURES = (
     sig("paddle_store_workers", ("not all workers got ready", "(elapsed > _timeout)=1"),
         r"TCPStore timeouted and not all workers got ready|_timeout:\d{1,9} elapsed:\d{1,9} \(elapsed > _timeout\)=1",
         "rendezvous_unreachable", ROOT, 3, "Paddle's TCPStore master timed out waiting for every trainer to check in",
-        code="LOG012", params=lambda hs: {"joined": "?", "world": "?"},
+        code="LOG012", params=lambda hs: {"joined": ""},
         alts=[("launcher_misconfig", "trainers that were never started (a node's launcher missing, --nnodes or "
                                      "--ips naming more nodes than run) never check in either")]),
     # -- the legacy NCCL-id exchange (gen_comm_id_helper.cc) --------------------------------------------------

@@ -352,7 +352,7 @@ def _rdzv_timeout(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             "what": "every node's launcher timed out waiting in the rendezvous for the others: they were up but not in "
                     "one rendezvous (the same --rdzv-id, --rdzv-endpoint and --nnodes on every node?)"},
             alts=[("rendezvous_unreachable", "if the nodes' --rdzv-endpoint differ, each may have waited at its own store")])]
-    return [cand("LOG012", "rendezvous_unreachable", 4, hs, params={"joined": "?", "world": "?"}, alts=RDZV_TIMEOUT_ALTS)]
+    return [cand("LOG012", "rendezvous_unreachable", 4, hs, params={"joined": ""}, alts=RDZV_TIMEOUT_ALTS)]
 
 
 def _store_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
@@ -501,6 +501,11 @@ def _all_inside(m: Any, recs: list[Any], evs: list[Any], seq: int, op: str, rank
                                                "another order deadlock alike: the flight recorder shows each rank's calls")])]
 
 
+#: The watchdog's lines that torch prints after any failure it caught ("Received a dump signal due to a collective
+#: timeout from this local rank", "Some NCCL operations have failed or timed out"), not after a timeout alone.
+_ANY_FAILURE = ("due to a collective timeout", "operations have failed or timed out")
+
+
 def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """Watchdog timeouts: a straggler, ranks in different collectives, a hang in the library, or the echo of
     an earlier failure."""
@@ -508,6 +513,14 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     fr = _flight_verdict(m)
     if not recs and not hs and fr is None:
         return []
+    if not recs and hs and all(any(g in h.ev.text for g in _ANY_FAILURE) for h in hs):
+        # torch (2.7 on) prints these for whatever failure its watchdog caught, a timeout or an NCCL error: on an H200
+        # a rank whose all_reduce failed with ncclRemoteError ("raised the following async exception") when its peer
+        # exited printed both within a second, "collective timeout" and all. Where every rank that printed them had
+        # its collective fail of an error and none timed out, they are no timeout.
+        errored = {w.rank for w in m.watchdog if not w.timed_out}
+        if errored and {h.ev.rank for h in hs} <= errored:
+            return []
     evs = [w.ev for w in recs[:3]] or [h.ev for h in hs[:3]]
     seq = min([w.order for w in recs] + [h.seq for h in hs] + ([] if recs or hs else [10**9]))
     timed: dict[int, int] = {}
@@ -750,7 +763,7 @@ SIGNATURES = (
     sig("store_wait_clients", ("waiting for clients", "clients joined"),
        r"[Tt]imed out after (?P<secs>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
        "rendezvous_unreachable", ROOT, 3, "the store on rank 0 waited for ranks that never connected",
-       code="LOG012", params=lambda hs: {"joined": hs[0].groups.get("joined"), "world": hs[0].groups.get("world")},
+       code="LOG012", params=lambda hs: {"joined": f" ({hs[0].groups.get('joined')}/{hs[0].groups.get('world')} joined)"},
        alts=[("launcher_misconfig", "if fewer processes were started than WORLD_SIZE (check the launcher's "
                                     "task count), nobody failed to connect: they never existed"),
              ("peer_process_died", "a rank that crashed before init_process_group also never joins: look for its own traceback")]),
@@ -1266,7 +1279,7 @@ CODES = (
          "Check MASTER_ADDR/--rdzv-endpoint from the failing node: it must name the rendezvous host's routable address, with the port open and the master already started",
          cause="rendezvous_unreachable", steps=("nc -zv MASTER_ADDR MASTER_PORT from a worker node",
                                                 "commdoctor run on each node checks the rendezvous stage")),
-    Code("LOG012", "ranks-never-joined", E, "the rendezvous waited for ranks that never arrived ({joined}/{world} joined)",
+    Code("LOG012", "ranks-never-joined", E, "the rendezvous waited for ranks that never arrived{joined}",
          "Find out why the missing ranks did not start or connect: check the launcher's task count and their own logs",
          cause="rendezvous_unreachable"),
     Code("LOG041", "torch-versions-differ", E, "ranks run different torch versions ({versions})",

@@ -17,7 +17,10 @@ import pytest
 from logs.test_corpus import diagnose_file
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
-CASES = sorted(p.name for p in FIX.glob("nccl-*") if (p / "truth.json").is_file())
+CAPTURES = sorted(p.name for p in FIX.glob("nccl-*") if (p / "truth.json").is_file())
+#: Captures whose truth the log alone cannot single out (truth.json "ambiguous"): tested on their own below.
+AMBIGUOUS = [c for c in CAPTURES if json.loads((FIX / c / "truth.json").read_text()).get("ambiguous")]
+CASES = [c for c in CAPTURES if c not in AMBIGUOUS]
 
 
 def _causes(doc: dict) -> list[dict]:
@@ -25,7 +28,8 @@ def _causes(doc: dict) -> list[dict]:
 
 
 def test_every_capture_is_here() -> None:
-    assert len(CASES) == 11 and all((FIX / c / "PROVENANCE.md").is_file() for c in CASES)
+    assert len(CASES) == 27 and AMBIGUOUS == ["nccl-nnodes-two"]
+    assert all((FIX / c / "PROVENANCE.md").is_file() for c in CAPTURES)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -152,3 +156,88 @@ def test_a_cpu_tensor_on_an_nccl_group_is_the_cause_not_the_exit_it_led_to() -> 
     assert "cpu tensor" in found[0]["title"] and "cpu:gloo,cuda:nccl" in found[0]["remedy"]["summary"]
     # The ranks' exits are what the error led to, not a second cause.
     assert [(f["code"], f["consequence_of"]) for f in found[1:]] == [("LOG060", "LOG044")]
+
+
+def test_an_nccl_algo_nccl_does_not_know_is_the_cause_not_a_shared_gpu() -> None:
+    """NCCL 2.24+ rejects NCCL_ALGO=Bogus at init (tuning.cc parseList) with ncclInvalidUsage, the result a duplicate GPU
+    also gives: the WARN that says which setting is the verdict, and no duplicate-GPU guess beside it."""
+    doc = diagnose_file(FIX / "nccl-algo-bogus" / "torchrun.log")
+    found = _causes(doc)
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG143", "other")
+    assert "NCCL_ALGO or NCCL_PROTO ('Bogus') names 'Bogus'" in found[0]["title"]
+    assert 'Unrecognized element token "Bogus"' in found[0]["evidence"][0]["text"]
+    assert not any(f["code"] == "LOG034" for f in doc["findings"])
+
+
+def test_invalid_usage_beside_a_warn_no_rule_reads_is_not_called_a_shared_gpu(tmp_path: Path) -> None:
+    """The same capture with its WARN reworded (standing in for a newer NCCL's message no rule knows yet): the reason
+    line is in the logs, so LOG034's "the reason line is not in the logs" would be false. It is quoted instead."""
+    log = tmp_path / "torchrun.log"
+    text = (FIX / "nccl-algo-bogus" / "torchrun.log").read_text()
+    log.write_text(text.replace('Unrecognized element token "Bogus" when parsing "Bogus"',
+                                "Frobnicator table is out of range for this fabric"))
+    doc = diagnose_file(log)
+    assert not any(f["code"] == "LOG034" for f in doc["findings"])
+    quoted = [f for f in doc["findings"] if f["code"] == "LOG080"]
+    assert quoted and "Frobnicator table is out of range" in quoted[0]["title"]
+
+
+def test_invalid_usage_alone_is_still_read_as_a_shared_gpu(tmp_path: Path) -> None:
+    """Near-miss: the same log with the reason gone (NCCL's WARN and the "Last error:" line torch repeats it on, as a
+    traceback cut short shows) keeps the duplicate-GPU reading."""
+    log = tmp_path / "torchrun.log"
+    text = (FIX / "nccl-algo-bogus" / "torchrun.log").read_text()
+    log.write_text("".join(ln + "\n" for ln in text.splitlines() if "Unrecognized element" not in ln))
+    found = _causes(diagnose_file(log))
+    assert found[0]["code"] == "LOG034"
+
+
+def test_a_count_mismatch_nccl_completed_leaves_a_healthy_log() -> None:
+    """NCCL does not compare counts across ranks: rank 1's all_reduce of twice the elements completed on both ranks
+    and the job exited 0. The log holds nothing to find, and the diagnosis says nothing went wrong."""
+    doc = diagnose_file(FIX / "nccl-size-mismatch-silent" / "torchrun.log")
+    assert _causes(doc) == [] and not any(f["severity"] == "error" for f in doc["findings"])
+
+
+def test_a_node_that_never_came_offers_the_launcher_among_its_causes() -> None:
+    """torchrun --nnodes 2 started on one node: the rendezvous timeout reads as ranks that never joined, with a node
+    never started (wrong --nnodes) named as the alternative; no placeholder counts in the title."""
+    doc = diagnose_file(FIX / "nccl-nnodes-two" / "torchrun.log")
+    found = _causes(doc)
+    assert found[0]["code"] == "LOG012"
+    assert found[0]["title"] == "the rendezvous waited for ranks that never arrived"
+    assert "launcher_misconfig" in [f["cause"] for f in found[:3]]
+
+
+def test_nccl_proto_entries_nccl_refuses_are_named() -> None:
+    """NCCL 2.24+'s parseList refuses an entry after the first without a collective prefix, and a collective it does
+    not have: both are the setting, not a shared GPU."""
+    for case, words in (("nccl-proto-noprefix", "has an entry after the first without a collective prefix"),
+                        ("nccl-proto-badprefix", "names 'frobnicate'")):
+        found = _causes(diagnose_file(FIX / case / "torchrun.log"))
+        assert (found[0]["code"], found[0]["cause"]) == ("LOG143", "other"), case
+        assert words in found[0]["title"], found[0]["title"]
+
+
+def test_a_rank_that_returned_early_is_a_mismatch_not_a_straggler() -> None:
+    """Rank 1 ran out of data and returned (exit 0); rank 0's next all_reduce failed at once with ncclRemoteError.
+    torch then printed "Received a dump signal due to a collective timeout" although nothing timed out: that line
+    follows any failure the watchdog caught. torchrun reports rank 0 alone, so rank 1 ended with status 0."""
+    for log in (FIX / "nccl-fewer-steps" / "torchrun.log",):
+        found = _causes(diagnose_file(log))
+        assert (found[0]["code"], found[0]["cause"]) == ("LOG152", "collective_mismatch"), [f["code"] for f in found]
+        assert found[0]["title"].startswith("rank 1 exited with status 0")
+        assert not any(f["code"] == "LOG051" for f in found)
+
+
+def test_the_dump_signal_line_after_a_real_timeout_is_still_a_timeout() -> None:
+    """Near-miss: in the straggler capture the same line follows "Watchdog caught collective operation timeout"."""
+    found = _causes(diagnose_file(FIX / "nccl-straggler" / "torchrun.log"))
+    assert found[0]["code"] == "LOG051"
+
+
+def test_a_dead_peer_that_its_launcher_reports_stays_a_dead_peer() -> None:
+    """Near-miss of the rank that returned early: a rank killed by SIGKILL is in torchrun's report."""
+    for case in ("nccl-peer-died", "nccl-peer-segv", "nccl-raise-step"):
+        found = _causes(diagnose_file(FIX / case / "torchrun.log"))
+        assert (found[0]["code"], found[0]["cause"]) == ("LOG060", "peer_process_died"), case
