@@ -1305,33 +1305,47 @@ _PEER_AT = re.compile(r"(?:Read error|Connection closed by peer) \[(?P<addr>[^\]
 
 
 def _exited_zero(m: Any, cut: list[Any]) -> tuple[str, Any] | None:
-    """One launcher's job, every rank of it in this log: the workers it reports failed all lost a peer inside a
+    """One launcher's job, every rank of it on this host: the workers it reports failed all lost a peer inside a
     collective, and ranks of the job are in no report and logged no error. torchrun reports every worker that failed
     (an exit status, a signal); one it does not report ended with status 0, so it had left the collectives early.
     Seen on an H200 (fixtures/logs/nccl-fewer-steps): rank 1 ran out of data and returned, and rank 0's all_reduce
-    failed at once with ncclRemoteError ("Connection closed by remote peer")."""
+    failed at once with ncclRemoteError ("Connection closed by remote peer"); with gloo on one host, the ranks left
+    lose it at a loopback address ("Connection closed by peer [127.0.0.1]:P": a peer on this host)."""
     reports = [f for f in m.elastic if not f.agent and f.rank is not None]
-    world = max([c.nranks for c in m.comms] + [0])
-    if not reports or world < 2 or len({f.ev.source for f in reports if f.ev is not None}) != 1:
+    if not reports or len({f.ev.source for f in reports if f.ev is not None}) != 1:
         return None
-    hosts = {c.host for c in m.comms}
-    seen = {c.rank for c in m.comms}
-    if len(hosts) != 1 or seen != set(range(world)):
-        return None  # ranks on other hosts (their launchers' reports not here) or ranks this log does not show
+    world = max([c.nranks for c in m.comms] + [0])
+    if world:
+        if len({c.host for c in m.comms}) != 1 or {c.rank for c in m.comms} != set(range(world)):
+            return None  # ranks on other hosts (their launchers' reports not here) or ranks this log does not show
+        ranks = set(range(world))
+    else:
+        # No NCCL lines: the peer every lost connection names is on this host (a loopback address), and the ranks
+        # are those the log shows (the launcher's reports, the ranks' own prefixes) and any below them.
+        addrs = [g.group("addr") for g in (_PEER_AT.search(h.ev.text) for h in cut) if g]
+        if not addrs or len(addrs) < len(cut) or not all(a.startswith("127.") or a == "::1" for a in addrs):
+            return None
+        ranks = set(range(max([f.rank for f in reports] + [ri.rank for ri in m.ranks.values() if ri.rank is not None]) + 1))
     lost = {h.ev.rank for h in cut if h.ev.rank is not None}
     aborted = {h.ev.rank for h in m.hits.get("watchdog_abort", [])}
+    stopped = {str(h.groups.get("pid")) for h in m.hits.get("agent_closing_worker", [])}
     for f in reports:
         killed = bool(f.signal) or (f.exitcode is not None and f.exitcode < 0)
         own_abort = f.rank in aborted and (f.signal == "SIGABRT" or f.exitcode == -6)  # torch's watchdog ending it
-        if f.rank not in lost or (killed and not own_abort):
+        own_stop = f.exitcode == -15 and str(f.pid) in stopped  # its launcher stopping it once another had failed
+        if (f.rank not in lost and not own_stop) or (killed and not own_abort and not own_stop):
             return None  # a worker that failed of something else, or was killed from outside
-    gone = sorted(set(range(world)) - {f.rank for f in reports})
+    gone = sorted(ranks - {f.rank for f in reports})
     spoke = {ri.rank for ri in m.ranks.values() if ri.first_error is not None} | set(raised_ranks(m))
-    if not gone or spoke & set(gone):
+    if not lost or spoke & set(gone) or (not gone and world):
         return None
-    names = ", ".join(map(str, gone))
-    return (f"rank {names} exited with status 0 (in none of the launcher's reports of failures, no error logged) "
-            f"while rank {', '.join(map(str, sorted(lost)))} was still in a collective with it"), reports[0].ev
+    # Without NCCL's lines a rank above every rank the log shows has no number here: the peer at the loopback
+    # address is still a worker of this launcher that it does not report.
+    who = (f"rank {gone[0]}" if len(gone) == 1 else f"ranks {', '.join(map(str, gone))}") if gone \
+        else "a rank of this host"
+    waiting = f"rank {sorted(lost)[0]} was" if len(lost) == 1 else f"ranks {', '.join(map(str, sorted(lost)))} were"
+    return (f"{who} exited with status 0 (in none of the launcher's reports of failures, no error logged) while "
+            f"{waiting} still in a collective with it"), reports[0].ev
 
 
 def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:

@@ -647,6 +647,16 @@ def _watchdog(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
                                                "arrives: compare the OpType/SeqNum each rank logged (flight recorder)")])]
 
 
+def _hooks_report(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """commdoctor.hooks' own report of a mismatch, with each rank's call from the lines under it."""
+    calls = [h.groups.get("call") for h in lines_under(m, "hooks_rank_call", hs, 4)]
+    said = "; ".join(list(dict.fromkeys(c for c in calls if c))[:4])
+    what = group(hs, "what")
+    return [cand("LOG050", "collective_mismatch", 1, hs,
+                 detail=("commdoctor.hooks compared every rank's call before it ran" + (f": they differ in {what}" if what
+                         else "") + (f" ({said})" if said else "") + ". The line each rank names is where to look."))]
+
+
 def _fr_missing(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     """The analyser's ranks missing from a collective: they never called it (late, or on another path)."""
     listed = lines_under(m, "fr_analysis_missing_list", hs, 8)
@@ -680,6 +690,21 @@ SIGNATURES = (
     # mismatches for process_group N: NAME aborting"). COLLECTIVE_STATE_MISMATCH (completed on one rank, scheduled on
     # another) is no different call. Ranks with no entry for the collective ("Not all ranks joining collective,
     # sequence number: N" and "missing ranks: {...}" under it) never called it: late, or on another path.
+    # commdoctor.hooks' own reports (hooks/checker.py), raised in the training code as CollectiveMismatchError or, in
+    # report mode, written as "commdoctor.hooks: [rank R] ...": "ranks disagree on collective #N of GROUP: they differ
+    # in WHAT" with a line per rank under it ("  rank 0: all_reduce(SUM) float32 [16384] at job.py:69"); "call order
+    # differs at collective(s) #N ..."; "point-to-point #N from rank A to rank B (tag T) in group G does not match".
+    # The hooks compared every rank's call before it ran: the mismatch, said outright.
+    sig("hooks_report", ("ranks disagree on collective #", "call order differs at collective", "does not match: rank"),
+        r"\[rank \d{1,7}\] (?:ranks disagree on collective #\d{1,12} of .{1,300}?: they differ in (?P<what>[\w ,/]{1,80})"
+        r"|call order differs at collectives? #\d{1,12}"
+        r"|point-to-point #\d{1,12} from rank \d{1,7} to rank \d{1,7} \(tag -?\d{1,12}\) in group \S{1,80} does not match)",
+        "collective_mismatch", ROOT, 1, "commdoctor.hooks found ranks calling different collectives", code="LOG050",
+        build=_hooks_report),
+    ctx("hooks_rank_call", (": all_reduce", ": broadcast", ": reduce", ": all_gather", ": all_to_all", ": gather",
+                            ": scatter", ": barrier", ": send", ": recv"),
+        r"^\s{0,8}(?P<call>ranks? [\d, and-]{1,80}:\s{1,40}\w{1,40}(?:\(\w{1,16}\))? \S.{0,240})$",
+        "a rank's call under commdoctor.hooks' report", harmless=True),
     sig("fr_analysis_mismatch", ("Input/output mismatch in the collective", "Error type: ", "Too many mismatches for process_group"),
         r"Input/output mismatch in the collective sequence number: \d{1,12}"
         r"|(?:Culprit rank (?P<culprit>\d{1,7}); )?Error type: (?P<kind>SIZE_OR_SYNTAX_MISMATCH|COLLECTIVE_TYPE_MISMATCH"

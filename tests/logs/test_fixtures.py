@@ -20,6 +20,10 @@ def _first(doc: dict) -> dict:
     ("gloo-collective-mismatch", "LOG050", "collective_mismatch", [0]),
     ("gloo-mismatch-timeout", "LOG050", "collective_mismatch", [0, 1, 2]),
     ("gloo-wrong-ifname", "NET001", "wrong_interface", [0, 1, 2]),  # LOG021 before typed facts (now its alias)
+    # A rank that returned (exit 0) while the others went on: the ranks it left lost it at 127.0.0.1 and torchrun
+    # reports them alone. Was LOG061 peer_process_died.
+    ("gloo-rank-returned-early", "LOG152", "collective_mismatch", [0, 2]),
+    ("gloo-last-rank-returned-early", "LOG152", "collective_mismatch", [0]),
 ])
 def test_real_gloo_failure(scenario: str, code: str, cause: str, ranks: list[int]) -> None:
     folder = FIX / scenario
@@ -67,3 +71,12 @@ def test_gloo_straggler_names_the_rank_that_logged_no_timeout() -> None:
     first = _first(diagnose_file(FIX / "gloo-straggler-2rank" / "torchrun.log"))
     assert (first["code"], first["cause"]) == ("LOG054", "collective_timeout_straggler")
     assert "rank(s) 1 logged no timeout" in first["title"] and first["ranks"] == [0, 1]
+
+
+def test_a_rank_that_returned_early_is_named_when_the_log_shows_its_number() -> None:
+    """Rank 1 of 3 returned: ranks 0 and 2 are reported, so rank 1 is the one that left. With rank 1 of 2 gone (no
+    line of its own carries its rank), the finding says a rank of this host, not a made-up number."""
+    first = _first(diagnose_file(FIX / "gloo-rank-returned-early" / "torchrun.log"))
+    assert first["title"].startswith("rank 1 exited with status 0") and "ranks 0, 2 were still in a collective" in first["title"]
+    last = _first(diagnose_file(FIX / "gloo-last-rank-returned-early" / "torchrun.log"))
+    assert last["title"].startswith("a rank of this host exited with status 0")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from logs.test_corpus import diagnose_file
+from logs.test_corpus import diagnose_file, diagnose_lines
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 CAPTURES = sorted(p.name for p in FIX.glob("nccl-*") if (p / "truth.json").is_file())
@@ -28,7 +28,7 @@ def _causes(doc: dict) -> list[dict]:
 
 
 def test_every_capture_is_here() -> None:
-    assert len(CASES) == 27 and AMBIGUOUS == ["nccl-nnodes-two"]
+    assert len(CASES) == 29 and AMBIGUOUS == ["nccl-nnodes-two"]
     assert all((FIX / c / "PROVENANCE.md").is_file() for c in CAPTURES)
 
 
@@ -241,3 +241,24 @@ def test_a_dead_peer_that_its_launcher_reports_stays_a_dead_peer() -> None:
     for case in ("nccl-peer-died", "nccl-peer-segv", "nccl-raise-step"):
         found = _causes(diagnose_file(FIX / case / "torchrun.log"))
         assert (found[0]["code"], found[0]["cause"]) == ("LOG060", "peer_process_died"), case
+
+
+def test_the_hooks_own_mismatch_report_is_read_with_each_ranks_call() -> None:
+    """commdoctor.hooks raised CollectiveMismatchError on a real NCCL job: `commdoctor logs` on that output says a
+    mismatch with both calls (it said "unrecognised failure" before), for the count mismatch NCCL itself lets pass."""
+    found = _causes(diagnose_file(FIX / "nccl-hooks-size-mismatch" / "torchrun.log"))
+    assert (found[0]["code"], found[0]["cause"]) == ("LOG050", "collective_mismatch")
+    assert "they differ in shapes" in found[0]["detail"]
+    assert "rank 0: all_reduce(SUM) float32 [16384] at /workspace/job.py:69" in found[0]["detail"]
+    assert "rank 1: all_reduce(SUM) float32 [32768] at /workspace/job.py:65" in found[0]["detail"]
+    dtype = _causes(diagnose_file(FIX / "nccl-hooks-dtype-mismatch" / "torchrun.log"))[0]
+    assert dtype["code"] == "LOG050" and "float64 [4096]" in dtype["detail"]
+
+
+def test_the_hooks_notice_of_a_lost_side_channel_is_no_mismatch(tmp_path: Path) -> None:
+    """Near-miss: the hooks' warning when a peer's side channel closes (hooks/core.py) names a rank and no mismatch."""
+    doc = diagnose_lines(tmp_path / "w.log",
+                         "[rank0]:commdoctor.hooks: lost the side channel to rank 1 (connection closed); calls are no "
+                         "longer checked against that rank (training continues, recording continues)",
+                         "[rank0]:   rank 1: all_reduce(SUM) float32 [16384] at train.py:69")
+    assert not any(f["code"] == "LOG050" for f in doc["findings"])
