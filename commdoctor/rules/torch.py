@@ -682,14 +682,6 @@ SIGNATURES = (
        r"with CUDA capability (?P<sm>sm_\d{2,3}) is not compatible with the current PyTorch installation",
        "nccl_internal_bug", ROOT, 2, "the PyTorch build (and the NCCL it carries) has no kernels for this GPU",
        code="LOG085", params=lambda hs: {"what": f"PyTorch was not built for {group(hs, 'sm') or 'this GPU'}"}),
-    # The flight recorder's analyser (torch/distributed/flight_recorder/components/utils.py error_analysis, run as
-    # `python -m torch.distributed.flight_recorder.fr_trace`) prints what it found per collective: a rank that sent
-    # something else ("Collective sequence number: N has errors" with "error msg: Culprit rank R; Error type:
-    # SIZE_OR_SYNTAX_MISMATCH", COLLECTIVE_TYPE_MISMATCH, COLLECTIVE_DTYPE_MISMATCH), all_to_all sizes that do not add
-    # up ("Input/output mismatch in the collective sequence number: N"), and giving up on a group ("Too many
-    # mismatches for process_group N: NAME aborting"). COLLECTIVE_STATE_MISMATCH (completed on one rank, scheduled on
-    # another) is no different call. Ranks with no entry for the collective ("Not all ranks joining collective,
-    # sequence number: N" and "missing ranks: {...}" under it) never called it: late, or on another path.
     # commdoctor.hooks' own reports (hooks/checker.py), raised in the training code as CollectiveMismatchError or, in
     # report mode, written as "commdoctor.hooks: [rank R] ...": "ranks disagree on collective #N of GROUP: they differ
     # in WHAT" with a line per rank under it ("  rank 0: all_reduce(SUM) float32 [16384] at job.py:69"); "call order
@@ -705,6 +697,14 @@ SIGNATURES = (
                             ": scatter", ": barrier", ": send", ": recv"),
         r"^\s{0,8}(?P<call>ranks? [\d, and-]{1,80}:\s{1,40}\w{1,40}(?:\(\w{1,16}\))? \S.{0,240})$",
         "a rank's call under commdoctor.hooks' report", harmless=True),
+    # The flight recorder's analyser (torch/distributed/flight_recorder/components/utils.py error_analysis, run as
+    # `python -m torch.distributed.flight_recorder.fr_trace`) prints what it found per collective: a rank that sent
+    # something else ("Collective sequence number: N has errors" with "error msg: Culprit rank R; Error type:
+    # SIZE_OR_SYNTAX_MISMATCH", COLLECTIVE_TYPE_MISMATCH, COLLECTIVE_DTYPE_MISMATCH), all_to_all sizes that do not add
+    # up ("Input/output mismatch in the collective sequence number: N"), and giving up on a group ("Too many
+    # mismatches for process_group N: NAME aborting"). COLLECTIVE_STATE_MISMATCH (completed on one rank, scheduled on
+    # another) is no different call. Ranks with no entry for the collective ("Not all ranks joining collective,
+    # sequence number: N" and "missing ranks: {...}" under it) never called it: late, or on another path.
     sig("fr_analysis_mismatch", ("Input/output mismatch in the collective", "Error type: ", "Too many mismatches for process_group"),
         r"Input/output mismatch in the collective sequence number: \d{1,12}"
         r"|(?:Culprit rank (?P<culprit>\d{1,7}); )?Error type: (?P<kind>SIZE_OR_SYNTAX_MISMATCH|COLLECTIVE_TYPE_MISMATCH"
