@@ -269,3 +269,21 @@ def test_torch_facts_asked_here_when_torch_is_loaded_match_the_child_probes() ->
         assert doc["here"] == doc["child"]
     else:  # a CUDA or ROCm build: asking would start the GPU runtime here; the child probe stays
         assert doc["here"] is None
+
+
+def test_nccl_algo_and_proto_values_nccl_refuses_are_errors_before_the_job() -> None:
+    """The three values NCCL 2.28.9 refused at init on the H200 (fixtures/logs/nccl-algo-bogus, nccl-proto-noprefix,
+    nccl-proto-badprefix: 'invalid usage' on every rank) are named before any job runs; the forms NCCL documents in
+    tuning.cc ("ring,tree;allreduce:^nvls", "^LL128") pass."""
+    doc, p = run_env("ENV05", NCCL_ALGO="Bogus")
+    f = findings(doc, "ENV055")
+    assert [x["title"] for x in f] == ["NCCL_ALGO='Bogus': 'Bogus' is not an algorithm NCCL knows (Tree, Ring, "
+                                       "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)"]
+    assert f[0]["severity"] == "error" and p.returncode == 1 and "2.24 and later refuse" in f[0]["detail"]
+    doc, _ = run_env("ENV05", NCCL_PROTO="LL,Simple;broadcast")
+    assert findings(doc, "ENV055")[0]["title"].endswith("its entry 'broadcast' has no collective before ':' (only the "
+                                                        "first entry may omit it)")
+    doc, _ = run_env("ENV05", NCCL_PROTO="allreduce:LL;frobnicate:Simple")
+    assert "'frobnicate' is not a collective NCCL knows" in findings(doc, "ENV055")[0]["title"]
+    doc, p = run_env("ENV05", NCCL_ALGO="ring,tree;allreduce:^nvls", NCCL_PROTO="^LL128")
+    assert findings(doc, "ENV055") == [] and p.returncode == 0

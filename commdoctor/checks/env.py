@@ -484,6 +484,9 @@ class EnvVarsCheck(Check):
              "Unset {name} unless it works around a known problem", cause="performance_setting"),
         Rule("ENV053", "invalid-value", W, "{name}={value!r} is not one of {allowed}",
              "Set {name} to one of {allowed}", cause="environment_misconfig"),
+        Rule("ENV055", "nccl-list-refused", E, "{name}={value!r}: {problem}",
+             "Give {name} names NCCL knows, the first entry alone without a collective prefix "
+             "({name}=\"{example}\"), or unset it", cause="environment_misconfig"),
         Rule("ENV054", "exclude-syntax-for-gloo", E, "GLOO_SOCKET_IFNAME={value!r} uses NCCL's ^/= syntax, which gloo does not understand",
              "Give GLOO_SOCKET_IFNAME exact interface names, comma separated (e.g. eth0)",
              cause="wrong_interface"),
@@ -502,7 +505,7 @@ class EnvVarsCheck(Check):
         run.summary(f"{len(checked)} set" + (": " + ", ".join(sorted(checked)) if checked else "")
                     + (f" ({', '.join(metadata)}: image metadata, not read by NCCL)" if metadata else ""))
         # Typos and wrong syntax change behaviour silently, so they come before costs.
-        order = {"ENV054": 0, "ENV050": 1, "ENV053": 2, "ENV051": 3, "ENV052": 4}
+        order = {"ENV054": 0, "ENV055": 0, "ENV050": 1, "ENV053": 2, "ENV051": 3, "ENV052": 4}
         out: list[Finding] = []
         for name in sorted(checked):
             value = checked[name]
@@ -517,6 +520,16 @@ class EnvVarsCheck(Check):
                 lib = "NCCL" if name.startswith("NCCL_") else "Gloo" if name.startswith("GLOO_") else "torch"
                 out.append(self.finding("ENV050", name=name, lib=lib, suggestion=s or "a documented name (or remove it)",
                                         hint=f"; did you mean {s}?" if s else "", evidence=ev))
+            if name in V.NCCL_LISTS:
+                problem = V.nccl_list_problem(name, value)
+                if problem:
+                    out.append(self.finding(
+                        "ENV055", name=name, value=value, problem=problem, evidence=ev,
+                        example="ring,tree;allreduce:^nvls" if name == "NCCL_ALGO" else "^LL128",
+                        detail="NCCL 2.24 and later refuse such a value when they create each communicator (NCCL WARN "
+                               "'Unrecognized element token', 'Unrecognized prefix token' or 'All entries except the "
+                               "first must have a prefix', then 'invalid usage' on every rank); earlier releases "
+                               "ignore the name without a word."))
             allowed = V.VALID_VALUES.get(name)
             if allowed and value.strip().upper() not in allowed:
                 out.append(self.finding("ENV053", name=name, value=value, allowed=", ".join(sorted(allowed)), evidence=ev))

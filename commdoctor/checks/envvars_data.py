@@ -172,6 +172,41 @@ SLOW_SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("TORCH_NCCL_BLOCKING_WAIT", "1", "asynchronous error handling; every wait blocks the CPU"),
 )
 
+#: NCCL_ALGO and NCCL_PROTO: lists NCCL 2.24 and later parse (graph/tuning.cc parseList) and refuse at communicator init
+#: (ncclInvalidUsage) when an entry names what it does not know; earlier releases ignored such a name without a word.
+#: Names as NCCL spells them (matched case-insensitively): ncclAlgoStr (CollNet before 2.14), ncclProtoStr, and
+#: ncclFuncStr for the "collective:" prefixes.
+NCCL_LISTS: dict[str, tuple[str, ...]] = {
+    "NCCL_ALGO": ("Tree", "Ring", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+    "NCCL_PROTO": ("LL", "LL128", "Simple"),
+}
+NCCL_LIST_PREFIXES: tuple[str, ...] = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+
+
+def nccl_list_problem(name: str, value: str) -> str | None:
+    """What NCCL 2.24+'s parseList would refuse in NCCL_ALGO / NCCL_PROTO, in words; None when it parses."""
+    elems = {e.lower() for e in NCCL_LISTS[name]}
+    prefixes = {p.lower() for p in NCCL_LIST_PREFIXES}
+    entries = [e for e in value.split(";") if e]
+    for i, entry in enumerate(entries):
+        parts = [x for x in entry.split(":") if x]
+        if not parts:
+            continue
+        if len(parts) == 1:
+            if i > 0:
+                return f"its entry '{entry}' has no collective before ':' (only the first entry may omit it)"
+            prefix, items = None, parts[0]
+        else:
+            prefix, items = parts[0], parts[1]
+        if prefix is not None and prefix.lower() not in prefixes:
+            return f"'{prefix}' is not a collective NCCL knows ({', '.join(NCCL_LIST_PREFIXES)})"
+        for item in (x for x in items.lstrip("^").split(",") if x):
+            if item.lower() not in elems:
+                what = "an algorithm" if name == "NCCL_ALGO" else "a protocol"
+                return f"'{item}' is not {what} NCCL knows ({', '.join(n for n in NCCL_LISTS[name] if n != 'CollNet')})"
+    return None
+
+
 #: name -> the values it accepts (upper-cased), for variables with a closed set.
 VALID_VALUES: dict[str, frozenset[str]] = {
     "NCCL_DEBUG": frozenset({"VERSION", "WARN", "INFO", "TRACE", "ABORT"}),
