@@ -92,6 +92,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "ENV022": {"missing": "MASTER_ADDR or MASTER_PORT"},
     "ENV050": {"lib": "NCCL, gloo or torch"},
     "ENV052": {"what": "<a feature>"},
+    "ENV055": {"example": "ring,tree;allreduce:^nvls", "problem": "<the entry NCCL refuses, and why>"},
     "ENV060": {"fix": "Allow ptrace (kernel.yama.ptrace_scope) or run commdoctor as root"},
     "NET011": {"what": "<an interface other hosts cannot use>"},
     "NET030": {"good": "<routable address>"},
