@@ -272,18 +272,22 @@ def test_torch_facts_asked_here_when_torch_is_loaded_match_the_child_probes() ->
 
 
 def test_nccl_algo_and_proto_values_nccl_refuses_are_errors_before_the_job() -> None:
-    """The three values NCCL 2.28.9 refused at init on the H200 (fixtures/logs/nccl-algo-bogus, nccl-proto-noprefix,
-    nccl-proto-badprefix: 'invalid usage' on every rank) are named before any job runs; the forms NCCL documents in
-    tuning.cc ("ring,tree;allreduce:^nvls", "^LL128") pass."""
-    doc, p = run_env("ENV05", NCCL_ALGO="Bogus")
-    f = findings(doc, "ENV055")
-    assert [x["title"] for x in f] == ["NCCL_ALGO='Bogus': 'Bogus' is not an algorithm NCCL knows (Tree, Ring, "
-                                       "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)"]
-    assert f[0]["severity"] == "error" and p.returncode == 1 and "2.24 and later refuse" in f[0]["detail"]
-    doc, _ = run_env("ENV05", NCCL_PROTO="LL,Simple;broadcast")
-    assert findings(doc, "ENV055")[0]["title"].endswith("its entry 'broadcast' has no collective before ':' (only the "
-                                                        "first entry may omit it)")
-    doc, _ = run_env("ENV05", NCCL_PROTO="allreduce:LL;frobnicate:Simple")
-    assert "'frobnicate' is not a collective NCCL knows" in findings(doc, "ENV055")[0]["title"]
-    doc, p = run_env("ENV05", NCCL_ALGO="ring,tree;allreduce:^nvls", NCCL_PROTO="^LL128")
-    assert findings(doc, "ENV055") == [] and p.returncode == 0
+    """The values NCCL 2.28.9 refused at init on the H200 (fixtures/logs/nccl-algo-bogus, nccl-proto-noprefix,
+    nccl-proto-badprefix: 'invalid usage' on every rank) are named before any job runs."""
+    doc, p = run_env("ENV05", NCCL_ALGO="Bogus", NCCL_PROTO="LL,Simple;broadcast")
+    f = {x["title"].split("=")[0]: x for x in findings(doc, "ENV055")}
+    assert f["NCCL_ALGO"]["title"] == ("NCCL_ALGO='Bogus': 'Bogus' is not an algorithm NCCL knows (Tree, Ring, "
+                                       "CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)")
+    assert f["NCCL_ALGO"]["severity"] == "error" and p.returncode == 1 and "2.24 and later refuse" in f["NCCL_ALGO"]["detail"]
+    assert f["NCCL_PROTO"]["title"].endswith("its entry 'broadcast' has no collective before ':' (only the first entry "
+                                             "may omit it)")
+
+
+def test_nccl_list_parsing_follows_nccl() -> None:
+    """The third refused value, and near-misses: the forms NCCL's tuning.cc documents, case as NCCL ignores it."""
+    from commdoctor.checks.envvars_data import nccl_list_problem
+
+    assert "'frobnicate' is not a collective NCCL knows" in str(nccl_list_problem("NCCL_PROTO", "allreduce:LL;frobnicate:Simple"))
+    for name, value in (("NCCL_ALGO", "ring,tree;allreduce:^nvls"), ("NCCL_PROTO", "^LL128"),
+                        ("NCCL_PROTO", "LL,Simple;allreduce:^LL"), ("NCCL_ALGO", "NVLSTree"), ("NCCL_ALGO", "pat")):
+        assert nccl_list_problem(name, value) is None, value

@@ -243,7 +243,7 @@ class Watcher:
         end = time.monotonic() + timeout
         fresh = 0
         extended = False
-        while time.monotonic() < end:
+        while True:
             # An NCCL rank writes nccl_rank<R>.pkl, a gloo one rank<R>.pkl, a rank with both kinds two files.
             seen = set()
             for p in glob.glob(os.path.join(self.watch_dir, "fr", "*rank*.pkl")):
@@ -255,7 +255,11 @@ class Watcher:
             fresh = len(seen - {None})
             if fresh >= ranks:
                 break
-            if fresh and not extended and time.monotonic() + 0.1 >= end:
+            if time.monotonic() >= end:
+                # Decided after the limit passed, not just before it: a loaded host that oversleeps the last
+                # tick must still give the ranks that have not answered their extra time.
+                if not fresh or extended:
+                    break
                 end += straggling
                 extended = True
             time.sleep(0.1)

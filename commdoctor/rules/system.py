@@ -942,6 +942,24 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
                                          f"these logs: {reports[0].text[:160]}"})]
         # A Python traceback whose exception line was cut from what was posted: the process raised.
         tbs = getattr(m, "tracebacks", [])
+        # The cut traceback stops in torch.cuda.set_device (the program's call of it, or torch's _cuda_setDevice
+        # under it): what that raises in a launch is, above all, "invalid device ordinal" (more processes on the node
+        # than GPUs, or a local rank from the wrong variable), as every thread in these sets with the line kept says.
+        cut_at = [h for h in hits(m, "cuda_set_device_frame")
+                  if any(h.ev.source == t.source and (h.ev.line or 0) > (t.line or 0) for t in tbs)]
+        if cut_at:
+            return [Cand("LOG062", "launcher_misconfig", 8, 0, [tbs[0], cut_at[-1].ev], weak=True,
+                         ranks={e.rank for e in tbs if e.rank is not None},
+                         params={"what": "a rank failed in torch.cuda.set_device and the error line is cut from these "
+                                         "logs: in a launch that is a GPU index this node does not have"},
+                         detail="torch.cuda.set_device raises 'invalid device ordinal' when a rank asks for a GPU the "
+                                "node lacks: more processes per node than GPUs (--nproc-per-node, --ntasks-per-node, "
+                                "CUDA_VISIBLE_DEVICES narrowing the GPUs), or a local rank taken from the wrong "
+                                "variable. The error line under the traceback says which failure it was.",
+                         alts=[("duplicate_gpu", "'busy or unavailable' there is a GPU in exclusive mode that another "
+                                                 "rank holds"),
+                               ("driver_cuda_mismatch", "'no CUDA GPUs are available' or a driver error there is the "
+                                                        "driver or the container's GPU access")])]
         if tbs:
             who = sorted({e.rank for e in tbs if e.rank is not None})
             # Weak: a program may print a traceback and go on (a retry); when the logs show the job reached its end,
@@ -973,6 +991,11 @@ def _unrecognised(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]:
 
 
 SIGNATURES = (
+    # A traceback's source line calling torch.cuda.set_device ("    torch.cuda.set_device(local_rank)", torch's own
+    # "    torch._C._cuda_setDevice(device)" under it): read by _unrecognised when the exception line is cut.
+    ctx("cuda_set_device_frame", ("set_device(", "_cuda_setDevice("),
+        r"^\s{0,16}(?:[\w.]{0,80}\.)?(?:set_device|_cuda_setDevice)\([^()]{0,120}\)\s*$",
+        "a traceback line calling torch.cuda.set_device", harmless=True),
     # -- ports and names -------------------------------------------------------------------------
     # Other libraries' servers say it in their own words: asyncio's create_server (aiohttp; Ray's dashboard) "[Errno 98]
     # error while attempting to bind on address ('0.0.0.0', 8265): address already in use" (strerror lower-cased),
