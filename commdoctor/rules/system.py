@@ -629,11 +629,11 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
         for item, ev in items:
             name, _, addr = item.partition(":")
             prob = addr_problem(name, addr)
-            if prob and (item, prob, ev) not in bad:
+            if prob and (item, prob, ev.host) not in {(i, p, e.host) for i, p, e in bad}:  # per host, not per rank
                 bad.append((item, prob, ev))
     if not bad:
         return []
-    desc = "; ".join(f"{i} is {p}" for i, p, _ in bad[:3])
+    desc = "; ".join(dict.fromkeys(f"{i} is {p}" for i, p, _ in bad[:3]))
     return [Cand("LOG020", "wrong_interface", 2 if failing_net else 7, 0 if failing_net else 10**9,
                  [e for _, _, e in bad[:3]], params={"what": desc}, weak=not failing_net,
                  hosts={e.host for _, _, e in bad if e.host})]

@@ -262,3 +262,10 @@ def test_the_hooks_notice_of_a_lost_side_channel_is_no_mismatch(tmp_path: Path) 
                          "longer checked against that rank (training continues, recording continues)",
                          "[rank0]:   rank 1: all_reduce(SUM) float32 [16384] at train.py:69")
     assert not any(f["code"] == "LOG050" for f in doc["findings"])
+
+
+def test_an_interface_several_ranks_of_a_host_list_is_named_once() -> None:
+    """Both ranks of the NCCL_SOCKET_IFNAME=lo capture list lo:127.0.0.1; the note names it once (it said it twice)."""
+    doc = diagnose_file(FIX / "nccl-healthy-lo" / "torchrun.log")
+    note = next(f for f in doc["findings"] if f["code"] == "LOG020")
+    assert note["title"].endswith(": lo:127.0.0.1 is loopback") and note["cause"] is None
