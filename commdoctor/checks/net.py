@@ -313,8 +313,13 @@ class InterfacesCheck(NetCheck):
         names = ", ".join(repr(m) for m in fact.missing)
         if fact.origin == LOG:
             where = f"host {fact.host}" if fact.host else "the host that logged it"
+            lacks = f"{where} does not have, or which holds no address"
+            if (fact.value or "").lstrip().startswith("^") and names:
+                # A leading ^ makes the list one of prefixes to leave out: nothing was missing, everything was left out.
+                names += " to leave out (its leading ^)"
+                lacks = f"leaves {where} no interface with an address"
             yield self.finding(
-                "NET001", var=fact.var, names=names or "an interface", lacks=f"{where} does not have, or which holds no address",
+                "NET001", var=fact.var, names=names or "an interface", lacks=lacks,
                 owner="every node", suggest=suggest or "<an interface every node has>", evidence=fact.evidence,
                 ranks=ranks, hosts=(fact.host,) if fact.host else (), detail=detail, consequence_of=consequence_of,
                 severity=severity, env=env, steps=(f"ip -br addr on {where} lists its interfaces and their addresses",))

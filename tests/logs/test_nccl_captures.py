@@ -269,3 +269,14 @@ def test_an_interface_several_ranks_of_a_host_list_is_named_once() -> None:
     doc = diagnose_file(FIX / "nccl-healthy-lo" / "torchrun.log")
     note = next(f for f in doc["findings"] if f["code"] == "LOG020")
     assert note["title"].endswith(": lo:127.0.0.1 is loopback") and note["cause"] is None
+
+
+def test_an_exclude_list_that_leaves_nothing_is_said_so() -> None:
+    """NCCL_SOCKET_IFNAME=^eth,lo,...: nothing was missing, every interface was left out. The finding says that,
+    where it said the host lacked interfaces named 'eth', 'lo'. Near-miss: eth9 (no ^) is still a name it lacks."""
+    found = _causes(diagnose_file(FIX / "nccl-ifname-exclude-all" / "torchrun.log"))
+    assert found[0]["code"] == "NET001"
+    assert found[0]["title"].endswith("'br' to leave out (its leading ^), which leaves host vm no interface with an "
+                                      "address")
+    bad = _causes(diagnose_file(FIX / "nccl-bad-ifname" / "torchrun.log"))[0]
+    assert "to leave out" not in bad["title"] and "'eth9'" in bad["title"]
