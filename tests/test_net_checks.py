@@ -287,3 +287,15 @@ def test_any_setting_value_gives_findings_not_crashes() -> None:
             assert f.remedy is not None and f.remedy.summary and "{" not in f.title, f.title
 
     one()
+
+
+def test_an_nccl_exclude_list_that_leaves_no_interface_is_named() -> None:
+    """NCCL_SOCKET_IFNAME=^eth,lo (prefixes to leave out) on a host whose only other interfaces hold no address:
+    NCCL fails at init with "Bootstrap : no socket interface found" (the H200 capture
+    fixtures/logs/nccl-ifname-exclude-all). Near-miss: ^docker,lo leaves eth0, and nothing is said."""
+    rep = run({"NCCL_SOCKET_IFNAME": "^eth,lo"}, select=("NET",))
+    f = find(rep, "NET001")
+    assert f.title == "NCCL_SOCKET_IFNAME names 'eth', 'lo' to leave out (its leading ^), which leaves this host no " \
+                      "interface with an address"
+    assert f.remedy.env == {"NCCL_SOCKET_IFNAME": "eth0"} and "no socket interface found" in f.detail
+    assert "NET001" not in [x.code for x in run({"NCCL_SOCKET_IFNAME": "^docker,lo"}, select=("NET",)).findings()]

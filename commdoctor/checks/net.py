@@ -268,6 +268,15 @@ class InterfacesCheck(NetCheck):
                 pieces = [p for p in pieces if p not in addr_like]
             choice = getattr(v, backend)
             missing = [p for p in choice.missing if p not in addr_like]
+            if backend == "nccl" and value.lstrip().startswith("^") and not choice.picks and not addr_like:
+                # Prefixes to leave out that leave nothing: NCCL fails at init ("Bootstrap : no socket interface
+                # found", seen on an H200 with ^eth,lo,docker,veth,ib,en,br).
+                left = [p for p in value.lstrip()[1:].split(",") if p]
+                yield self.finding("NET001", var=var, names=", ".join(repr(x) for x in left) + " to leave out (its leading ^)",
+                                   lacks="leaves this host no interface with an address", owner="this host",
+                                   suggest=suggest, available=v.available(), evidence=ev,
+                                   detail="NCCL fails at init: \"Bootstrap : no socket interface found\"")
+                continue
             if missing and not (backend == "nccl" and value.startswith("^")):
                 sev = E
                 detail = ""
