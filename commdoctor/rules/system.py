@@ -821,7 +821,9 @@ def _gdr_no_module(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand]
     often shows the check failing by hand ("cat: /sys/kernel/mm/memory_peers/nv_mem/version: No such file"). The job
     runs, slower: a risk and the reason for low bandwidth, never a failure's cause (NVIDIA/nccl#1939: nvidia_peermem
     in lsmod but never registered with the OFED stack of a newer kernel)."""
-    hs = hits(m, "gdr_no_module") + hits(m, "peer_memory_missing")
+    # NCCL's socket transport prints the same words for every NIC it lists (2.28: "NET/Socket : GPU Direct RDMA
+    # Disabled for HCA 0 'eth0'"): sockets never carry GPU memory directly, no module is missing.
+    hs = [h for h in hits(m, "gdr_no_module") if "NET/Socket" not in h.ev.text] + hits(m, "peer_memory_missing")
     if not hs:
         return []
     hca = group(hs, "hca")
@@ -861,7 +863,7 @@ def _port_in_use(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     hs = _not_listened_after(m, hs)
     if not hs:
         return []
-    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3") or "(not named in the message)"},
+    return [cand("LOG010", "port_conflict", 1, hs, params={"port": group(hs, "port", "port2", "port3", "port4") or "(not named in the message)"},
                  consequence=out_of_fds(m, hs))]
 
 
@@ -1006,7 +1008,10 @@ SIGNATURES = (
        r"|listening socket (?P<addr3>[\w.\-*]{1,64}):(?P<port3>\d{1,5}): bind: Address already in use"
        # TensorPipe (torch.distributed.rpc) checks libuv's results in words: "In listenFromLoop at
        # tensorpipe/transport/uv/uv.h:176 \"rv < 0: address already in use\"" (uv_strerror of UV_EADDRINUSE).
-       r"|\brv < 0: address already in use",
+       r"|\brv < 0: address already in use"
+       # torch's TCPStore (2.4 on, libuv and the classic server alike): "The server socket has failed to listen on any
+       # local network address. port: 29807, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"
+       r"|port: (?P<port4>\d{1,5}), useIpv6: \w{1,5}, code: -98\b",
        "port_conflict", ROOT, 1, "a listening port (rendezvous / TCPStore / master port) is already taken",
        code="LOG010", build=_port_in_use, exclude=("paddle_retry",),
        # socket.cpp logs each address it could not bind or listen on as a warning and gives up once every address

@@ -280,3 +280,17 @@ def test_an_exclude_list_that_leaves_nothing_is_said_so() -> None:
                                       "address")
     bad = _causes(diagnose_file(FIX / "nccl-bad-ifname" / "torchrun.log"))[0]
     assert "to leave out" not in bad["title"] and "'eth9'" in bad["title"]
+
+
+def test_the_port_torchs_store_could_not_listen_on_is_named() -> None:
+    """torch's TCPStore: "... port: 29807, useIpv6: false, code: -98, name: EADDRINUSE" names the port; the finding
+    said "port (not named in the message)"."""
+    first = _causes(diagnose_file(FIX / "nccl-port-taken" / "torchrun.log"))[0]
+    assert first["title"] == "port 29807 is already in use on the rendezvous host"
+
+
+def test_the_socket_transports_gdr_line_is_no_missing_peer_memory_module() -> None:
+    """NCCL 2.28 prints "NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'" for every socket NIC (SUBSYS=ALL):
+    sockets never move GPU memory directly, so no note about a missing nvidia_peermem (it gave LOG101)."""
+    doc = diagnose_file(FIX / "nccl-healthy-subsys-all" / "torchrun.log")
+    assert not any(f["code"] == "LOG101" for f in doc["findings"])
