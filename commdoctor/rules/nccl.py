@@ -1268,9 +1268,13 @@ def _nccl_setting(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     lst = group(hs, "list", "list2")
     if lst is not None:
         bad = group(hs, "token")
-        what = (f"NCCL_ALGO or NCCL_PROTO ('{lst}') " + (f"names '{bad}', which is neither an algorithm nor a protocol "
-                "(nor a collective before ':') of this NCCL" if bad is not None else
-                "has an entry after the first without a collective prefix ('allreduce:...')"))
+        # Which variable: the one NCCL said it took from the environment with this very value.
+        var = next((v for v in ("NCCL_ALGO", "NCCL_PROTO") if lst in m.env.get(v, ())), "NCCL_ALGO or NCCL_PROTO")
+        names = {"NCCL_ALGO": "an algorithm", "NCCL_PROTO": "a protocol"}.get(var, "an algorithm or protocol")
+        what = (f"{var} ('{lst}') " + (
+            "has an entry after the first without a collective prefix ('allreduce:...')" if bad is None else
+            f"names '{bad}' before ':', which is not a collective NCCL knows" if group(hs, "kind") == "prefix" else
+            f"names '{bad}', which is not {names} this NCCL knows"))
     else:
         what = (f"NCCL_NET_FORCE_MERGE names NICs it cannot merge ({group(hs, 'merge')})" if group(hs, "merge") else
                 "NCCL_WORK_FIFO_DEPTH is below its minimum")
@@ -1574,7 +1578,7 @@ SIGNATURES = (
     sig("nccl_setting_rejected", ("NCCL_WORK_FIFO_DEPTH=", "NCCL_NET_FORCE_MERGE", "token \"", "must have a prefix: \""),
        r"'(?P<fifo>NCCL_WORK_FIFO_DEPTH=-?\d{1,12})' is too small\. Minimum value is \d{1,9}"
        r"|Could not force merge NICs (?P<merge>\S{0,200})\. Please specify a valid NCCL_NET_FORCE_MERGE string"
-       r"|Unrecognized (?:element|prefix) token \"(?P<token>[^\"]{0,80})\" when parsing \"(?P<list>[^\"]{0,300})\""
+       r"|Unrecognized (?P<kind>element|prefix) token \"(?P<token>[^\"]{0,80})\" when parsing \"(?P<list>[^\"]{0,300})\""
        r"|All entries except the first must have a prefix: \"(?P<list2>[^\"]{0,300})\"",
        "other", ROOT, 2, "NCCL refused one of its settings", build=_nccl_setting),
     # The dynamic loader's "LIB: undefined symbol: ncclX" (ImportError on `import torch`, or a program's own start):

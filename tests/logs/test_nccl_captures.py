@@ -164,7 +164,7 @@ def test_an_nccl_algo_nccl_does_not_know_is_the_cause_not_a_shared_gpu() -> None
     doc = diagnose_file(FIX / "nccl-algo-bogus" / "torchrun.log")
     found = _causes(doc)
     assert (found[0]["code"], found[0]["cause"]) == ("LOG143", "other")
-    assert "NCCL_ALGO or NCCL_PROTO ('Bogus') names 'Bogus'" in found[0]["title"]
+    assert found[0]["title"].endswith("NCCL_ALGO ('Bogus') names 'Bogus', which is not an algorithm this NCCL knows")
     assert 'Unrecognized element token "Bogus"' in found[0]["evidence"][0]["text"]
     assert not any(f["code"] == "LOG034" for f in doc["findings"])
 
@@ -212,8 +212,9 @@ def test_a_node_that_never_came_offers_the_launcher_among_its_causes() -> None:
 def test_nccl_proto_entries_nccl_refuses_are_named() -> None:
     """NCCL 2.24+'s parseList refuses an entry after the first without a collective prefix, and a collective it does
     not have: both are the setting, not a shared GPU."""
-    for case, words in (("nccl-proto-noprefix", "has an entry after the first without a collective prefix"),
-                        ("nccl-proto-badprefix", "names 'frobnicate'")):
+    for case, words in (("nccl-proto-noprefix", "NCCL_PROTO ('LL,Simple;broadcast') has an entry after the first "
+                                                "without a collective prefix"),
+                        ("nccl-proto-badprefix", "names 'frobnicate' before ':', which is not a collective NCCL knows")):
         found = _causes(diagnose_file(FIX / case / "torchrun.log"))
         assert (found[0]["code"], found[0]["cause"]) == ("LOG143", "other"), case
         assert words in found[0]["title"], found[0]["title"]
