@@ -46,7 +46,8 @@ def run_env(select: str, prefix: list[str] | None = None, extra: tuple[str, ...]
 def bad_vars():  # type: ignore[no-untyped-def]
     doc, p = run_env("ENV05", NCCL_SOCKET_IFNAM="eth0", NCCL_ASYNC_ERROR_HANDLING="1", NCCL_P2P_DISABLE="1",
                      NCCL_DEBUG="LOUD", GLOO_SOCKET_IFNAME="^docker0,lo", TORCH_DISTRIBUTED_DEBUG="DETAIL",
-                     NCCL_IB_CUDA_SUPPORT="1", NCCL_LL_THRESHOLD="0", NCCL_FROBNICATE="1")
+                     NCCL_IB_CUDA_SUPPORT="1", NCCL_LL_THRESHOLD="0", NCCL_FROBNICATE="1",
+                     TORCH_NCCL_BLOCKING_WAIT="1")
     assert p.returncode == 1, p.stderr  # ENV054 is an error
     return doc
 
@@ -92,6 +93,10 @@ def test_costly_settings_are_warnings(bad_vars) -> None:  # type: ignore[no-unty
     p2p = next(v for k, v in f.items() if k.startswith("NCCL_P2P_DISABLE=1"))
     assert p2p["cause"] == "performance_setting" and p2p["remedy"]["summary"].startswith("Unset NCCL_P2P_DISABLE")
     assert any(k.startswith("TORCH_DISTRIBUTED_DEBUG=DETAIL turns off nothing, but every collective") for k in f)
+    # No watchdog in blocking-wait mode (ProcessGroupNCCL creates none): on an H200 a DDP rank 45 s late under a 10 s
+    # timeout was waited for (fixtures/logs/nccl-blocking-wait-straggler).
+    assert any(k.startswith("TORCH_NCCL_BLOCKING_WAIT=1 turns off torch's watchdog: collectives the program does not "
+                            "wait() on itself (DDP's gradient all-reduces) never time out") for k in f)
 
 
 def test_invalid_values_and_gloo_exclude_syntax(bad_vars) -> None:  # type: ignore[no-untyped-def]

@@ -169,7 +169,11 @@ SLOW_SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("NCCL_DEBUG_SUBSYS", "ALL", "nothing, but very verbose logging slows start-up"),
     ("TORCH_DISTRIBUTED_DEBUG", "DETAIL", "nothing, but every collective is preceded by a monitored barrier and two "
      "all_gathers (measured 1.2x to 4.4x per all_reduce with gloo on 2 ranks)"),
-    ("TORCH_NCCL_BLOCKING_WAIT", "1", "asynchronous error handling; every wait blocks the CPU"),
+    # ProcessGroupNCCL creates no watchdog thread in blocking-wait mode ("TORCH_NCCL_BLOCKING_WAIT is enabled, NO
+    # watchdog thread is created"): only Work.wait() checks the timeout. Measured on an H200 (torch 2.11, NCCL 2.28.9,
+    # fixtures/logs/nccl-blocking-wait-straggler): a DDP rank 45 s late under a 10 s timeout was waited for.
+    ("TORCH_NCCL_BLOCKING_WAIT", "1", "torch's watchdog: collectives the program does not wait() on itself (DDP's "
+     "gradient all-reduces) never time out and no flight-recorder dump is written; every wait blocks the CPU"),
 )
 
 #: NCCL_ALGO and NCCL_PROTO: lists NCCL 2.24 and later parse (graph/tuning.cc parseList) and refuse at communicator init
