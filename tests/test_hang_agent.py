@@ -93,6 +93,13 @@ def test_wrapper_passes_a_finished_jobs_status_through(tmp_path: Path) -> None:
     p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c",
                 "import sys; sys.exit(3)")
     assert p.returncode == 3 and "exit status 3" in p.stderr
+    # A job that failed without hanging: where its diagnosis comes from (its own output, which is not captured).
+    assert f"the job failed without hanging: `commdoctor logs JOB_OUTPUT {tmp_path}` reads its console output" in p.stderr
+
+
+def test_wrapper_says_nothing_more_for_a_job_that_succeeded(tmp_path: Path) -> None:
+    p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c", "pass")
+    assert p.returncode == 0 and "exit status 0" in p.stderr and "failed without hanging" not in p.stderr
 
 
 @needs_torch

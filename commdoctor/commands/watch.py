@@ -111,6 +111,28 @@ def _say(msg: str) -> None:
     sys.stderr.flush()
 
 
+def _failed_hint(watch_dir: str) -> str:
+    """What a job that failed (rather than hung) left in the watch folder, and the command that reads it with the
+    job's own output, which the wrapper leaves on the terminal untouched."""
+    import glob
+
+    def count(pattern: str) -> int:
+        n = 0
+        for f in glob.glob(os.path.join(watch_dir, pattern)):
+            try:
+                n += os.path.getsize(f) > 0
+            except OSError:
+                continue
+        return n
+
+    parts = [f"{n} {what}" for n, what in ((count("logs/*"), "NCCL log file(s)"),
+                                            (count("fr-torch/*") + count("fr/*"), "flight-recorder dump(s)"),
+                                            (count("records/*"), "hooks record(s)")) if n]
+    left = f" with what it left in {watch_dir} ({', '.join(parts)})" if parts else ""
+    return (f"the job failed without hanging: `commdoctor logs JOB_OUTPUT {watch_dir}` reads its console output"
+            f"{left}; the output is not captured here (save it: `... 2>&1 | tee JOB_OUTPUT`)")
+
+
 def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) -> int:
     from commdoctor import __version__
     from commdoctor.commands.hang import hang_options, run_hang
@@ -159,6 +181,8 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
             if stall is None:
                 rc = proc.returncode if proc.returncode is not None else proc.wait()
                 _say(f"the job ended with exit status {rc}")
+                if rc != 0 and not diagnosed_error:
+                    _say(_failed_hint(watch_dir))
                 if diagnosed_error:
                     return ExitCode.FINDINGS
                 return rc if rc >= 0 else 128 - rc
