@@ -571,7 +571,8 @@ class HangVerdictCheck(Check):
             ev += self._log_evidence(logs, dead)
             yield self.finding("HANG012", dead_word=plural(dead), dead_text=ranks_text(dead),
                                dead_state=" / ".join(d_states),
-                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting),
+                               op=op, at=at,
                                ranks=dead, evidence=ev,
                                detail=f"{len(waiting)} rank(s) wait; " + "; ".join(
                                    f"rank {r}: {views[r].describe()}" for r in dead))
@@ -580,12 +581,13 @@ class HangVerdictCheck(Check):
         # 1b. Members of a recorded group that left no dump while the others dumped and wait: on NCCL every live rank
         # dumps once one signals it (through the store), so such a rank had most likely exited already (returned
         # early or crashed). Seen on an H200: rank 1 of 2 returned after its data ran out; only rank 0's dump exists.
-        no_dump = sorted({r for sv in seq_views for r in sv.no_data} - set(views) - set(all_ranks))
+        no_dump = sorted({r for sv in seq_views for r in sv.no_data} - set(all_ranks))
         if not headline and no_dump and waiting and not (snap is not None and snap.world_size):
             ev = wait_evidence(waiting) + self._log_evidence(logs, no_dump)
             yield self.finding("HANG012", dead_word=plural(no_dump), dead_text=ranks_text(no_dump),
                                dead_state="left no flight-recorder dump (it had most likely exited)",
-                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting),
+                               op=op, at=at,
                                ranks=no_dump, evidence=ev,
                                detail=f"The dumps' process-group membership lists rank(s) {ranks_text(no_dump)}, and no "
                                       "dump of theirs is here while the others' are. A rank that returned normally "
@@ -599,7 +601,8 @@ class HangVerdictCheck(Check):
         if stopped and waiting:
             ev = [e for r in stopped for e in _ev_stack(r, views[r])] + wait_evidence(waiting)
             yield self.finding("HANG014", stopped_word=plural(stopped), stopped_text=ranks_text(stopped),
-                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                               wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting),
+                               op=op, at=at,
                                pids=" ".join(str(views[r].pid) for r in stopped), ranks=stopped, evidence=ev,
                                detail="; ".join(f"rank {r}: {views[r].describe()}" for r in stopped),
                                consequence_of=headline)
@@ -698,7 +701,8 @@ class HangVerdictCheck(Check):
                 ev += wait_evidence(waiting)
                 yield self.finding("HANG010", odd_word=plural(rs), odd_text=ranks_text(rs), odd_state=odd_state,
                                    odd_state_short=short, odd_site=site, odd_hint=hint,
-                                   wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting), op=op, at=at,
+                                   wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting),
+                                   op=op, at=at,
                                    ranks=rs, evidence=ev, consequence_of=headline)
             return
 

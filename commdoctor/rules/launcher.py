@@ -1372,8 +1372,9 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
         return []
     early = None if finished else _exited_zero(m, cut)
     if finished:
-        what, ev = finished[0].ev.host or f"the host of {finished[0].ev.source}", finished[0].ev
-        what = f"the ranks of {what} finished while ranks of another host were still in a collective with them"
+        host = finished[0].ev.host or f"the host of {finished[0].ev.source}"
+        what, ev = f"the ranks of {host} finished while ranks of another host were still in a collective with them", \
+            finished[0].ev
     elif early is not None:
         what, ev = early
     else:
