@@ -97,6 +97,21 @@ def test_wrapper_passes_a_finished_jobs_status_through(tmp_path: Path) -> None:
     assert f"the job failed without hanging: `commdoctor logs JOB_OUTPUT {tmp_path}` reads its console output" in p.stderr
 
 
+def test_wrapper_diagnoses_a_job_that_failed_without_hanging_from_what_it_wrote(tmp_path: Path) -> None:
+    """Under a pipe (as here, or a batch system's log file) the wrapper keeps a copy of the job's output, passes both
+    streams on where they went, and when the job fails without hanging reads the copy with the watch folder."""
+    job = ("import sys\nprint('step 0 done', flush=True)\n"
+           "sys.stderr.write('RuntimeError: CUDA error: invalid device ordinal\\n')\nsys.exit(1)\n")
+    p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c", job)
+    assert p.returncode == 1, p.stderr  # the job's own status
+    assert "step 0 done" in p.stdout and "RuntimeError: CUDA error: invalid device ordinal" in p.stderr
+    assert "the job failed without hanging: diagnosing what it wrote" in p.stderr
+    assert "Verdict: LOG062" in p.stdout and "job.log" in p.stdout
+    # Two streams copied as they come: their lines may interleave in either order in the copy.
+    assert sorted((tmp_path / "job.log").read_text().splitlines()) == [
+        "RuntimeError: CUDA error: invalid device ordinal", "step 0 done"]
+
+
 def test_wrapper_says_nothing_more_for_a_job_that_succeeded(tmp_path: Path) -> None:
     p = run_cli("run", "--hang-after", "30", "--watch-dir", str(tmp_path), "--", sys.executable, "-c", "pass")
     assert p.returncode == 0 and "exit status 0" in p.stderr and "failed without hanging" not in p.stderr

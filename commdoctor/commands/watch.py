@@ -133,6 +133,21 @@ def _failed_hint(watch_dir: str) -> str:
             f"{left}; the output is not captured here (save it: `... 2>&1 | tee JOB_OUTPUT`)")
 
 
+def _diagnose_failed(args: argparse.Namespace, hargs: argparse.Namespace, watch_dir: str) -> None:
+    """The job failed without hanging: `commdoctor logs` over the watch folder (the job's copied output, NCCL's log
+    files, the dumps and records it left). The exit status stays the job's own."""
+    from commdoctor.commands import logs
+
+    _say(f"the job failed without hanging: diagnosing what it wrote (commdoctor logs {watch_dir})")
+    largs = argparse.Namespace(paths=[watch_dir], engine="auto", jobs=1, json=getattr(hargs, "json", False),
+                               verbose=getattr(hargs, "verbose", 0), select=getattr(hargs, "select", ""),
+                               ignore=getattr(hargs, "ignore", ""), fail_on=getattr(hargs, "fail_on", "error"))
+    try:
+        logs.main(largs)
+    except CommDoctorError as e:
+        _say(f"could not read the job's output: {e}")
+
+
 def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) -> int:
     from commdoctor import __version__
     from commdoctor.commands.hang import hang_options, run_hang
@@ -145,8 +160,16 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
         os.makedirs(watch_dir, exist_ok=True)
     except OSError as e:
         raise CommDoctorError(f"--watch-dir {watch_dir}: {e.strerror or e}") from None
+    # A copy of the job's output for a diagnosis if it fails without hanging, taken only where neither of ours is a
+    # terminal: the job then sees a pipe where it would have had a pipe or a file, never a pipe for a tty.
+    try:
+        plain = not (sys.stdout.isatty() or sys.stderr.isatty()) and sys.stdout.fileno() >= 0 and sys.stderr.fileno() >= 0
+    except (OSError, ValueError):  # streams without a file descriptor (embedded use): the job gets ours as before
+        plain = False
+    capture = os.path.join(watch_dir, "job.log") if plain else None
     w = Watcher(argv, watch_dir, args.hang_after, agent=not args.no_agent,
-                stdout=sys.stderr.fileno() if args.json else None, stack_timeout=min(5.0, args.stack_timeout))
+                stdout=sys.stderr.fileno() if args.json else None, stack_timeout=min(5.0, args.stack_timeout),
+                capture=capture)
     try:
         proc = w.start()
     except OSError as e:
@@ -182,7 +205,11 @@ def watch(args: argparse.Namespace, hargs: argparse.Namespace, argv: list[str]) 
                 rc = proc.returncode if proc.returncode is not None else proc.wait()
                 _say(f"the job ended with exit status {rc}")
                 if rc != 0 and not diagnosed_error:
-                    _say(_failed_hint(watch_dir))
+                    w.drain()
+                    if capture and os.path.isfile(capture) and os.path.getsize(capture) > 0:
+                        _diagnose_failed(args, hargs, watch_dir)
+                    else:
+                        _say(_failed_hint(watch_dir))
                 if diagnosed_error:
                     return ExitCode.FINDINGS
                 return rc if rc >= 0 else 128 - rc

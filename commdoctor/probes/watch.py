@@ -19,6 +19,8 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Mapping, Sequence
@@ -91,7 +93,7 @@ class Stall:
 class Watcher:
     def __init__(self, argv: Sequence[str], watch_dir: str, hang_after: float, interval: float | None = None,
                  agent: bool = True, env: Mapping[str, str] | None = None, stdout: IO[Any] | int | None = None,
-                 stack_timeout: float = 5.0) -> None:
+                 stack_timeout: float = 5.0, capture: str | None = None) -> None:
         self.argv = list(argv)
         self.watch_dir = os.path.abspath(watch_dir)
         self.hang_after = hang_after
@@ -101,14 +103,61 @@ class Watcher:
         self.stack_timeout = stack_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
+        #: A file that receives a copy of everything the job writes (its stdout and stderr as they come), passed on
+        #: unchanged where they would have gone. Only asked for where those are no terminal, so the job sees the same
+        #: kind of file descriptor (a pipe or a file: not a tty) with or without the copy.
+        self.capture = capture
+        self._copiers: list[threading.Thread] = []
 
     # -- the job ------------------------------------------------------------------------
 
     def start(self) -> subprocess.Popen[bytes]:
         self.started_at = time.monotonic()
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self.stdout, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        if self.capture is None:
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self.stdout, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+            return self.proc
+        out_fd = self.stdout if isinstance(self.stdout, int) else (self.stdout.fileno() if self.stdout is not None
+                                                                   else sys.stdout.fileno())
+        sink = open(self.capture, "ab")  # noqa: SIM115 - closed by the last copier
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        lock = threading.Lock()
+        left = [2]
+
+        def copy(src: IO[bytes], dst_fd: int) -> None:
+            try:
+                while True:
+                    chunk = os.read(src.fileno(), 65536)
+                    if not chunk:
+                        break
+                    try:
+                        os.write(dst_fd, chunk)
+                    except OSError:
+                        pass  # our own output closed: the job's copy in the file goes on
+                    with lock:
+                        sink.write(chunk)
+                        sink.flush()
+            finally:
+                src.close()
+                with lock:
+                    left[0] -= 1
+                    if not left[0]:
+                        sink.close()
+
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._copiers = [threading.Thread(target=copy, args=(self.proc.stdout, out_fd), daemon=True),
+                         threading.Thread(target=copy, args=(self.proc.stderr, sys.stderr.fileno()), daemon=True)]
+        for t in self._copiers:
+            t.start()
         return self.proc
+
+    def drain(self, timeout: float = 5.0) -> None:
+        """Wait (bounded) for the copies of the job's output to reach the capture file: a process that outlives the
+        job (a daemon holding the pipe) does not hold commdoctor."""
+        end = time.monotonic() + timeout
+        for t in self._copiers:
+            t.join(max(0.0, end - time.monotonic()))
 
     def tree(self) -> list[psutil.Process]:
         if self.proc is None:
