@@ -184,3 +184,12 @@ def test_every_member_dumped_keeps_the_dumps_own_verdict() -> None:
     v = verdict("--fr", str(LOGS / "nccl-dtype-mismatch" / "fr"))
     assert v["code"] == "HANG011" and v["cause"] == "collective_mismatch"
     assert "all_reduce 4096 Float" in v["title"] and "all_reduce 4096 Double" in v["title"]
+
+
+def test_a_rank_the_dumps_show_behind_outranks_a_missing_dump(tmp_path: Path) -> None:
+    """Near-miss of the member with no dump: straggler3's dumps without rank 0's. Rank 2's own dump shows it behind:
+    that is the verdict (HANG010), not rank 0's absence from the set given."""
+    for r in (1, 2):
+        shutil.copy(NCCL / "straggler3" / "fr" / f"nccl_trace_rank_{r}", tmp_path / f"nccl_trace_rank_{r}")
+    v = verdict("--fr", str(tmp_path))
+    assert v["code"] == "HANG010" and v["ranks"] == [2]

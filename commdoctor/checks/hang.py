@@ -581,11 +581,15 @@ class HangVerdictCheck(Check):
         # 1b. Members of a recorded group that left no dump while the others dumped and wait: on NCCL every live rank
         # dumps once one signals it (through the store), so such a rank had most likely exited already (returned
         # early or crashed). Seen on an H200: rank 1 of 2 returned after its data ran out; only rank 0's dump exists.
+        # Only where the dumps at hand name nobody else: a rank they show behind, or calls that differ, say more than
+        # dumps missing from the set given (a subset of a large job's dumps, collected from some hosts).
         no_dump = sorted({r for sv in seq_views for r in sv.no_data} - set(all_ranks))
-        if not headline and no_dump and waiting and not (snap is not None and snap.world_size):
+        if not headline and no_dump and waiting and not behind and not seq_mismatch \
+                and not (snap is not None and snap.world_size):
             ev = wait_evidence(waiting) + self._log_evidence(logs, no_dump)
             yield self.finding("HANG012", dead_word=plural(no_dump), dead_text=ranks_text(no_dump),
-                               dead_state="left no flight-recorder dump (it had most likely exited)",
+                               dead_state="left no flight-recorder dump (it had most likely exited)" if len(no_dump) == 1
+                               else "left no flight-recorder dumps (they had most likely exited)",
                                wait_word=plural(waiting), wait_verb=verb(waiting), wait_text=ranks_text(waiting),
                                op=op, at=at,
                                ranks=no_dump, evidence=ev,
