@@ -271,11 +271,11 @@ class InterfacesCheck(NetCheck):
             if backend == "nccl" and value.lstrip().startswith("^") and not choice.picks and not addr_like:
                 # Prefixes to leave out that leave nothing: NCCL fails at init ("Bootstrap : no socket interface
                 # found", seen on an H200 with ^eth,lo,docker,veth,ib,en,br).
-                left = [p for p in value.lstrip()[1:].split(",") if p]
-                yield self.finding("NET001", var=var, names=", ".join(repr(x) for x in left) + " to leave out (its leading ^)",
-                                   lacks="leaves this host no interface with an address", owner="this host",
-                                   suggest=suggest, available=v.available(), evidence=ev,
-                                   detail="NCCL fails at init: \"Bootstrap : no socket interface found\"")
+                left = tuple(x for x in value.lstrip()[1:].split(",") if x)
+                fact = InterfaceSetting(var=var, value=value, missing=left, library=backend,
+                                        available=tuple(i.name for i in v.ifaces), evidence=tuple(ev))
+                yield from self.judge(fact, suggest=suggest, available=v.available(),
+                                      detail="NCCL fails at init: \"Bootstrap : no socket interface found\"")
                 continue
             if missing and not (backend == "nccl" and value.startswith("^")):
                 sev = E
@@ -320,20 +320,20 @@ class InterfacesCheck(NetCheck):
         libraries' words do not tell which), not the interfaces it has, so its remedy points there.
         """
         names = ", ".join(repr(m) for m in fact.missing)
+        where = "this host" if fact.origin != LOG else f"host {fact.host}" if fact.host else "the host that logged it"
+        lacks = f"{where} does not have" + (", or which holds no address" if fact.origin == LOG else "")
+        if (fact.value or "").lstrip().startswith("^") and names:
+            # A leading ^ makes the list one of prefixes to leave out: nothing was missing, everything was left out.
+            names += " to leave out (its leading ^)"
+            lacks = f"leaves {where} no interface with an address"
         if fact.origin == LOG:
-            where = f"host {fact.host}" if fact.host else "the host that logged it"
-            lacks = f"{where} does not have, or which holds no address"
-            if (fact.value or "").lstrip().startswith("^") and names:
-                # A leading ^ makes the list one of prefixes to leave out: nothing was missing, everything was left out.
-                names += " to leave out (its leading ^)"
-                lacks = f"leaves {where} no interface with an address"
             yield self.finding(
                 "NET001", var=fact.var, names=names or "an interface", lacks=lacks,
                 owner="every node", suggest=suggest or "<an interface every node has>", evidence=fact.evidence,
                 ranks=ranks, hosts=(fact.host,) if fact.host else (), detail=detail, consequence_of=consequence_of,
                 severity=severity, env=env, steps=(f"ip -br addr on {where} lists its interfaces and their addresses",))
             return
-        yield self.finding("NET001", var=fact.var, names=names, lacks="this host does not have", owner="this host",
+        yield self.finding("NET001", var=fact.var, names=names, lacks=lacks, owner="this host",
                            suggest=suggest, available=available, evidence=fact.evidence, severity=severity, detail=detail)
 
 class HostnameCheck(NetCheck):

@@ -1304,6 +1304,25 @@ _PEER_CLOSED = ("Connection reset by peer", "Connection closed by peer", "Connec
 _PEER_AT = re.compile(r"(?:Read error|Connection closed by peer) \[(?P<addr>[^\]\s]{1,64})\]:\d{1,5}")
 
 
+def _only_lost_their_peer(m: Any, reports: list[Any], lost: Any) -> bool:
+    """Every worker a launcher reports failed lost its peer inside a collective (``lost``: the ranks whose connection
+    was cut) and at most was then ended by torch's watchdog (SIGABRT after the failure it logged), or was stopped by its
+    own launcher once another had failed (-15 after "Sending process P closing signal SIGTERM"): none failed of anything
+    else or was killed from outside, so a peer they lost that no report names ended with status 0."""
+    closing = m.hits.get("agent_closing_worker", [])
+    stopped_pids = {str(h.groups.get("pid")) for h in closing}
+    stopped_files = {h.ev.source for h in closing}
+    aborted = {h.ev.rank for h in m.hits.get("watchdog_abort", [])}
+    for f in reports:
+        if f.exitcode == -15 and (str(f.pid) in stopped_pids or (f.ev is not None and f.ev.source in stopped_files)):
+            continue
+        killed = bool(f.signal) or (f.exitcode is not None and f.exitcode < 0)
+        own_abort = f.rank in aborted and (f.signal == "SIGABRT" or f.exitcode == -6)
+        if f.rank not in lost or (killed and not own_abort):
+            return False
+    return True
+
+
 def _exited_zero(m: Any, cut: list[Any]) -> tuple[str, Any] | None:
     """One launcher's job, every rank of it on this host: the workers it reports failed all lost a peer inside a
     collective, and ranks of the job are in no report and logged no error. torchrun reports every worker that failed
@@ -1327,14 +1346,8 @@ def _exited_zero(m: Any, cut: list[Any]) -> tuple[str, Any] | None:
             return None
         ranks = set(range(max([f.rank for f in reports] + [ri.rank for ri in m.ranks.values() if ri.rank is not None]) + 1))
     lost = {h.ev.rank for h in cut if h.ev.rank is not None}
-    aborted = {h.ev.rank for h in m.hits.get("watchdog_abort", [])}
-    stopped = {str(h.groups.get("pid")) for h in m.hits.get("agent_closing_worker", [])}
-    for f in reports:
-        killed = bool(f.signal) or (f.exitcode is not None and f.exitcode < 0)
-        own_abort = f.rank in aborted and (f.signal == "SIGABRT" or f.exitcode == -6)  # torch's watchdog ending it
-        own_stop = f.exitcode == -15 and str(f.pid) in stopped  # its launcher stopping it once another had failed
-        if (f.rank not in lost and not own_stop) or (killed and not own_abort and not own_stop):
-            return None  # a worker that failed of something else, or was killed from outside
+    if not _only_lost_their_peer(m, reports, lost):
+        return None
     gone = sorted(ranks - {f.rank for f in reports})
     spoke = {ri.rank for ri in m.ranks.values() if ri.first_error is not None} | set(raised_ranks(m))
     if not lost or spoke & set(gone) or (not gone and world):
@@ -1373,8 +1386,8 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     early = None if finished else _exited_zero(m, cut)
     if finished:
         host = finished[0].ev.host or f"the host of {finished[0].ev.source}"
-        what, ev = f"the ranks of {host} finished while ranks of another host were still in a collective with them", \
-            finished[0].ev
+        what = f"the ranks of {host} finished while ranks of another host were still in a collective with them"
+        ev = finished[0].ev
     elif early is not None:
         what, ev = early
     else:
@@ -1383,13 +1396,8 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
         reports = [f for f in m.elastic if not f.agent and f.rank is not None]
         if len(addrs) != 1 or None in lost.values() or len({h.ev.source for h in cut}) < 2 or not reports:
             return []
-        stopped = {h.ev.source for h in m.hits.get("agent_closing_worker", [])}
-        for f in reports:
-            own_stop = f.exitcode == -15 and f.ev is not None and f.ev.source in stopped
-            if f.rank not in lost and not own_stop:
-                return []  # a worker that failed of something else, or was killed: the peer's own end is reported
-            if f.exitcode is not None and f.exitcode < 0 and not own_stop:
-                return []
+        if not _only_lost_their_peer(m, reports, lost):
+            return []  # a worker that failed of something else, or was killed: the peer's own end is reported
         what, ev = (f"the ranks of the host at {next(iter(addrs))} (one of them, in no launcher's report of failures) "
                     "finished while ranks of another host were still in a collective with them"), reports[0].ev
     evidence = [cut[0].ev] + ([ev] if ev is not None else [])
