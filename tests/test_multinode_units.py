@@ -522,3 +522,47 @@ def test_pair_bandwidth_times_every_pair_in_two_passes_over_a_real_gloo_group() 
         peers = sorted(res["pairs"])
         assert peers == sorted({"0", "1", "2"} - {me}), res
         assert all(r.get("gbps", 0) > 0 and "error" not in r for r in res["pairs"].values()), res
+
+
+@pytest.mark.skipif(not have_torch(), reason="needs torch")
+def test_a_node_seen_joining_is_waited_for_past_the_join_timeout() -> None:
+    """Node 0 with a 1 s --join-timeout, on a real TCPStore: node 1 writes its ``joined`` stage at once and its
+    info 2.5 s later (a slow start on a loaded machine); node 2 never writes anything. Node 1 is in the roster,
+    node 2 is missing, and the wait ended with node 1's info, not at the grace's end."""
+    import threading
+
+    from commdoctor.core.context import Options
+    from commdoctor.core.jobctx import Job
+    from commdoctor.probes.jobstore import JobStore
+    from commdoctor.probes.multinode import JOIN_GRACE_S, NodeRun
+
+    port = free_port()
+    common = dict(launcher="slurm", world_size=3, local_world_size=1, local_rank=0, nnodes=3, master_addr="127.0.0.1",
+                  master_port=port, agent_store=False, run_id="grace", expected_nodes=3)
+    node0 = NodeRun(Job(rank=0, node=0, **common), Options(mode="multinode"), join_timeout=1.0)
+    assert node0.open_store()
+    node0.store.put(node0.key(0, "info"), {"node": 0})
+    client = JobStore(Job(rank=1, node=1, **common), connect_timeout=10.0)
+    stop = threading.Event()
+
+    def node1() -> None:
+        client.put("node/1/stage/joined", {"stage": "joined"})
+        beat, t_info = 0, time.monotonic() + 2.5
+        while not stop.wait(0.3):
+            beat += 1
+            client.put("node/1/alive", {"beat": beat})
+            if time.monotonic() >= t_info and client.peek("node/1/info") is None:
+                client.put("node/1/info", {"node": 1})
+
+    t = threading.Thread(target=node1, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        node0.wait_roster()
+    finally:
+        stop.set()
+        t.join(5)
+    waited = time.monotonic() - t0
+    assert node0.roster is not None
+    assert node0.roster["members"] == [0, 1] and node0.roster["missing"] == [2]
+    assert 2.0 < waited < 1.0 + JOIN_GRACE_S - 1.0, waited

@@ -62,6 +62,9 @@ STAGES = ("joined", "mesh done", "bandwidth done", "local checks started", "loca
 LOCAL_PG_SIZES = (256 << 10,)  # one size: the cross-node test measures the network; see docs/multinode.md
 HEARTBEAT_S = 1.0  # each node writes node/<i>/alive this often while it runs
 STALE_S = 10.0  # node 0 stops waiting for a node whose heartbeat has not changed for this long
+#: A node that wrote its ``joined`` stage but not yet its info when --join-timeout ran out (a slow start on a
+#: loaded machine: the local facts it publishes take seconds) gets this much longer, while its heartbeat goes on.
+JOIN_GRACE_S = 8.0
 
 # -- one budget for the whole run (docs/multinode.md, "One deadline") ----------------------------------
 #: What each later step is kept, in seconds, when an earlier one waits: the mesh (2 s connects, the path-MTU
@@ -332,6 +335,12 @@ class NodeRun:
             deadline = min(self.t0 + self.join_timeout, self.budget.until(keep))
             keys = [self.key(i, "info") for i in range(job.nnodes)]
             have = self._wait_joins(keys, deadline)
+            late = [i for i in range(job.nnodes) if self.key(i, "info") not in have
+                    and self._peek(self.key(i, "stage/joined")) is not None]
+            if late and not self.stop.is_set():
+                # Seen joining, still publishing: not "never joined". Its heartbeat stopping ends the wait early.
+                got = self.wait_nodes(late, "info", min(time.monotonic() + JOIN_GRACE_S, self.budget.until(keep)))
+                have |= {self.key(i, "info") for i in got}
             members = [i for i in range(job.nnodes) if self.key(i, "info") in have]
             self.roster = {"members": members, "missing": [i for i in range(job.nnodes) if i not in members],
                            "nnodes": job.nnodes, "expected": job.expected_nodes,

@@ -171,7 +171,7 @@ def test_srun_style_rank_variables_and_a_node_that_never_starts(lab: Lab3) -> No
                             SLURM_NODEID=str(k), SLURM_JOB_ID="42", SLURM_JOB_NODELIST="cdmm[a-c]",
                             SLURM_STEP_NODELIST="cdmma,cdmmb,cdmmc", MASTER_ADDR=lab.master.addr,
                             MASTER_PORT=str(PORT + 4))
-            procs.append((h, h.start([sys.executable, "-m", "commdoctor", "run", "--json", "--join-timeout", "6",
+            procs.append((h, h.start([sys.executable, "-m", "commdoctor", "run", "--json", "--join-timeout", "8",
                                       "--select", "MN"], env)))
         outs = []
         for h, p in procs:
