@@ -188,34 +188,3 @@ def test_srun_style_rank_variables_and_a_node_that_never_starts(lab: Lab3) -> No
     assert [n["status"] for n in doc["nodes"]] == ["reported", "reported", "never joined"]
     assert outs[0].rc == 1  # an error finding
     assert outs[1].rc == 0 and "results went to node 0" in outs[1].err
-
-
-@pytest.fixture(scope="module")
-def two_nodes_firewalled(lab: Lab3) -> tuple[dict[str, Job], float]:
-    """Two nodes (a, b); b drops every new TCP connection except to the master port (issue 18)."""
-    lab.reset()
-    b = lab.hosts[1]
-    try:
-        b.iptables("-A", "INPUT", "-p", "tcp", "--dport", str(PORT + 5), "-j", "ACCEPT")
-        b.iptables("-A", "INPUT", "-p", "tcp", "-m", "conntrack", "--ctstate", "NEW", "-i", "cdm0", "-j", "DROP")
-        t0 = time.monotonic()
-        out = lab.torchrun(PORT + 5, ["--join-timeout", "15"], skip=("cdmmc",), nnodes="2", deadline=60.0)
-        return out, time.monotonic() - t0
-    finally:
-        lab.reset()
-
-
-@needs_tool("iptables")  # the fixture's firewall
-def test_two_nodes_one_firewalled_reports_in_time(two_nodes_firewalled: tuple[dict[str, Job], float]) -> None:
-    out, wall = two_nodes_firewalled
-    print(f"\ntwo nodes, b firewalled: {wall:.1f} s wall; node 0 printed after {out['cdmma'].elapsed:.1f} s")
-    doc = node0(out)
-    # The goal is 30 s; the launcher limit that stopped it before was 60 s. Shared CI machines add a few.
-    assert out["cdmma"].elapsed < 45, f"node 0's report came after {out['cdmma'].elapsed:.1f} s"
-    assert [n["status"] for n in doc["nodes"]] == ["reported", "reported"], doc["nodes"]
-    (f,) = codes(doc)["MN041"]
-    assert f["hosts"] == ["cdmmb"] and f["cause"] == "firewall_or_port_blocked"
-    assert f["title"].startswith(f"cdmmb accepts the master port {PORT + 5} but not ephemeral port"), f["title"]
-    # One pair left once b is excluded: no gloo pair test is tried (it would wait on b's dropped ports).
-    assert not result(doc, "mn.bandwidth")["data"].get("pairs_gbps")
-    assert out["cdmmb"].rc == 0 and "results went to node 0" in out["cdmmb"].err
