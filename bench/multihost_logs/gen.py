@@ -303,6 +303,23 @@ for _name, (_label, _fault) in R5.items():
                                  3: {**_fault, **_two, "env": INFO}, 4: {**_fault, **_two},
                                  5: {**_fault, **_two, "tee": "3"}})
 
+# Round 6 (issue #16, 30 Nov): the faulty rank is rank 0, on the master host whose torchrun holds the store, and a host
+# that dies whole. Run 1 plain with one rank per host; run 2 with DETAIL and two ranks per host (rank 0's faults stay on
+# rank 0). Every run was scored before any reading was written (R6_HOLDOUT: the runs kept unread after that).
+# delay_a: host a's torchrun starts this many seconds after b's; sigkill_b: every process of host b gets SIGKILL once b
+# has logged step 2 (the node lost: power, kernel panic, the OOM killer taking the launcher too).
+R6: dict[str, tuple[str, dict]] = {
+    "r0-killed": ("peer_process_died", {"fault": "kill", "fault_rank": 0}),
+    "r0-straggler": ("collective_timeout_straggler", {"fault": "straggler", "fault_rank": 0}),
+    "r0-mismatch-size": ("collective_mismatch", {"fault": "mismatch_size", "fault_rank": 0}),
+    "r0-raises": ("peer_process_died", {"fault": "raise", "fault_rank": 0}),
+    "master-late": ("none", {"delay_a": 20.0}),
+    "node-lost": ("peer_process_died", {"sigkill_b": True}),
+}
+R6_HOLDOUT = {(name, 2 if i % 2 == 0 else 1) for i, name in enumerate(R6)}
+for _name, (_label, _fault) in R6.items():
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL}})
+
 
 def with_capture(setup: dict, capture: str) -> dict:
     c = CAPTURES[capture]
@@ -316,6 +333,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         setup = with_capture(setup, capture or setup["capture"])
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
+        ("r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
@@ -344,10 +362,13 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
                          f"s.bind(('0.0.0.0',{PORT}));s.listen(8);time.sleep({DEADLINE + 10})"], env_for({}), None)
             time.sleep(1.0)
         procs = {}
-        for i, h in enumerate((lab.a, lab.b)):
+        order = ((1, lab.b), (0, lab.a)) if s.get("delay_a") else ((0, lab.a), (1, lab.b))
+        for i, h in order:
             b = h is lab.b
             if not b and s.get("absent_a"):
                 continue
+            if not b and s.get("delay_a"):
+                time.sleep(float(s["delay_a"]))  # b's torchrun waits for a's store meanwhile
             nproc = str(s.get("nproc_b" if b else "nproc_a", s.get("nproc", 1)))
             master = s.get("master_b") if b and s.get("master_b") else s.get("master", lab.a.addr)
             nnodes = s.get("nnodes_b", "2") if b else "2"
@@ -384,10 +405,16 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         failed_at = None
         down = False
         while time.monotonic() - t0 < DEADLINE:
-            if (s.get("linkdown_b") or s.get("sigterm_b")) and not down \
+            if (s.get("linkdown_b") or s.get("sigterm_b") or s.get("sigkill_b")) and not down \
                     and b"step 2" in (case / "logs" / "node1.log").read_bytes():
                 if s.get("linkdown_b"):
                     sh("ip", "-n", lab.b.ns, "link", "set", "eth0", "down")  # the cable is pulled mid-training
+                elif s.get("sigkill_b"):  # the whole host at once: every process in its namespace (workers too)
+                    for pid in sh("ip", "netns", "pids", lab.b.ns, check=False).stdout.split():
+                        try:
+                            os.kill(int(pid), signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
                 else:
                     procs[lab.b.name].send_signal(signal.SIGTERM)  # to b's launcher, as a scheduler does
                 down = True

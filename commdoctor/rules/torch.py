@@ -63,11 +63,49 @@ def _unique_id(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
 
 
 def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A rank that reached monitored_barrier got an error from rank 0 (the barrier's coordinator). torch puts the
+    transport's error under it ("Original exception:"): a closed connection is rank 0 gone, but a gloo send/recv that
+    timed out is rank 0 alive and elsewhere (late, or stuck) for the whole timeout, unless rank 0 failed itself."""
     r = hs[0].groups.get("rank")
+    timed = lines_under(m, "gloo_recv_timeout", hs, 14)
+    # Killed by a signal counts as failed, but not by the SIGTERM its launcher sends every rank once one has failed.
+    failed = set(raised_ranks(m)) | {f.rank for f in m.elastic if f.rank is not None and f.exitcode != -15
+                                     and "SIGTERM" not in (f.signal or "")
+                                     and (f.signal or (f.exitcode is not None and f.exitcode < 0))}
+    failed |= {f.rank for f in quiet_exits(m)}
+    if timed and r and r.isdigit() and int(r) not in failed:
+        ms = next((t.groups.get("ms") for t in timed if t.groups.get("ms")), None)
+        c = cand("LOG051", "collective_timeout_straggler", 4, hs[:2] + timed[:1], params={
+            "op": "monitored_barrier", "timeout": f"{ms} ms" if ms else "its timeout",
+            "who": f"rank {r} never answered the ranks waiting in it (its connections stayed open: late, or stuck "
+                   "elsewhere)"},
+            alts=[("peer_process_died", f"if rank {r}'s host went away whole (power, a kernel panic), its connections "
+                                        "would not close either: look for its own last lines")])
+        c.ranks = {int(r)}
+        return [c]
     c = cand("LOG060", "peer_process_died", 5, hs, params={"what": f"rank {r} failed while monitored_barrier waited for it"})
     if r:
         c.ranks = {int(r)}
     return [c]
+
+
+def _vanished(m: Any, hs: list[Any], named: set[int]) -> dict[int, str]:
+    """rank -> the input holding its output, for every rank in ``named`` whose output is in an input other than the
+    barrier's report, and that input holds no error, traceback or launcher report at all: it just ends. Empty unless
+    every rank in ``named`` is such a rank."""
+    if not named:
+        return {}
+    src = {ri.rank: ri.source for ri in m.ranks.values() if ri.rank in named and ri.source}
+    if set(src) != named or any(ri.first_error is not None for ri in m.ranks.values() if ri.rank in named):
+        return {}
+    files = set(src.values())
+    if files & {h.ev.source for h in hs}:
+        return {}
+    loud = {h.ev.source for hits_ in m.hits.values() for h in hits_ if h.sig.role != CONTEXT}
+    loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors}
+    loud |= {ev.source for ev in m.tracebacks}
+    loud |= {f.ev.source for f in m.elastic if f.ev is not None}
+    return {} if files & loud else {r: str(src[r]).replace("\\", "/").rsplit("/", 1)[-1] for r in sorted(named)}
 
 
 _REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
@@ -139,6 +177,24 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         gone.ranks = set(stopped)
         return [gone, cand("LOG051", "collective_timeout_straggler", 6, hs,
                            params={**said, "who": who + " (they had been stopped)"}, consequence=True)]
+    gone = _vanished(m, hs, named - failed)
+    if gone and named <= failed | set(gone):
+        files = sorted(set(gone.values()))
+        c = cand("LOG060", "peer_process_died", 3, hs, params={
+            "what": f"rank(s) {', '.join(map(str, sorted(gone)))} stopped mid-run: {', '.join(files[:2])} "
+                    f"{'ends' if len(files) == 1 else 'end'} without an error, an exit status or the launcher's report, "
+                    "so the host went away whole, its launcher too"},
+            detail="Rank 0 waited in monitored_barrier for ranks whose own output stops in the middle of the run: no "
+                   "error, no traceback, no exit status, no failure summary from their launcher. A rank that is late "
+                   "or stuck still gets its launcher's report when the job is torn down; output that simply ends is a "
+                   "host that died with everything on it: a node crash or power loss, a kernel panic, the OOM killer or "
+                   "the scheduler's SIGKILL taking the launcher too.",
+            alts=[("collective_timeout_straggler", "if that output was copied before the job ended, the ranks may only "
+                                                   "have been late: their last lines say where they were"),
+                  ("hardware_fault", "a host that went away whole may have failed in hardware: its system log says")])
+        c.ranks = set(gone)
+        return [c, cand("LOG051", "collective_timeout_straggler", 6, hs,
+                        params={**said, "who": who + " (their host had gone)"}, consequence=True)]
     there = _reached_meanwhile(m, hs, named)
     if named and not named & failed and there:
         return [cand("LOG037", "hardware_fault", 2, hs + there[:2], params={

@@ -32,3 +32,41 @@ def test_logs_names_the_cause_of_a_two_host_job(case: Path) -> None:
         assert causes == [], f"a healthy job got {causes}"
     else:
         assert causes and causes[0] == want, f"want {want}, got {causes[:3]}"
+
+
+def _verdict(folder: Path) -> dict:
+    doc = diagnose_file(folder)
+    return next(f for f in doc["findings"] if f.get("cause"))
+
+
+def test_a_host_whose_output_just_ends_is_a_host_that_went_away() -> None:
+    """Host b (ranks 2, 3) killed whole mid-run: its file ends after a step line, no error and no launcher report;
+    rank 0's monitored_barrier names ranks 2 and 3."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "node-lost-2" / "logs")
+    assert first["code"] == "LOG060" and first["cause"] == "peer_process_died"
+    assert first["title"].startswith("rank(s) 2, 3 stopped mid-run: node1.log ends without an error"), first["title"]
+
+
+def test_the_same_host_with_its_launchers_report_was_only_late(tmp_path: Path) -> None:
+    """Near miss: the same two files, host b's followed by its launcher's report that its workers were stopped (as
+    torchrun writes when the job is torn down): b was there to the end, so its ranks were late, not gone."""
+    src = ROOT / "fixtures" / "logs" / "multihost" / "node-lost-2" / "logs"
+    (tmp_path / "node0.log").write_bytes((src / "node0.log").read_bytes())
+    tail = ("W1130 04:43:21.731000 24399 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 24410 "
+            "closing signal SIGTERM\n"
+            "E1130 04:43:21.900000 24399 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -15) "
+            "local_rank: 0 (pid: 24410) of binary: /usr/bin/python\n")
+    (tmp_path / "node1.log").write_bytes((src / "node1.log").read_bytes() + tail.encode())
+    first = _verdict(tmp_path)
+    assert "stopped mid-run" not in first["title"], first["title"]
+
+
+def test_rank_0_that_never_answered_monitored_barrier_was_late_when_the_wait_timed_out() -> None:
+    """Rank 0 sleeps 25 s (two ranks per host, DETAIL): the others' monitored_barrier fails with gloo's send timeout
+    under it, rank 0's connections still open. Rank 0 raising instead closes them: the same barrier error, a
+    different cause."""
+    late = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "r0-straggler-2" / "logs")
+    assert (late["code"], late["cause"]) == ("LOG051", "collective_timeout_straggler")
+    assert "rank 0 never answered the ranks waiting in it" in late["title"], late["title"]
+    died = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "r0-raises-2" / "logs")
+    assert died["cause"] == "peer_process_died" and "rank 0" in died["title"], died["title"]
