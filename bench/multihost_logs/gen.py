@@ -318,7 +318,20 @@ R6: dict[str, tuple[str, dict]] = {
 }
 R6_HOLDOUT = {(name, 2 if i % 2 == 0 else 1) for i, name in enumerate(R6)}
 for _name, (_label, _fault) in R6.items():
-    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL}})
+    # Runs 3 and 4, made after the round's readings were written and scored once: run 2's fault with
+    # TORCH_DISTRIBUTED_DEBUG=INFO, and run 1's with two ranks per host.
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
+                                 3: {**_fault, "nproc": 2, "env": INFO}, 4: {**_fault, "nproc": 2}})
+# Round 7 (issue #16, 30 Nov): the launcher told the wrong host (labels as ../shared/corpus/README.md defines them: a
+# wrong MASTER_ADDR is rendezvous_unreachable, a wrong node rank launcher_misconfig). master_b: the address host b uses as MASTER_ADDR
+# (b's own: nobody listens there); swap: host a runs --node-rank 1 and host b --node-rank 0, both with a's address.
+R7: dict[str, tuple[str, dict]] = {
+    "master-addr-is-b": ("rendezvous_unreachable", {"master_b": "10.209.{k}.2"}),
+    "node-rank-swapped": ("launcher_misconfig", {"swap": True}),
+}
+for _name, (_label, _fault) in R7.items():
+    SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
+                                 3: {**_fault, "nproc": 2, "env": INFO}, 4: {**_fault, "nproc": 2}})
 
 
 def with_capture(setup: dict, capture: str) -> dict:
@@ -333,7 +346,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         setup = with_capture(setup, capture or setup["capture"])
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
-        ("r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
+        (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
+        f"r7-run{run}" if name in R7 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
@@ -373,6 +387,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
             master = s.get("master_b") if b and s.get("master_b") else s.get("master", lab.a.addr)
             nnodes = s.get("nnodes_b", "2") if b else "2"
             node_rank = s.get("node_rank_b", "1") if b else "0"
+            if s.get("swap"):
+                node_rank = "0" if b else "1"
             port = str(s.get("port_b", PORT) if b else PORT)
             launcher = s.get("launcher", "run")
             logdir = case / "ranks" / f"node{i}"

@@ -136,6 +136,7 @@ BY_CODE: Mapping[str, Mapping[str, str]] = {
     "LOG150": {"what": "<M> arrivals for a world of <N>"},
     "LOG151": {"addr": "0.0.0.0"},
     "LOG152": {"what": "<the ranks of a host whose workers all exited 0, or a rank that exited 0,> finished while other ranks were still in a collective with them"},
+    "LOG153": {"addr": "<MASTER_ADDR:port>"},
     "LOG037": {"what": "<the error NCCL or the driver printed>"},
     "LOG038": {"what": "<the error NCCL printed>"},
     "LOG040": {"what": "<the versions and ranks>"},

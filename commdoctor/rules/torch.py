@@ -222,11 +222,47 @@ def _store_up(m: Any) -> list[Any]:
     return hits(m, "store_wait_clients") + hits(m, "store_started")
 
 
+def _store_host_stranded(m: Any, timed: list[Any]) -> tuple[Any, Any, str] | None:
+    """(the store's "started" line, that input's own timed-out connect, the address) when the host that started the
+    store then timed out connecting to MASTER_ADDR, and every connect that timed out, on any host, dialled that one
+    address and that port: the store is up on one host, and MASTER_ADDR names another where nothing listens."""
+    def target(h: Any) -> tuple[str, str]:
+        return (h.groups.get("host") or h.groups.get("host2") or "", h.groups.get("port") or "")
+
+    targets = {target(h) for h in timed}
+    if len(targets) != 1 or not all(targets.pop()):
+        return None
+    addr, port = target(timed[0])
+    if hits(m, "store_wait_clients") or any(h.groups.get("host") == addr for h in hits(m, "store_connected")):
+        return None  # the store was reached at that address (or waited there for its clients): not this
+    for s in hits(m, "store_started"):
+        if s.groups.get("sport") not in (None, "", port):
+            continue
+        mine = next((h for h in timed if h.ev.source == s.ev.source and (h.ev.line or 0) > (s.ev.line or 0)), None)
+        if mine is not None and len({h.ev.source for h in timed}) > 1:
+            return s, mine, f"{addr}:{port}"
+    return None
+
+
 def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[Cand]:
     """A rank's connection to the store timed out. Whether the store was up (its own host's log says so) and how the
     connect failed tell a name that does not resolve on this host, and a silent drop, from a store that is not there."""
     timed = [h for h in hs if "timed out" in h.ev.text]
     up = _store_up(m)
+    stranded = _store_host_stranded(m, timed)
+    if stranded:
+        started, mine, addr = stranded
+        return [cand("LOG153", "launcher_misconfig", 2, [started, mine] + [h for h in timed if h is not mine][:1],
+                     params={"addr": addr},
+                     detail="torchrun's static rendezvous has the launcher of node rank 0 start the store on its own "
+                            "host, then connect to it at MASTER_ADDR like every other node. This host started the "
+                            "store (\"The server has started on port\"), then could not reach MASTER_ADDR itself, and "
+                            "the other hosts dialled that same address: MASTER_ADDR is another machine, where nothing "
+                            "listens. Node rank 0 was given to the wrong host (node ranks swapped, or --node-rank 0 "
+                            "on a host that is not MASTER_ADDR), or MASTER_ADDR names the wrong machine on every host.",
+                     alts=[("rendezvous_unreachable", "if MASTER_ADDR is this host's address on a network it does not "
+                                                      "reach itself by (a NAT or load-balancer address), the address is "
+                                                      "what is wrong")])]
     if timed and up:
         names = {h.groups.get("host") or h.groups.get("host2") or "" for h in timed} - {""}
         # socket.cpp looks the name up (IPv6 lookups map IPv4 addresses, AI_V4MAPPED) before connecting; when that
@@ -303,6 +339,13 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                 "port are dropped on the way, as a firewall or security group does.",
                          alts=[("rendezvous_unreachable", "a MASTER_ADDR that names another, routed but silent address "
                                                           "also times out: compare it with the store host's address")])]
+    if not up and len({h.ev.source for h in timed}) > 1 and len({(h.groups.get("host") or h.groups.get("host2"),
+                                                                 h.groups.get("port")) for h in timed}) == 1:
+        # Several hosts' logs, each only a client timing out at one address, none hosting the store: if these are all
+        # the job's nodes, node rank 0 (whose launcher starts the store) is among them but not at that address.
+        alts = [("launcher_misconfig", "if these are every node's logs, node rank 0 is among them yet nothing listens "
+                                       "at MASTER_ADDR: its --node-rank and MASTER_ADDR name different hosts"),
+                *[a for a in alts if a[0] != "launcher_misconfig"]]
     return [cand("LOG011", "rendezvous_unreachable", 3, hs, params={
         "endpoint": next((f"{x.groups.get('host') or x.groups.get('host2')}:{x.groups.get('port') or '?'}"
                           for x in hs if x.groups.get("host") or x.groups.get("host2")), "the store"),
@@ -1356,6 +1399,11 @@ MODEL_RULES = (
 )
 
 CODES = (
+    Code("LOG153", "store-host-not-master-addr", E, "node rank 0 started the store on its own host, but MASTER_ADDR "
+         "({addr}) names another machine, where nothing listens: every host timed out dialling it",
+         "Run --node-rank 0 on the host MASTER_ADDR names, or set MASTER_ADDR (--master-addr) on every node to the "
+         "address of the host that runs node rank 0",
+         cause="launcher_misconfig"),
     Code("LOG011", "rendezvous-unreachable", E, "a rank could not reach {endpoint} ({how})",
          "Check MASTER_ADDR/--rdzv-endpoint from the failing node: it must name the rendezvous host's routable address, with the port open and the master already started",
          cause="rendezvous_unreachable", steps=("nc -zv MASTER_ADDR MASTER_PORT from a worker node",

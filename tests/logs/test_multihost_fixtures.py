@@ -15,7 +15,8 @@ import pytest
 from logs.test_corpus import diagnose_file
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = sorted(p for p in (ROOT / "fixtures" / "logs" / "multihost").iterdir() if (p / "truth.json").exists())
+CASES = sorted(p for p in (ROOT / "fixtures" / "logs" / "multihost").iterdir() if (p / "truth.json").exists()
+               and not json.loads((p / "truth.json").read_text()).get("ambiguous"))
 
 
 def test_there_are_cases_of_each_kind() -> None:
@@ -70,3 +71,26 @@ def test_rank_0_that_never_answered_monitored_barrier_was_late_when_the_wait_tim
     assert "rank 0 never answered the ranks waiting in it" in late["title"], late["title"]
     died = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "r0-raises-2" / "logs")
     assert died["cause"] == "peer_process_died" and "rank 0" in died["title"], died["title"]
+
+
+def test_node_rank_0_on_a_host_master_addr_does_not_name_is_a_launcher_misconfiguration() -> None:
+    """Host a runs --node-rank 1 and host b --node-rank 0, both with MASTER_ADDR = a (DETAIL): b starts the store on
+    its own port, then b and a both time out dialling a's address, where nothing listens."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "node-rank-swapped-2" / "logs")
+    assert (first["code"], first["cause"]) == ("LOG153", "launcher_misconfig")
+    assert "MASTER_ADDR (10.209.105.1:29500) names another machine" in first["title"], first["title"]
+
+
+def test_a_store_host_that_reached_its_own_store_is_not_stranded() -> None:
+    """Near miss: host b alone has a wrong MASTER_ADDR (its own address; TORCH_DISTRIBUTED_DEBUG=INFO). The store host
+    connected to its store at its own address and waited for clients; only b timed out, at another address."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "master-addr-is-b-3" / "logs")
+    assert first["code"] != "LOG153" and first["cause"] == "rendezvous_unreachable", first
+
+
+def test_the_same_swap_without_debug_output_keeps_the_launcher_among_its_causes() -> None:
+    """The swap in plain output (truth.json "ambiguous"): both hosts only time out dialling a's address; nothing says
+    which started the store, so the host at MASTER_ADDR never starting reads the same. The launcher stays second."""
+    doc = diagnose_file(ROOT / "fixtures" / "logs" / "multihost" / "node-rank-swapped-1" / "logs")
+    causes = [f["cause"] for f in doc["findings"] if f.get("cause")]
+    assert causes[:2] == ["rendezvous_unreachable", "launcher_misconfig"], causes[:4]
