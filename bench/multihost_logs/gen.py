@@ -329,6 +329,13 @@ R7: dict[str, tuple[str, dict]] = {
     "master-addr-is-b": ("rendezvous_unreachable", {"master_b": "10.209.{k}.2"}),
     "node-rank-swapped": ("launcher_misconfig", {"swap": True}),
 }
+# Round 8 (issue #16, 30 Nov): hosts_b maps host b's own name to host a's address (gloo binds the address its host
+# name resolves to; the job passed every run: only one side of a gloo pair connects, so "none"); fw_a "gloo": host a, not b, lets only the store's port through; nnodes_a: host a's --nnodes.
+R7.update({
+    "b-name-is-a-addr": ("none", {"hosts_b": "10.209.{k}.1 mhl{k}b\n"}),
+    "fw-a-gloo": ("firewall_or_port_blocked", {"fw_a": "gloo"}),
+    "nnodes-a-1": ("launcher_misconfig", {"nnodes_a": "1"}),
+})
 for _name, (_label, _fault) in R7.items():
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
                                  3: {**_fault, "nproc": 2, "env": INFO}, 4: {**_fault, "nproc": 2}})
@@ -347,7 +354,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
         (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
-        f"r7-run{run}" if name in R7 else \
+        (f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
@@ -363,6 +370,9 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         if s.get("fw_b") == "gloo":  # b lets only the store's port through: no other TCP connection in or out
             lab.b.iptables("-A", "INPUT", "-p", "tcp", "--syn", "-j", "DROP")
             lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "-j", "DROP")
+        if s.get("fw_a") == "gloo":  # a lets only its store's port through: no other TCP connection in or out
+            lab.a.iptables("-A", "INPUT", "-p", "tcp", "--syn", "!", "--dport", str(PORT), "-j", "DROP")
+            lab.a.iptables("-A", "OUTPUT", "-p", "tcp", "--syn", "-o", "eth0", "-j", "DROP")
         if s.get("fw_b") == "store":  # b may not reach the master's store port
             lab.b.iptables("-A", "OUTPUT", "-p", "tcp", "--dport", str(PORT), "-j", "DROP")
         reset = ("-j", "REJECT", "--reject-with", "tcp-reset")
@@ -385,7 +395,7 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
                 time.sleep(float(s["delay_a"]))  # b's torchrun waits for a's store meanwhile
             nproc = str(s.get("nproc_b" if b else "nproc_a", s.get("nproc", 1)))
             master = s.get("master_b") if b and s.get("master_b") else s.get("master", lab.a.addr)
-            nnodes = s.get("nnodes_b", "2") if b else "2"
+            nnodes = s.get("nnodes_b", "2") if b else s.get("nnodes_a", "2")
             node_rank = s.get("node_rank_b", "1") if b else "0"
             if s.get("swap"):
                 node_rank = "0" if b else "1"

@@ -89,6 +89,43 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _loud_sources(m: Any) -> set[Any]:
+    """The inputs that hold any error: a failure signature's line, an error no row reads, a traceback, a launcher's
+    report of a failed worker."""
+    loud = {h.ev.source for hits_ in m.hits.values() for h in hits_ if h.sig.role != CONTEXT}
+    loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors}
+    loud |= {ev.source for ev in m.tracebacks}
+    loud |= {f.ev.source for f in m.elastic if f.ev is not None}
+    return loud
+
+
+def _store_gone_in_rank_exchange(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
+    """A launcher lost the job's store (its connection closed) inside ``_assign_worker_ranks``, where torchrun's
+    agents exchange their nodes' keys before any worker starts, while every other input (the store's host) holds no
+    error at all: the store's host never waited for this node. Its launcher ran a job of its own (a smaller --nnodes,
+    another rendezvous) and closed the store when that ended."""
+    gone = [c for c in hits(m, "conn_lost") if c.ev.line is not None and any(
+        c.ev.source == h.ev.source and h.ev.line is not None and 0 < c.ev.line - h.ev.line <= 12 for h in hs)]
+    if not gone:
+        return []
+    mine = {c.ev.source for c in gone}
+    others = {i.path for i in m.inputs if i.lines and not i.error} - mine
+    if not others or others & _loud_sources(m):
+        return []
+    name = str(gone[0].ev.source).replace("\\", "/").rsplit("/", 1)[-1]
+    return [cand("LOG062", "launcher_misconfig", 3, gone[:1] + hs[:1], params={
+        "what": f"the launcher of {name} lost the store while the nodes' agents exchanged their keys, and the store's "
+                "host ran its own ranks without an error: it never counted that node (its --nnodes, or another "
+                "rendezvous)"},
+        detail="torchrun's agents assign the workers' ranks (_assign_worker_ranks) by exchanging each node's key in the "
+               "store that node rank 0's launcher holds. This node's launcher lost that store in the middle of it, before "
+               "any worker of its own started, and the store's host shows no failure: it ran a job that did not include "
+               "this node, and closed the store when that job ended. Give every node the same --nnodes and rendezvous "
+               "(--rdzv-id, --master-addr/--master-port).",
+        alts=[("peer_process_died", "if the store host's log posted is not all it printed, its launcher may have died "
+                                    "instead: its own last lines say")])]
+
+
 def _vanished(m: Any, hs: list[Any], named: set[int]) -> dict[int, str]:
     """rank -> the input holding its output, for every rank in ``named`` whose output is in an input other than the
     barrier's report, and that input holds no error, traceback or launcher report at all: it just ends. Empty unless
@@ -101,11 +138,7 @@ def _vanished(m: Any, hs: list[Any], named: set[int]) -> dict[int, str]:
     files = set(src.values())
     if files & {h.ev.source for h in hs}:
         return {}
-    loud = {h.ev.source for hits_ in m.hits.values() for h in hits_ if h.sig.role != CONTEXT}
-    loud |= {ev.source for ev, _seq, _kind in m.unmatched_errors}
-    loud |= {ev.source for ev in m.tracebacks}
-    loud |= {f.ev.source for f in m.elastic if f.ev is not None}
-    return {} if files & loud else {r: str(src[r]).replace("\\", "/").rsplit("/", 1)[-1] for r in sorted(named)}
+    return {} if files & _loud_sources(m) else {r: str(src[r]).replace("\\", "/").rsplit("/", 1)[-1] for r in sorted(named)}
 
 
 _REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
@@ -1076,6 +1109,11 @@ SIGNATURES = (
     # (torchelastic/role_info/<node rank>, assigned_ranks/...) and waits for every node's. A wait timeout on
     # those keys is the launchers not agreeing on the nodes: a node rank used twice, a wrong --nnodes, a node
     # not started; not a rank late in a collective.
+    # elastic/agent/server/api.py _assign_worker_ranks: a frame of the agent's own traceback when it lost the store
+    # while the nodes' keys were exchanged (read with the closed connection under it).
+    sig("agent_rank_exchange", ("_assign_worker_ranks",), r"\bin _assign_worker_ranks\b",
+        "launcher_misconfig", ROOT, 3, "a launcher lost the job's store while the nodes' agents exchanged their keys",
+        code="LOG062", build=_store_gone_in_rank_exchange),
     sig("agent_keys_wait", ("wait timeout after",), r"wait timeout after (?P<ms>\d+) ?ms, keys: \S{0,100}torchelastic/",
         "launcher_misconfig", ROOT, 3, "the launchers (torchrun's agents) waited for a node's key that no node wrote",
         code="LOG062", params=lambda hs: {"what": "the nodes' agents waited for each other's node keys (torchelastic/"

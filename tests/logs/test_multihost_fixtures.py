@@ -94,3 +94,24 @@ def test_the_same_swap_without_debug_output_keeps_the_launcher_among_its_causes(
     doc = diagnose_file(ROOT / "fixtures" / "logs" / "multihost" / "node-rank-swapped-1" / "logs")
     causes = [f["cause"] for f in doc["findings"] if f.get("cause")]
     assert causes[:2] == ["rendezvous_unreachable", "launcher_misconfig"], causes[:4]
+
+
+def test_a_launcher_that_lost_the_store_while_the_store_host_ran_alone_was_not_counted() -> None:
+    """Host a runs torchrun --nnodes 1, host b --nnodes 2: a runs a job of its own and closes its store; b's agent
+    loses it in _assign_worker_ranks, before any worker of b starts."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "nnodes-a-1-1" / "logs")
+    assert (first["code"], first["cause"]) == ("LOG062", "launcher_misconfig")
+    assert "the launcher of node1.log lost the store" in first["title"], first["title"]
+
+
+def test_a_store_host_that_failed_itself_is_not_a_launcher_misconfiguration(tmp_path: Path) -> None:
+    """Near miss: the same two files, the store host's followed by its own crash: b lost the store because a died."""
+    src = ROOT / "fixtures" / "logs" / "multihost" / "nnodes-a-1-1" / "logs"
+    crash = ("Traceback (most recent call last):\n"
+             '  File "/work/train.py", line 41, in <module>\n'
+             "    loss = model(batch)\n"
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (tmp_path / "node0.log").write_text((src / "node0.log").read_text()[:200] + crash)
+    (tmp_path / "node1.log").write_bytes((src / "node1.log").read_bytes())
+    first = _verdict(tmp_path)
+    assert first["code"] != "LOG062", first["title"]
