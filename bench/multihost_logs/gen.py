@@ -335,6 +335,10 @@ R7.update({
     "b-name-is-a-addr": ("none", {"hosts_b": "10.209.{k}.1 mhl{k}b\n"}),
     "fw-a-gloo": ("firewall_or_port_blocked", {"fw_a": "gloo"}),
     "nnodes-a-1": ("launcher_misconfig", {"nnodes_a": "1"}),
+    # Round 9: a package missing on host b (rank 1 fails to import before init_process_group); host a, the store's,
+    # preempted (its torchrun gets SIGTERM once a has logged step 2).
+    "b-import-error": ("peer_process_died", {"fault": "import_error"}),
+    "a-preempted": ("peer_process_died", {"sigterm_a": True}),
 })
 for _name, (_label, _fault) in R7.items():
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
@@ -354,7 +358,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
         (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
-        (f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
+        (f"r9-run{run}" if name in ("b-import-error", "a-preempted") else
+         f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \
         if name in NEW else \
@@ -431,6 +436,9 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
         failed_at = None
         down = False
         while time.monotonic() - t0 < DEADLINE:
+            if s.get("sigterm_a") and not down and b"step 2" in (case / "logs" / "node0.log").read_bytes():
+                procs[lab.a.name].send_signal(signal.SIGTERM)  # to a's launcher, the store's host, as a scheduler does
+                down = True
             if (s.get("linkdown_b") or s.get("sigterm_b") or s.get("sigkill_b")) and not down \
                     and b"step 2" in (case / "logs" / "node1.log").read_bytes():
                 if s.get("linkdown_b"):

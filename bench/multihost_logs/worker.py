@@ -20,6 +20,8 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
              /dev/shm; gen.py makes one host's /dev/shm tiny)
   fewer_steps    the rank's loop ends at FAULT_STEP (its data ran out first): it leaves the group and exits 0
   sigstop    the rank stops itself (SIGSTOP) before the step: alive, holding its connections, doing nothing
+  import_error   the rank fails to import a module its code needs, before init_process_group (a package missing on
+             one host)
 and two that leave the job healthy (healthy.py):
   fail_once  the rank raises at FAULT_STEP on torchrun's first attempt only; the restart then works
   warnings   a DataLoader warning and the program's own warning lines before the loop, then exit 0
@@ -47,6 +49,8 @@ if os.environ.get("LOGFMT"):
     _log = logging.getLogger("train")
     print = lambda msg, **_: _log.info(msg)  # noqa: E731,A001
     sys.excepthook = lambda *e: _log.critical("training failed", exc_info=e)
+if fault == "import_error" and int(os.environ.get("RANK", "0")) == bad:
+    import flash_attn_kernels  # noqa: F401  (installed on the other hosts only)
 if fault == "late_init" and int(os.environ.get("RANK", "0")) == bad:
     time.sleep(float(os.environ.get("LATE", "30")))
 _timeout = datetime.timedelta(seconds=float(os.environ.get("PG_TIMEOUT", "10")))

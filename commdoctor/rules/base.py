@@ -228,12 +228,21 @@ def raised_ranks(m: Any) -> dict[int, Any]:
     Such a rank is the first to fail; its peers' closed connections and timeouts follow from it."""
     own = {(ev.source, ev.line) for ev, _seq, kind in m.unmatched_errors if kind == "exception"}
     read = {(h.ev.source, h.ev.line) for hs in m.hits.values() for h in hs}  # lines a rule (even a context row) reads
+    # An exception printed without a rank prefix (a host running one rank under plain torchrun) is the rank that
+    # input's launcher reports exiting with a status of its own, when it reports exactly one.
+    exited: dict[Any, set[int]] = {}
+    for f in m.elastic:
+        if f.ev is not None and f.rank is not None and f.signal is None and f.exitcode is not None and f.exitcode > 0:
+            exited.setdefault(f.ev.source, set()).add(f.rank)
     out: dict[int, Any] = {}
     for typ, _msg, ev, _seq in m.exceptions:
-        if ev.rank is None or (ev.source, ev.line) not in own or (ev.source, ev.line) in read or typ in _COMM_EXCEPTIONS \
+        rank = ev.rank
+        if rank is None and len(exited.get(ev.source, ())) == 1:
+            rank = next(iter(exited[ev.source]))
+        if rank is None or (ev.source, ev.line) not in own or (ev.source, ev.line) in read or typ in _COMM_EXCEPTIONS \
                 or _COMM_WORDS.search(_msg):
             continue
-        out.setdefault(ev.rank, ev)
+        out.setdefault(rank, ev)
     return out
 
 

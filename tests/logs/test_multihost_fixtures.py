@@ -115,3 +115,25 @@ def test_a_store_host_that_failed_itself_is_not_a_launcher_misconfiguration(tmp_
     (tmp_path / "node1.log").write_bytes((src / "node1.log").read_bytes())
     first = _verdict(tmp_path)
     assert first["code"] != "LOG062", first["title"]
+
+
+def _two_failed(text: str) -> str:
+    """Host b's launcher report with a second rank that exited with status 1 (listed under Failures)."""
+    other = ("[1]:\n  time      : 2026-11-30_05:27:42\n  host      : mhl140b\n  rank      : 2 (local_rank: 1)\n"
+             "  exitcode  : 1 (pid: 22953)\n  error_file: <N/A>\n"
+             "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n")
+    return text.replace("  <NO_OTHER_FAILURES>\n", other)
+
+
+def test_an_exception_without_a_rank_prefix_belongs_to_the_one_rank_its_launcher_saw_fail(tmp_path: Path) -> None:
+    """Host b's one rank fails to import a module before init_process_group (plain output: no rank prefix); host a's
+    rank waits in the store for rank 1's key. The exception is rank 1's: its launcher reports rank 1 alone exiting 1.
+    Near miss: with a second rank of that host reported exiting 1 too, the exception is nobody's in particular."""
+    src = ROOT / "fixtures" / "logs" / "multihost" / "b-import-error-1" / "logs"
+    first = _verdict(src)
+    assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died")
+    assert first["title"] == ("rank 1 on mhl140b raised an error of its own: ModuleNotFoundError: No module named "
+                              "'flash_attn_kernels'"), first["title"]
+    (tmp_path / "node0.log").write_bytes((src / "node0.log").read_bytes())
+    (tmp_path / "node1.log").write_text(_two_failed((src / "node1.log").read_text()))
+    assert "raised an error of its own" not in _verdict(tmp_path)["title"]
