@@ -339,6 +339,11 @@ R7.update({
     # preempted (its torchrun gets SIGTERM once a has logged step 2).
     "b-import-error": ("peer_process_died", {"fault": "import_error"}),
     "a-preempted": ("peer_process_died", {"sigterm_a": True}),
+    # Round 10: rank 1's DataLoader worker killed; rank 1 saves a checkpoint to a full disk (host b's /dev/shm of
+    # 1 MB as its checkpoint folder); host a's GLOO_SOCKET_IFNAME names an interface it lacks.
+    "loader-killed": ("peer_process_died", {"fault": "loader_kill"}),
+    "disk-full": ("peer_process_died", {"fault": "disk_full", "shm_b": "1m", "env_b": {"CKPT_DIR": "/dev/shm"}}),
+    "a-ifname-missing": ("wrong_interface", {"env_a": {"GLOO_SOCKET_IFNAME": "ib0"}}),
 })
 for _name, (_label, _fault) in R7.items():
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
@@ -358,7 +363,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
         (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
-        (f"r9-run{run}" if name in ("b-import-error", "a-preempted") else
+        (f"r10-run{run}" if name in ("loader-killed", "disk-full", "a-ifname-missing") else
+         f"r9-run{run}" if name in ("b-import-error", "a-preempted") else
          f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
         (f"r3-holdout{run}" if run >= 3 else "r3-holdout" if (name, run) in R3_HOLDOUT else "r3-dev") if name in R3 else (f"new-holdout{run}" if run >= 3 else "new-holdout" if (name, run) in NEW_HOLDOUT else "new-dev") \

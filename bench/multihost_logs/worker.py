@@ -20,6 +20,8 @@ loop. FAULT (with FAULT_RANK, default 1) makes one rank fail at step FAULT_STEP:
              /dev/shm; gen.py makes one host's /dev/shm tiny)
   fewer_steps    the rank's loop ends at FAULT_STEP (its data ran out first): it leaves the group and exits 0
   sigstop    the rank stops itself (SIGSTOP) before the step: alive, holding its connections, doing nothing
+  loader_kill    the rank's DataLoader worker process is killed (SIGKILL, as the OOM killer picks it) mid-epoch
+  disk_full      the rank saves a checkpoint to CKPT_DIR (gen.py gives its host a tiny one): no space left
   import_error   the rank fails to import a module its code needs, before init_process_group (a package missing on
              one host)
 and two that leave the job healthy (healthy.py):
@@ -96,6 +98,23 @@ for step in range(steps):
     if me and fault == "sigstop":
         print(f"rank {rank}: step {step}", flush=True)
         os.kill(os.getpid(), signal.SIGSTOP)
+    if me and fault == "loader_kill":
+        from torch.utils.data import DataLoader, Dataset
+
+        class _Shards(Dataset):
+            def __len__(self) -> int:
+                return 64
+
+            def __getitem__(self, i: int) -> torch.Tensor:
+                if i == 40:
+                    os.kill(os.getpid(), signal.SIGKILL)  # the kernel's OOM killer picks the loader worker
+                time.sleep(0.01)
+                return torch.ones(4)
+
+        for _batch in DataLoader(_Shards(), batch_size=8, num_workers=2):
+            pass
+    if me and fault == "disk_full":
+        torch.save({"model": torch.ones(1 << 20)}, os.path.join(os.environ.get("CKPT_DIR", "/dev/shm"), "ckpt.pt"))
     if me and fault == "straggler":
         time.sleep(float(os.environ.get("STRAGGLE", "25")))
     if me and fault == "memory":

@@ -17,6 +17,9 @@ from commdoctor.rules.base import (CONSEQUENCE, E, KILLED_BY_SIGNAL, PHASE_DEATH
                                    Code, ModelRule, aborted_for_a_reason, cand, ctx, group, hits, missing_ranks,
                                    own_reading, peers_failed, quiet_exits, raised_ranks, sig, signal_name, stamp)
 
+#: torch's prefix on each line a rank prints ("[rank1]: "), and torchrun --tee's ("[default0]:").
+_RANK_PREFIX = re.compile(r"^\s{0,8}\[(?:rank|default)\d{1,7}\]:\s?")
+
 
 def _hydra_execvp(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     f = group(hs, "file") or "?"
@@ -44,6 +47,7 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         # Each node's launcher names its own first failure; the rank whose own code raised failed first, and
         # the other ranks' closed connections and timeouts follow from it.
         r, ev = sorted(raised.items())[0]
+        said = _RANK_PREFIX.sub("", ev.text, count=1)[:160]  # the error as the rank printed it, without torch's "[rankN]:"
         f = next((x for x in el if x.rank == r), None)
         where = f" on {f.host}" if f is not None and f.host else ""
         evs = [ev] + [x.ev for x in el if x.rank == r and x.ev][:1]
@@ -52,9 +56,9 @@ def _process_died(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             # Nothing else failed: no timeout, no closed connection, no communication error anywhere. The job
             # stopped on that error alone, and the launcher stopping the other ranks is what followed.
             return [Cand("LOG115", "other", 4, ev_seq(m, ev), evs, ranks={r}, hosts=hosts,
-                         params={"who": f"rank {r}{where}", "what": ev.text[:160]})]
+                         params={"who": f"rank {r}{where}", "what": said})]
         c = Cand("LOG060", "peer_process_died", 4, ev_seq(m, ev), evs,
-                 params={"what": f"rank {r}{where} raised an error of its own: {ev.text[:160]}"},
+                 params={"what": f"rank {r}{where} raised an error of its own: {said}"},
                  ranks={r}, hosts=hosts,
                  detail="Nothing killed it: its own code raised (the traceback above the quoted line says where), "
                         "the process ended, and the other ranks lost their connections to it. Fix that error; the "

@@ -137,3 +137,11 @@ def test_an_exception_without_a_rank_prefix_belongs_to_the_one_rank_its_launcher
     (tmp_path / "node0.log").write_bytes((src / "node0.log").read_bytes())
     (tmp_path / "node1.log").write_text(_two_failed((src / "node1.log").read_text()))
     assert "raised an error of its own" not in _verdict(tmp_path)["title"]
+
+
+def test_the_error_a_rank_raised_is_quoted_as_it_printed_it() -> None:
+    """Rank 1 saves a checkpoint to a full folder (host b's 1 MB /dev/shm): torch.save raises. The verdict quotes the
+    error without torch's "[rank1]: " line prefix."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "disk-full-1" / "logs")
+    assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died")
+    assert first["title"] == "rank 1 on mhl153b raised an error of its own: RuntimeError: basic_ios::clear: iostream error"
