@@ -344,6 +344,10 @@ R7.update({
     "loader-killed": ("peer_process_died", {"fault": "loader_kill"}),
     "disk-full": ("peer_process_died", {"fault": "disk_full", "shm_b": "1m", "env_b": {"CKPT_DIR": "/dev/shm"}}),
     "a-ifname-missing": ("wrong_interface", {"env_a": {"GLOO_SOCKET_IFNAME": "ib0"}}),
+    # Round 11: rank 0, on the store's host, finishes a step early (exit 0), exits 3 of its own check, segfaults.
+    "r0-fewer-steps": ("collective_mismatch", {"fault": "fewer_steps", "fault_rank": 0}),
+    "r0-exits": ("peer_process_died", {"fault": "exit", "fault_rank": 0}),
+    "r0-segv": ("peer_process_died", {"fault": "segv", "fault_rank": 0}),
 })
 for _name, (_label, _fault) in R7.items():
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
@@ -363,7 +367,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
         (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
-        (f"r10-run{run}" if name in ("loader-killed", "disk-full", "a-ifname-missing") else
+        (f"r11-run{run}" if name in ("r0-fewer-steps", "r0-exits", "r0-segv") else
+         f"r10-run{run}" if name in ("loader-killed", "disk-full", "a-ifname-missing") else
          f"r9-run{run}" if name in ("b-import-error", "a-preempted") else
          f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
         (f"r5-holdout{run}" if run >= 3 else "r5-holdout" if (name, run) in R5_HOLDOUT else "r5-dev") if name in R5 else \
