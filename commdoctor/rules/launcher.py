@@ -1395,12 +1395,19 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     elif early is not None:
         what, ev = early
     else:
-        lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in cut if h.ev.rank is not None}
-        addrs = {g.group("addr") for g in lost.values() if g}
         reports = [f for f in m.elastic if not f.agent and f.rank is not None]
-        if len(addrs) != 1 or None in lost.values() or len({h.ev.source for h in cut}) < 2 or not reports:
+        # A worker its own launcher stopped (-15 after "closing signal SIGTERM") once a sibling had failed lost its
+        # connection to that sibling, not to the peer the job lost: its line is an echo of the echo.
+        closing = m.hits.get("agent_closing_worker", [])
+        stopped = {f.rank for f in reports if f.exitcode == -15 and (
+            str(f.pid) in {str(h.groups.get("pid")) for h in closing}
+            or (f.ev is not None and f.ev.source in {h.ev.source for h in closing}))}
+        first = [h for h in cut if h.ev.rank not in stopped] or cut
+        lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in first if h.ev.rank is not None}
+        addrs = {g.group("addr") for g in lost.values() if g}
+        if len(addrs) != 1 or None in lost.values() or len({h.ev.source for h in first}) < 2 or not reports:
             return []
-        if not _only_lost_their_peer(m, reports, lost):
+        if not _only_lost_their_peer(m, reports, set(lost) | stopped):
             return []  # a worker that failed of something else, or was killed: the peer's own end is reported
         what, ev = (f"the ranks of the host at {next(iter(addrs))} (one of them, in no launcher's report of failures) "
                     "finished while ranks of another host were still in a collective with them"), reports[0].ev

@@ -145,3 +145,23 @@ def test_the_error_a_rank_raised_is_quoted_as_it_printed_it() -> None:
     first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "disk-full-1" / "logs")
     assert (first["code"], first["cause"]) == ("LOG060", "peer_process_died")
     assert first["title"] == "rank 1 on mhl153b raised an error of its own: RuntimeError: basic_ios::clear: iostream error"
+
+
+def test_rank_0_that_left_its_loop_early_is_the_one_its_launcher_does_not_report() -> None:
+    """Rank 0 (host a, two ranks per host, INFO) ends its loop a step early and exits 0. Rank 1 (host a) and rank 3
+    (host b) lose their connection to host a's address; rank 2 is stopped by its own launcher after rank 3 (its lost
+    connection is to rank 3). Host a's launcher reports rank 1 alone: rank 0 exited 0."""
+    first = _verdict(ROOT / "fixtures" / "logs" / "multihost" / "r0-fewer-steps-3" / "logs")
+    assert (first["code"], first["cause"]) == ("LOG152", "collective_mismatch")
+    assert first["title"].startswith("the ranks of the host at 10.209.162.1"), first["title"]
+
+
+def test_rank_0_that_its_launcher_reports_killed_did_not_finish_early(tmp_path: Path) -> None:
+    """Near miss: the same logs with rank 0 in host a's launcher report, killed by SIGKILL (the OOM killer)."""
+    src = ROOT / "fixtures" / "logs" / "multihost" / "r0-fewer-steps-3" / "logs"
+    killed = ("[1]:\n  time      : 2026-11-30_05:40:01\n  host      : mhl162a\n  rank      : 0 (local_rank: 0)\n"
+              "  exitcode  : -9 (pid: 20521)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 20521\n")
+    (tmp_path / "node0.log").write_text((src / "node0.log").read_text().replace("  <NO_OTHER_FAILURES>\n", killed))
+    (tmp_path / "node1.log").write_bytes((src / "node1.log").read_bytes())
+    first = _verdict(tmp_path)
+    assert first["code"] != "LOG152" and first["cause"] == "peer_process_died", first["title"]
