@@ -348,6 +348,11 @@ R7.update({
     "r0-fewer-steps": ("collective_mismatch", {"fault": "fewer_steps", "fault_rank": 0}),
     "r0-exits": ("peer_process_died", {"fault": "exit", "fault_rank": 0}),
     "r0-segv": ("peer_process_died", {"fault": "segv", "fault_rank": 0}),
+    # Round 12: rank 0 on the store's host killed by the OOM killer (memcap_a: host a's memory cgroup), stopped
+    # (SIGSTOP), calling barrier before its all_reduce.
+    "r0-oom-killed": ("peer_process_died", {"fault": "grow", "fault_rank": 0, "memcap_a": str(2 << 30)}),
+    "r0-stopped": ("collective_timeout_straggler", {"fault": "sigstop", "fault_rank": 0}),
+    "r0-reorder": ("collective_mismatch", {"fault": "reorder", "fault_rank": 0}),
 })
 for _name, (_label, _fault) in R7.items():
     SCENARIOS[_name] = (_label, {1: dict(_fault), 2: {**_fault, "nproc": 2, "env": DETAIL},
@@ -367,7 +372,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
     s = {key: (v.format(k=k) if isinstance(v, str) else v) for key, v in setup.items()}
     split = f"cap-{capture}" if capture else \
         (f"r6-holdout{run}" if run >= 3 else "r6-holdout" if (name, run) in R6_HOLDOUT else "r6-dev") if name in R6 else \
-        (f"r11-run{run}" if name in ("r0-fewer-steps", "r0-exits", "r0-segv") else
+        (f"r12-run{run}" if name in ("r0-oom-killed", "r0-stopped", "r0-reorder") else
+         f"r11-run{run}" if name in ("r0-fewer-steps", "r0-exits", "r0-segv") else
          f"r10-run{run}" if name in ("loader-killed", "disk-full", "a-ifname-missing") else
          f"r9-run{run}" if name in ("b-import-error", "a-preempted") else
          f"r8-run{run}" if name in ("b-name-is-a-addr", "fw-a-gloo", "nnodes-a-1") else f"r7-run{run}") if name in R7 else \
@@ -443,6 +449,8 @@ def run_case(name: str, run: int, k: int, out_root: Path, capture: str = "") -> 
                                     shm=s.get("shm_b", "") if b else "", capture=s.get("filter", ""), node=i)
             if b and s.get("memcap_b"):
                 h.cap(procs[h.name], s["memcap_b"])
+            if not b and s.get("memcap_a"):
+                h.cap(procs[h.name], s["memcap_a"])
         t0 = time.monotonic()
         failed_at = None
         down = False
