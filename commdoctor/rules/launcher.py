@@ -1308,17 +1308,25 @@ _PEER_CLOSED = ("Connection reset by peer", "Connection closed by peer", "Connec
 _PEER_AT = re.compile(r"(?:Read error|Connection closed by peer) \[(?P<addr>[^\]\s]{1,64})\]:\d{1,5}")
 
 
+def _stopped_by_launcher(m: Any, reports: list[Any]) -> set[int]:
+    """The reported workers their own launcher stopped once another had failed: -15 after its "Sending process P
+    closing signal SIGTERM" (by pid, or in the same input when the pid is not given)."""
+    closing = m.hits.get("agent_closing_worker", [])
+    pids = {str(h.groups.get("pid")) for h in closing}
+    files = {h.ev.source for h in closing}
+    return {f.rank for f in reports if f.exitcode == -15
+            and (str(f.pid) in pids or (f.ev is not None and f.ev.source in files))}
+
+
 def _only_lost_their_peer(m: Any, reports: list[Any], lost: Any) -> bool:
     """Every worker a launcher reports failed lost its peer inside a collective (``lost``: the ranks whose connection
     was cut) and at most was then ended by torch's watchdog (SIGABRT after the failure it logged), or was stopped by its
     own launcher once another had failed (-15 after "Sending process P closing signal SIGTERM"): none failed of anything
     else or was killed from outside, so a peer they lost that no report names ended with status 0."""
-    closing = m.hits.get("agent_closing_worker", [])
-    stopped_pids = {str(h.groups.get("pid")) for h in closing}
-    stopped_files = {h.ev.source for h in closing}
+    stopped = _stopped_by_launcher(m, reports)
     aborted = {h.ev.rank for h in m.hits.get("watchdog_abort", [])}
     for f in reports:
-        if f.exitcode == -15 and (str(f.pid) in stopped_pids or (f.ev is not None and f.ev.source in stopped_files)):
+        if f.rank in stopped:
             continue
         killed = bool(f.signal) or (f.exitcode is not None and f.exitcode < 0)
         own_abort = f.rank in aborted and (f.signal == "SIGABRT" or f.exitcode == -6)
@@ -1396,12 +1404,9 @@ def _finished_early(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
         what, ev = early
     else:
         reports = [f for f in m.elastic if not f.agent and f.rank is not None]
-        # A worker its own launcher stopped (-15 after "closing signal SIGTERM") once a sibling had failed lost its
-        # connection to that sibling, not to the peer the job lost: its line is an echo of the echo.
-        closing = m.hits.get("agent_closing_worker", [])
-        stopped = {f.rank for f in reports if f.exitcode == -15 and (
-            str(f.pid) in {str(h.groups.get("pid")) for h in closing}
-            or (f.ev is not None and f.ev.source in {h.ev.source for h in closing}))}
+        # A worker its own launcher stopped once a sibling had failed lost its connection to that sibling, not to the
+        # peer the job lost: its line is an echo of the echo.
+        stopped = _stopped_by_launcher(m, reports)
         first = [h for h in cut if h.ev.rank not in stopped] or cut
         lost = {h.ev.rank: _PEER_AT.search(h.ev.text) for h in first if h.ev.rank is not None}
         addrs = {g.group("addr") for g in lost.values() if g}

@@ -618,6 +618,7 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
     # them is where the socket calls fail (NVIDIA/nccl#697: a dozen docker bridges, fixed by NCCL_SOCKET_IFNAME).
     failing_net = failing_net or any(_SYSTEM_ERR.search(ev.text) for ev, _seq, _k in m.unmatched_errors)
     bad: list[tuple[str, str, Any]] = []
+    seen: set[tuple[str, str, Any]] = set()
     one_node = single_node(m)
     for hi in m.hosts.values():
         if hi.name == one_node:
@@ -629,7 +630,8 @@ def _bad_interfaces(m: Any, found: list[Cand], _unused: list[Cand]) -> list[Cand
         for item, ev in items:
             name, _, addr = item.partition(":")
             prob = addr_problem(name, addr)
-            if prob and (item, prob, ev.host) not in {(i, p, e.host) for i, p, e in bad}:  # per host, not per rank
+            if prob and (item, prob, ev.host) not in seen:  # per host, not per rank
+                seen.add((item, prob, ev.host))
                 bad.append((item, prob, ev))
     if not bad:
         return []

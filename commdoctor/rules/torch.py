@@ -89,6 +89,11 @@ def _barrier_peer(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
     return [c]
 
 
+def _file_name(source: Any) -> str:
+    """An input's file name, without its folders (a title names the file, the evidence gives the path)."""
+    return str(source).replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def _loud_sources(m: Any) -> set[Any]:
     """The inputs that hold any error: a failure signature's line, an error no row reads, a traceback, a launcher's
     report of a failed worker."""
@@ -112,7 +117,7 @@ def _store_gone_in_rank_exchange(m: Any, hs: list[Any], found: list[Cand]) -> li
     others = {i.path for i in m.inputs if i.lines and not i.error} - mine
     if not others or others & _loud_sources(m):
         return []
-    name = str(gone[0].ev.source).replace("\\", "/").rsplit("/", 1)[-1]
+    name = _file_name(gone[0].ev.source)
     return [cand("LOG062", "launcher_misconfig", 3, gone[:1] + hs[:1], params={
         "what": f"the launcher of {name} lost the store while the nodes' agents exchanged their keys, and the store's "
                 "host ran its own ranks without an error: it never counted that node (its --nnodes, or another "
@@ -138,7 +143,7 @@ def _vanished(m: Any, hs: list[Any], named: set[int]) -> dict[int, str]:
     files = set(src.values())
     if files & {h.ev.source for h in hs}:
         return {}
-    return {} if files & _loud_sources(m) else {r: str(src[r]).replace("\\", "/").rsplit("/", 1)[-1] for r in sorted(named)}
+    return {} if files & _loud_sources(m) else {r: _file_name(src[r]) for r in sorted(named)}
 
 
 _REACHED = re.compile(r"Rank (?P<rank>\d+) successfully reached monitoredBarrier")
@@ -210,11 +215,11 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
         gone.ranks = set(stopped)
         return [gone, cand("LOG051", "collective_timeout_straggler", 6, hs,
                            params={**said, "who": who + " (they had been stopped)"}, consequence=True)]
-    gone = _vanished(m, hs, named - failed)
-    if gone and named <= failed | set(gone):
-        files = sorted(set(gone.values()))
+    vanished = _vanished(m, hs, named - failed)
+    if vanished and named <= failed | set(vanished):
+        files = sorted(set(vanished.values()))
         c = cand("LOG060", "peer_process_died", 3, hs, params={
-            "what": f"rank(s) {', '.join(map(str, sorted(gone)))} stopped mid-run: {', '.join(files[:2])} "
+            "what": f"rank(s) {', '.join(map(str, sorted(vanished)))} stopped mid-run: {', '.join(files[:2])} "
                     f"{'ends' if len(files) == 1 else 'end'} without an error, an exit status or the launcher's report, "
                     "so the host went away whole, its launcher too"},
             detail="Rank 0 waited in monitored_barrier for ranks whose own output stops in the middle of the run: no "
@@ -225,7 +230,7 @@ def _monitored_barrier(m: Any, hs: list[Any], found: list[Cand]) -> list[Cand]:
             alts=[("collective_timeout_straggler", "if that output was copied before the job ended, the ranks may only "
                                                    "have been late: their last lines say where they were"),
                   ("hardware_fault", "a host that went away whole may have failed in hardware: its system log says")])
-        c.ranks = set(gone)
+        c.ranks = set(vanished)
         return [c, cand("LOG051", "collective_timeout_straggler", 6, hs,
                         params={**said, "who": who + " (their host had gone)"}, consequence=True)]
     there = _reached_meanwhile(m, hs, named)
@@ -255,17 +260,19 @@ def _store_up(m: Any) -> list[Any]:
     return hits(m, "store_wait_clients") + hits(m, "store_started")
 
 
+def _dialled(h: Any) -> tuple[str, str]:
+    """(address, port) a store connect that failed was dialling ("" where the line does not say)."""
+    return (h.groups.get("host") or h.groups.get("host2") or "", h.groups.get("port") or "")
+
+
 def _store_host_stranded(m: Any, timed: list[Any]) -> tuple[Any, Any, str] | None:
     """(the store's "started" line, that input's own timed-out connect, the address) when the host that started the
     store then timed out connecting to MASTER_ADDR, and every connect that timed out, on any host, dialled that one
     address and that port: the store is up on one host, and MASTER_ADDR names another where nothing listens."""
-    def target(h: Any) -> tuple[str, str]:
-        return (h.groups.get("host") or h.groups.get("host2") or "", h.groups.get("port") or "")
-
-    targets = {target(h) for h in timed}
+    targets = {_dialled(h) for h in timed}
     if len(targets) != 1 or not all(targets.pop()):
         return None
-    addr, port = target(timed[0])
+    addr, port = _dialled(timed[0])
     if hits(m, "store_wait_clients") or any(h.groups.get("host") == addr for h in hits(m, "store_connected")):
         return None  # the store was reached at that address (or waited there for its clients): not this
     for s in hits(m, "store_started"):
@@ -372,8 +379,7 @@ def _store_connect(m: Any, hs: list[Any], alts: list[tuple[str, str]]) -> list[C
                                 "port are dropped on the way, as a firewall or security group does.",
                          alts=[("rendezvous_unreachable", "a MASTER_ADDR that names another, routed but silent address "
                                                           "also times out: compare it with the store host's address")])]
-    if not up and len({h.ev.source for h in timed}) > 1 and len({(h.groups.get("host") or h.groups.get("host2"),
-                                                                 h.groups.get("port")) for h in timed}) == 1:
+    if not up and len({h.ev.source for h in timed}) > 1 and len({_dialled(h) for h in timed}) == 1:
         # Several hosts' logs, each only a client timing out at one address, none hosting the store: if these are all
         # the job's nodes, node rank 0 (whose launcher starts the store) is among them but not at that address.
         alts = [("launcher_misconfig", "if these are every node's logs, node rank 0 is among them yet nothing listens "
